@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from gcs import GcsEmulator
 
-from etl import storage
+from etl import storage, storage_io
 from etl.errors import PathOutsideRootError, StorageError
 
 
@@ -84,7 +85,7 @@ def test_compare_and_swap_and_delete(storage_root: str) -> None:
 
 
 def test_failed_streaming_write_leaves_nothing(storage_root: str, monkeypatch) -> None:
-    monkeypatch.setattr(storage, "GCS_WRITE_BLOCK_BYTES", 2**18)  # force multi-chunk uploads
+    monkeypatch.setattr(storage_io, "GCS_WRITE_BLOCK_BYTES", 2**18)  # force multi-chunk uploads
     ok, broken = (
         storage.join(storage_root, "d", "ok.bin"),
         storage.join(storage_root, "d", "bad.bin"),
@@ -156,6 +157,17 @@ def test_retries_transient_errors_within_budget() -> None:
     assert len(calls) == 1  # not transient: no retry
 
 
+def test_default_retry_is_read_from_the_facade_at_call_time(monkeypatch) -> None:
+    """docs/RELIABILITY.md: rebinding ``storage.DEFAULT_RETRY`` tunes every storage call."""
+    monkeypatch.setattr(storage, "DEFAULT_RETRY", storage.RetryPolicy(attempts=1))
+
+    def down() -> None:
+        raise ConnectionResetError("peer reset")
+
+    with pytest.raises(StorageError, match="gave up after 1 attempts"):
+        storage.with_retries(down, "down op")
+
+
 def test_gcs_http_errors_classified() -> None:
     from gcsfs.retry import HttpError
 
@@ -180,7 +192,7 @@ def test_credentials_resolution(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.delenv("STORAGE_EMULATOR_HOST")
     monkeypatch.delenv("AIRFLOW_CTX_DAG_ID", raising=False)
     monkeypatch.delenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", raising=False)
-    if "airflow.sdk" not in storage.sys.modules:
+    if "airflow.sdk" not in sys.modules:
         assert storage.gcs_token() == "google_default"  # outside Airflow: ADC
     key = {"type": "service_account", "client_email": "etl@p.iam.gserviceaccount.com"}
     conn = {"conn_type": "google_cloud_platform", "extra": {"keyfile_dict": json.dumps(key)}}

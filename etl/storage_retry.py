@@ -1,0 +1,91 @@
+"""Retries of whole storage operations, on top of gcsfs' per-request retries.
+
+The budget is the one module attribute ``etl.storage.DEFAULT_RETRY`` (docs/RELIABILITY.md),
+read at call time through the facade, so rebinding it there tunes every storage call.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from etl.errors import StorageError
+from etl.storage_fs import is_gcs
+
+log = logging.getLogger("etl.storage")  # the facade's name, which log configs filter on
+T = TypeVar("T")
+
+_TRANSIENT_CODES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry budget for one whole storage operation, on top of gcsfs' per-request retries.
+
+    gcsfs (2026.10) retries each HTTP request 6 times, sleeping min(rand + 2**(n-1), 32) s,
+    on 408/429/500-504, connection/payload errors, timeouts, auth refresh and checksum
+    errors; never on 403/404/412. What still escapes (its tries spent, or an error outside
+    its list) is retried here per operation. Streaming shard uploads rely on gcsfs' per-chunk
+    retries only: a record generator cannot be replayed, so the task retries instead.
+    """
+
+    attempts: int = 4
+    initial_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+    budget_s: float = 120.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth retrying: throttling, 5xx, dropped or timed-out connections."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    if isinstance(exc, (FileNotFoundError, FileExistsError, PermissionError, ValueError)):
+        return False
+    mod = type(exc).__module__
+    if mod.startswith("gcsfs"):
+        return (
+            getattr(exc, "code", None) in _TRANSIENT_CODES or type(exc).__name__ == "ChecksumError"
+        )
+    return mod.startswith(("aiohttp", "requests", "urllib3"))
+
+
+def _default_policy() -> RetryPolicy:
+    """``etl.storage.DEFAULT_RETRY`` as bound now: the documented knob lives on the facade."""
+    from etl import storage  # at call time: the facade imports this module
+
+    return storage.DEFAULT_RETRY
+
+
+def with_retries(fn: Callable[[], T], what: str, policy: RetryPolicy | None = None) -> T:
+    """Run ``fn`` again after transient errors, with jittered exponential backoff.
+
+    ``policy=None`` reads ``etl.storage.DEFAULT_RETRY`` at call time, so a deployment (or a
+    test) can shorten the budget for every storage call by rebinding that one attribute.
+
+    Raises:
+        StorageError: the budget is spent; names ``what`` and the last error.
+    """
+    policy = policy or _default_policy()
+    start, attempt = time.monotonic(), 0
+    while True:
+        attempt += 1
+        try:
+            return fn()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            delay = min(policy.max_delay_s, policy.initial_delay_s * 2 ** (attempt - 1))
+            delay *= 0.5 + random.random() / 2
+            if attempt >= policy.attempts or time.monotonic() - start + delay > policy.budget_s:
+                raise StorageError(f"{what}: gave up after {attempt} attempts: {exc!r}") from exc
+            log.warning("%s: transient %r, retry %d in %.1fs", what, exc, attempt, delay)
+            time.sleep(delay)
+
+
+def retry_remote(uri: str, what: str, fn: Callable[[], T]) -> T:
+    """Retry object-store calls; local calls run once."""
+    return with_retries(fn, f"{what} {uri}") if is_gcs(uri) else fn()
