@@ -1,0 +1,53 @@
+"""The LocalCluster a step starts: preloaded forked workers that still see the step's environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from etl import cluster
+
+pytestmark = pytest.mark.skipif(
+    "forkserver" not in __import__("multiprocessing").get_all_start_methods(),
+    reason="no forkserver start method on this platform",
+)
+
+
+def _worker_facts() -> dict[str, object]:
+    return {"env": os.environ.get("FLIGHTPIPE_CLUSTER_PROBE"),
+            "preloaded": "etl.validation_partition" in sys.modules,
+            "parent": os.getppid()}
+
+
+def test_workers_are_preloaded_and_get_the_current_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    config = cluster.ClusterConfig(n_workers=1)
+    monkeypatch.setenv("FLIGHTPIPE_CLUSTER_PROBE", "first")
+    with cluster.dask_client(config=config) as client:
+        first = list(client.run(_worker_facts).values())
+    # The forkserver started above keeps its environment; a later cluster must not inherit it.
+    monkeypatch.setenv("FLIGHTPIPE_CLUSTER_PROBE", "second")
+    with cluster.dask_client(config=config) as client:
+        second = list(client.run(_worker_facts).values())
+    assert [f["env"] for f in first] == ["first"]
+    assert [f["env"] for f in second] == ["second"]
+    assert all(f["preloaded"] for f in first + second), "workers imported the ETL modules anew"
+    assert first[0]["parent"] == second[0]["parent"] != os.getpid(), "not forked from one server"
+
+
+def test_spawn_when_preload_is_empty() -> None:
+    with cluster.dask_client(config=cluster.ClusterConfig(n_workers=1, preload=())) as client:
+        facts = list(client.run(_worker_facts).values())
+    assert not facts[0]["preloaded"]
+
+
+def test_peak_rss_counts_children_memory_and_cpu() -> None:
+    burn = "x = bytearray(300 * 2**20); import time; t = time.process_time()\n" \
+           "while time.process_time() - t < 0.6: pass"
+    with cluster.PeakRSS(interval_s=0.02) as rss:
+        subprocess.run([sys.executable, "-c", burn], check=True)
+    assert rss.peak_bytes > 300 * 2**20
+    assert rss.cpu_seconds >= 0.5
