@@ -49,6 +49,7 @@ def run(work: Path, scales: list[int], out: Path) -> dict[str, Any]:
     results["etl_rows_per_s"] = fast["rows_per_s"]
     results["etl_python_baseline_rows_per_s"] = slow["rows_per_s"]
     results["etl_rows"] = fast["rows"]
+    results["etl_run"], results["etl_python_run"] = fast, slow
     results["etl_peak_rss_mb"]["1x"] = fast["peak_rss_mb"]
     results["etl_scaling"]["1x"] = fast
     _save(results, out)

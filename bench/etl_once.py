@@ -29,7 +29,8 @@ def main() -> None:
         wall = time.perf_counter() - t0
     rows = sum(result["splits"].values())
     print(json.dumps({"rows": rows, "wall_s": wall, "rows_per_s": rows / wall,
-                      "peak_rss_mb": rss.peak_bytes / 2**20, "encoder": args.encoder,
+                      "peak_rss_mb": rss.peak_bytes / 2**20, "cpu_s": rss.cpu_seconds,
+                      "timings": result.get("timings", {}), "encoder": args.encoder,
                       "created": result["created"], "version_uri": result["version_uri"]}))
 
 

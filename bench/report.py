@@ -70,9 +70,16 @@ def table(r: dict[str, Any]) -> str:
              "", "| figure | value |", "| --- | --- |"]
     lines += [f"| {label} | {_num(value)} {unit} |" for label, value, unit in rows]
     lines.append(f"| stall ratio (demo model) | {_num(r.get('stall_ratio'), '.3f')} |")
+    bound = _ratio(r.get("serialize_vectorized_rows_per_s"), r.get("serialize_python_rows_per_s"))
+    lines.append(f"| ETL ratio bound (vectorized / Python serialization alone) | "
+                 f"{_num(bound, '.2f')}x |")
+    for name, run in (("default", r.get("etl_run")), ("baseline", r.get("etl_python_run"))):
+        if run and run.get("cpu_s"):
+            lines.append(f"| ETL CPU seconds, {name} encoder, 1x | {_num(run['cpu_s'], '.1f')} s |")
     for scale, mb in r.get("etl_peak_rss_mb", {}).items():
-        n = r.get("etl_scaling", {}).get(scale, {}).get("rows")
-        lines.append(f"| ETL peak RSS at {scale} ({_num(n)} rows) | {_num(mb)} MiB |")
+        run = r.get("etl_scaling", {}).get(scale, {})
+        lines.append(f"| ETL at {scale} ({_num(run.get('rows'))} rows): peak RSS, rows/s | "
+                     f"{_num(mb)} MiB, {_num(run.get('rows_per_s'))} rows/s |")
     for name, secs in r.get("dag_parse_s", {}).items():
         lines.append(f"| DAG parse time {name} | {_num(secs, '.3f')} s |")
     lines += ["", "| target | measured | met |", "| --- | --- | --- |"]
