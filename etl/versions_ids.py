@@ -1,0 +1,115 @@
+"""Version ids and where versions live: ``<root>/datasets/<dataset>/<version>/``.
+
+An id records the data interval it was built from (``<end>_<start|all>[-rN]``), so ids sort
+by interval and a forced re-publish of one interval gets the next revision, never a clash.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from etl import storage
+
+MANIFEST = "manifest.json"
+LATEST = "LATEST"
+WRITER_LOCK = "_WRITER"
+_TS = "%Y%m%dT%H%M%SZ"
+_ID = re.compile(r"^(\d{8}T\d{6}Z)_(\d{8}T\d{6}Z|all)(?:-r([1-9]\d*))?$")
+_DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+@dataclass(frozen=True)
+class VersionId:
+    """Parsed version id; ``sort_key`` orders by interval end, then start, then revision."""
+
+    end: dt.datetime
+    start: dt.datetime | None
+    revision: int = 1
+
+    @property
+    def sort_key(self) -> tuple[dt.datetime, dt.datetime, int]:
+        return (self.end, self.start or dt.datetime.min.replace(tzinfo=dt.UTC), self.revision)
+
+    def __str__(self) -> str:
+        return version_id(self.end, self.start, self.revision)
+
+
+def _utc(value: dt.datetime | str, what: str) -> dt.datetime:
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{what}: expected an ISO-8601 time, got {value!r}") from None
+    if not isinstance(value, dt.datetime):
+        raise TypeError(f"{what}: expected a datetime or ISO string, got {value!r}")
+    if value.tzinfo is None:  # naive: taken as UTC, which is what Airflow intervals are
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def version_id(
+    end: dt.datetime | str, start: dt.datetime | str | None = None, revision: int = 1
+) -> str:
+    """``<end>_<start|all>[-rN]``: readable, sortable, and it records the data interval."""
+    if not isinstance(revision, int) or revision < 1:
+        raise ValueError(f"revision: expected an int >= 1, got {revision!r}")
+    end_s = _utc(end, "interval end").strftime(_TS)
+    start_s = "all" if start is None else _utc(start, "interval start").strftime(_TS)
+    return f"{end_s}_{start_s}" + (f"-r{revision}" if revision > 1 else "")
+
+
+def parse_version_id(s: str) -> VersionId:
+    """Inverse of ``version_id``; ValueError names the bad id and the expected form."""
+    m = _ID.match(s) if isinstance(s, str) else None
+    if not m or m.group(3) == "1":
+        raise ValueError(
+            f"version id {s!r}: expected <YYYYmmddTHHMMSSZ>_<YYYYmmddTHHMMSSZ|all>[-rN]"
+        )
+
+    def ts(x: str) -> dt.datetime:
+        return dt.datetime.strptime(x, _TS).replace(tzinfo=dt.UTC)
+
+    start = None if m.group(2) == "all" else ts(m.group(2))
+    return VersionId(ts(m.group(1)), start, int(m.group(3) or 1))
+
+
+def is_version_id(name: str) -> bool:
+    """True for a well-formed id: other names under a dataset are not versions."""
+    try:
+        parse_version_id(name)
+        return True
+    except ValueError:
+        return False
+
+
+def dataset_uri(root: str, dataset: str) -> str:
+    """``<root>/datasets/<dataset>``; the dataset name is checked because it becomes a path."""
+    if not isinstance(dataset, str) or not _DATASET.match(dataset):
+        raise ValueError(f"dataset name {dataset!r}: expected lower_snake_case, 1-64 chars")
+    return storage.safe_join(root, "datasets", dataset)
+
+
+def version_uri(root: str, dataset: str, version: str) -> str:
+    """``<root>/datasets/<dataset>/<version>`` after validating both names."""
+    parse_version_id(version)
+    return storage.join(dataset_uri(root, dataset), version)
+
+
+def split_version_uri(uri: str) -> tuple[str, str]:
+    """``(<dataset uri>, <version id>)`` of a version URI."""
+    parent, _, version = uri.rstrip("/").rpartition("/")
+    return parent, version
+
+
+def next_revision(root: str, dataset: str, base_id: str) -> str:
+    """Id for a forced re-publish of ``base_id``'s interval: one past every existing revision.
+
+    Counts directories with or without a manifest, so an in-flight revision is not reused.
+    """
+    base = parse_version_id(base_id)
+    names = storage.list_dir(dataset_uri(root, dataset))
+    same = [parse_version_id(n) for n in names if is_version_id(n)]
+    top = max([v.revision for v in same if (v.end, v.start) == (base.end, base.start)], default=0)
+    return version_id(base.end, base.start, max(top, base.revision) + 1)
