@@ -21,13 +21,12 @@ from etl.spec import (
     DEFAULT_SHARD_BYTES,
     SpecError,
     Split,
-    _choice,
-    _get,
-    _parse_split,
     check_name,
     check_relpath,
     spec_path,
 )
+from etl.spec_fields import check_choice, get_field
+from etl.spec_load import parse_split
 
 KIND = "images"
 LAYOUTS = ("folders", "index")
@@ -135,30 +134,31 @@ def load_image_spec(name_or_path: str | Path, source_uri: str | None = None) -> 
     w = str(path)
     if not isinstance(raw, dict) or raw.get("kind") != KIND:
         raise SpecError(f"{w}.kind: expected {KIND!r} for an image spec")
-    name = _get(raw, "name", w, str)
+    name = get_field(raw, "name", w, str)
     if path.parent.name != name and path.name == "spec.yaml" and path.parent.parent.name == "specs":
         raise SpecError(f"{w}.name: {name!r} must match its folder {path.parent.name!r}")
-    label = _get(raw, "label", w, dict)
-    classes = tuple(str(c) for c in _get(label, "classes", f"{w}.label", list))
+    label = get_field(raw, "label", w, dict)
+    classes = tuple(str(c) for c in get_field(label, "classes", f"{w}.label", list))
     if len(classes) < 2 or len(set(classes)) != len(classes):
         raise SpecError(f"{w}.label.classes: expected two or more distinct class names, "
                         f"got {list(classes)}")
-    shards = _get(raw, "shards", w, dict, {})
-    target = _get(shards, "target_bytes", f"{w}.shards", int, DEFAULT_SHARD_BYTES)
+    shards = get_field(raw, "shards", w, dict, {})
+    target = get_field(shards, "target_bytes", f"{w}.shards", int, DEFAULT_SHARD_BYTES)
     if target <= 0:
         raise SpecError(f"{w}.shards.target_bytes: expected a positive byte count, got {target}")
-    quar = _get(raw, "quarantine", w, dict, {})
-    frac = _get(quar, "max_fraction", f"{w}.quarantine", (int, float), DEFAULT_MAX_FRACTION)
+    quar = get_field(raw, "quarantine", w, dict, {})
+    frac = get_field(quar, "max_fraction", f"{w}.quarantine", (int, float), DEFAULT_MAX_FRACTION)
     if not 0 <= frac <= 1:
         raise SpecError(f"{w}.quarantine.max_fraction: expected 0..1, got {frac}")
     return ImageSpec(
-        name=name, path=path, source=_source(_get(raw, "source", w, dict), w, source_uri),
-        label_name=check_name(_get(label, "name", f"{w}.label", str), f"{w}.label.name"),
-        classes=classes, rules=_parse_rules(_get(raw, "image", w, dict), f"{w}.image"),
-        split=_parse_split(_get(raw, "split", w, dict), f"{w}.split"),
+        name=name, path=path, source=_source(get_field(raw, "source", w, dict), w, source_uri),
+        label_name=check_name(get_field(label, "name", f"{w}.label", str), f"{w}.label.name"),
+        classes=classes, rules=_parse_rules(get_field(raw, "image", w, dict), f"{w}.image"),
+        split=parse_split(get_field(raw, "split", w, dict), f"{w}.split"),
         quarantine=Quarantine(max_fraction=float(frac)),
-        augment=_get(raw, "augment", w, dict, {}), shard_target_bytes=target,
-        compression=_choice(shards.get("compression"), COMPRESSIONS, f"{w}.shards.compression"),
+        augment=get_field(raw, "augment", w, dict, {}), shard_target_bytes=target,
+        compression=check_choice(shards.get("compression"), COMPRESSIONS,
+                                 f"{w}.shards.compression"),
         description=str(raw.get("description", "")))
 
 
@@ -170,29 +170,30 @@ def _source(d: dict, w: str, override: str | None) -> ImageSource:
 
 
 def _parse_source(d: dict, w: str) -> ImageSource:
-    layout = _choice(_get(d, "layout", w, str, "folders"), LAYOUTS, f"{w}.layout")
-    index = _get(d, "index", w, dict, None)
+    layout = check_choice(get_field(d, "layout", w, str, "folders"), LAYOUTS, f"{w}.layout")
+    index = get_field(d, "index", w, dict, None)
     if (layout == "index") != (index is not None):
         raise SpecError(f"{w}.index: required with layout 'index' and only then")
     exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}"
-                 for e in _get(d, "extensions", w, list, list(EXTENSIONS)))
+                 for e in get_field(d, "extensions", w, list, list(EXTENSIONS)))
     for e in exts:
-        _choice(e, EXTENSIONS, f"{w}.extensions")
-    src = ImageSource(uri=check_relpath(_get(d, "uri", w, str), f"{w}.uri"), layout=layout,
+        check_choice(e, EXTENSIONS, f"{w}.extensions")
+    src = ImageSource(uri=check_relpath(get_field(d, "uri", w, str), f"{w}.uri"), layout=layout,
                       extensions=exts)
     if index is None:
         return src
     iw = f"{w}.index"
     return ImageSource(
         uri=src.uri, layout=layout, extensions=exts,
-        index_uri=check_relpath(_get(index, "uri", iw, str), f"{iw}.uri"),
-        index_format=_choice(_get(index, "format", iw, str, "csv"), INDEX_FORMATS, f"{iw}.format"),
-        file_column=_get(index, "file_column", iw, str, "file"),
-        label_column=_get(index, "label_column", iw, str, "label"))
+        index_uri=check_relpath(get_field(index, "uri", iw, str), f"{iw}.uri"),
+        index_format=check_choice(get_field(index, "format", iw, str, "csv"), INDEX_FORMATS,
+                                  f"{iw}.format"),
+        file_column=get_field(index, "file_column", iw, str, "file"),
+        label_column=get_field(index, "label_column", iw, str, "label"))
 
 
 def _pair(d: dict, key: str, w: str, default: Any) -> tuple[int, int] | None:
-    value = _get(d, key, w, list, default)
+    value = get_field(d, key, w, list, default)
     if value is None:
         return None
     if len(value) != 2 or any(not isinstance(v, int) or isinstance(v, bool) or v < 1
@@ -205,14 +206,15 @@ def _parse_rules(d: dict, w: str) -> ImageRules:
     lo, hi = _pair(d, "min_size", w, [1, 1]), _pair(d, "max_size", w, [4096, 4096])
     if lo[0] > hi[0] or lo[1] > hi[1]:
         raise SpecError(f"{w}: min_size {list(lo)} exceeds max_size {list(hi)}")
-    channels = tuple(_get(d, "channels", w, list, [1, 3]))
+    channels = tuple(get_field(d, "channels", w, list, [1, 3]))
     for c in channels:
-        _choice(c, (1, 2, 3, 4), f"{w}.channels")
-    quality = _get(d, "jpeg_quality", w, int, DEFAULT_JPEG_QUALITY)
+        check_choice(c, (1, 2, 3, 4), f"{w}.channels")
+    quality = get_field(d, "jpeg_quality", w, int, DEFAULT_JPEG_QUALITY)
     if not 1 <= quality <= 100:
         raise SpecError(f"{w}.jpeg_quality: expected 1..100, got {quality}")
     return ImageRules(
         min_size=lo, max_size=hi, channels=channels, resize=_pair(d, "resize", w, None),
-        channels_out=_choice(_get(d, "channels_out", w, int, 1), (1, 3), f"{w}.channels_out"),
-        encoding=_choice(_get(d, "encoding", w, str, "png"), ENCODINGS, f"{w}.encoding"),
+        channels_out=check_choice(get_field(d, "channels_out", w, int, 1), (1, 3),
+                                  f"{w}.channels_out"),
+        encoding=check_choice(get_field(d, "encoding", w, str, "png"), ENCODINGS, f"{w}.encoding"),
         jpeg_quality=quality)
