@@ -9,9 +9,11 @@ written straight into the version folder under the writer lock, with a ``_draft.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import subprocess
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -70,6 +72,25 @@ def code_version() -> str:
             return metadata.version("flightpipe")
         except metadata.PackageNotFoundError:
             return "unknown"
+
+
+def _import_in_background(module: str) -> threading.Thread:
+    """Start importing a heavy module while this process waits for Dask workers to start.
+
+    Great Expectations costs about 10 s of CPU to import; a step that needs it in this process
+    and in its workers would otherwise pay the two imports one after the other. A failing
+    import is raised again, with its traceback, by the step's own import.
+    """
+
+    def load() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception:  # the step's own import statement reports it
+            log.debug("background import of %s failed", module, exc_info=True)
+
+    thread = threading.Thread(target=load, name=f"import-{module}", daemon=True)
+    thread.start()
+    return thread
 
 
 def _run_dir(step_uri: str) -> str:
@@ -159,7 +180,6 @@ def extract(spec_name: str, root: str, interval_end: str | datetime,
 def validate(spec_name: str, staged_uri: str, mode: str = "quarantine", *,
              dask_address: str | None = None) -> str:
     """Run the GX suite over every row; returns the URI of the rows that passed."""
-    from etl import validation
     from etl.cluster import dask_client
 
     if mode not in MODES:
@@ -171,8 +191,12 @@ def validate(spec_name: str, staged_uri: str, mode: str = "quarantine", *,
     spec = _spec(spec_name, run.get("source_uri"))
     storage.delete_tree(validated)
     t0 = time.monotonic()
+    if getattr(spec, "kind", None) != "images":
+        _import_in_background("etl.validation")  # while the workers start
     with dask_client(dask_address):
         import dask.dataframe as dd
+
+        from etl import validation
 
         fs, path = storage.get_fs(staged_uri)
         ddf = dd.read_parquet(path, filesystem=fs)
@@ -398,12 +422,16 @@ def run(spec_name: str, root: str, interval_end: str | datetime,
     from etl.cluster import dask_client
 
     t0 = time.monotonic()
-    with dask_client(dask_address):
-        staged = extract(spec_name, root, interval_end, interval_start, run_id, force=force,
-                         source_uri=source_uri)
-        validated = validate(spec_name, staged, mode)
-        written = transform_and_write(spec_name, validated, shard_bytes, compression,
-                                      force=force, encoder=encoder)
-        result = publish(spec_name, written, force)
+    importing = _import_in_background("etl.validation")  # overlaps the cluster start
+    try:
+        with dask_client(dask_address):
+            staged = extract(spec_name, root, interval_end, interval_start, run_id, force=force,
+                             source_uri=source_uri)
+            validated = validate(spec_name, staged, mode)
+            written = transform_and_write(spec_name, validated, shard_bytes, compression,
+                                          force=force, encoder=encoder)
+            result = publish(spec_name, written, force)
+    finally:
+        importing.join()  # never leave an import running into interpreter shutdown
     result["wall_s"] = round(time.monotonic() - t0, 3)
     return result
