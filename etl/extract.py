@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 STRING = pd.StringDtype("pyarrow")  # one string dtype end to end (what Dask normalizes to)
 PARTITION_BYTES = 8 * 1024 * 1024  # raw bytes per Dask partition: a few per core at 1x flights
 MAX_LISTED_PERIODS = 64  # bounded windows up to this many periods are stat'ed, not listed
+PARQUET_MAGIC = b"PAR1"  # first 4 bytes, and last 4 after the footer and its 4-byte length
 
 
 class SourceFilesError(PipelineError):
@@ -209,6 +210,19 @@ def _check_not_hollow(rows: int, uri: str, source: Source) -> None:
                               f"every {part.granularity} partition (require_complete)")
 
 
+def _parquet_frame(raw: bytes, uri: str) -> pd.DataFrame:
+    """Checked first: a cut-off upload has no footer, and pyarrow's error names no file."""
+    if len(raw) < 12 or raw[:4] != PARQUET_MAGIC or raw[-4:] != PARQUET_MAGIC:
+        raise SourceReadError(
+            f"{uri}: not a valid Parquet file ({len(raw)} bytes; truncated, or not Parquet): "
+            f"expected {PARQUET_MAGIC!r} at the start and a footer ending in {PARQUET_MAGIC!r}, "
+            f"found {raw[:4]!r} ... {raw[-4:]!r}")
+    try:
+        return pq.read_table(pa.py_buffer(raw)).to_pandas()
+    except (pa.ArrowInvalid, OSError) as exc:  # footer there, metadata or pages damaged
+        raise SourceReadError(f"{uri}: not a valid Parquet file ({len(raw)} bytes): {exc}") from exc
+
+
 def read_source_file(uri: str, source: Source) -> pd.DataFrame:
     """One raw file as a frame of string columns (the spec's columns, in spec order)."""
     fs, path = storage.get_fs(uri)
@@ -223,14 +237,14 @@ def read_source_file(uri: str, source: Source) -> pd.DataFrame:
         table = _csv_table(raw, uri, source)
         _check_not_hollow(table.num_rows, uri, source)
         return table.to_pandas(types_mapper={pa.string(): STRING}.get)
-    try:
-        if source.format == "parquet":
-            df = pq.read_table(pa.py_buffer(raw)).to_pandas()
-        else:
+    if source.format == "parquet":
+        df = _parquet_frame(raw, uri)
+    else:
+        try:
             text = raw.decode(source.read.get("encoding", "utf-8"))
             df = pd.read_json(io.StringIO(text), lines=True, dtype=False)
-    except (pa.ArrowInvalid, ValueError, OSError) as exc:
-        raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
+        except (ValueError, OSError) as exc:
+            raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
     _check_not_hollow(len(df), uri, source)
     return _as_strings(df, uri, source)
 

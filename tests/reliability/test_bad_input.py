@@ -72,3 +72,71 @@ def test_fixed_input_then_publishes_under_the_same_run_id(root: str, root_path: 
     assert storage.list_dir(f"{root}/staging") == []
     assert BASE_VERSION in versions.list_versions(root, DATASET)
     shutil.rmtree(root_path / "staging", ignore_errors=True)
+
+
+def _parquet_spec(tmp_path: Path) -> str:
+    """The flights spec with its primary source as daily Parquet files (the same dataset)."""
+    import yaml
+
+    from etl.spec import SPECS_DIR
+
+    folder = tmp_path / "spec-parquet"
+    folder.mkdir()
+    raw = yaml.safe_load((SPECS_DIR / DATASET / "spec.yaml").read_text(encoding="utf-8"))
+    flights = raw["sources"]["flights"]
+    flights.update(uri="raw/flights/date={date}/flights.parquet", format="parquet")
+    flights.pop("read", None)
+    shutil.copy(SPECS_DIR / DATASET / raw["expectations"], folder / raw["expectations"])
+    (folder / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return str(folder / "spec.yaml")
+
+
+def _land_as_parquet(csv_path: Path) -> Path:
+    """A landed day rewritten as typed Parquet, as an upstream Parquet exporter would."""
+    import pandas as pd
+
+    df = pd.read_csv(csv_path, na_values=["NA"], keep_default_na=False)
+    df["time_hour"] = pd.to_datetime(df["time_hour"], utc=True)
+    out = csv_path.with_suffix(".parquet")
+    df.to_parquet(out, index=False, row_group_size=100)
+    return out
+
+
+def test_truncated_parquet_is_refused_naming_the_file(root: str, root_path: Path,
+                                                      base_digest: dict, tmp_path: Path,
+                                                      dask_client: object) -> None:
+    """A Parquet day cut off mid-file (its footer lost) fails the run; nothing is published."""
+    spec = _parquet_spec(tmp_path)
+    files = [_land_as_parquet(day_file(root_path, d)) for d in (BAD_DAY, "2013-01-03")]
+    data = files[0].read_bytes()
+    files[0].write_bytes(data[:len(data) * 3 // 5])  # the upload died 60% of the way in
+    with pytest.raises(Exception) as info:
+        pipeline.run(spec, root, NEXT_END, NEXT_START, run_id="bad-parquet",
+                     shard_bytes=SHARD_BYTES, encoder="python")
+    message = str(info.value)
+    assert type(info.value).__name__ == "SourceReadError", message
+    for pattern in (f"date={BAD_DAY}/flights.parquet", "not a valid Parquet file",
+                    "truncated", r"expected .*footer", f"{len(data) * 3 // 5} bytes"):
+        assert re.search(pattern, message), f"{pattern!r} not in: {message}"
+    assert_untouched(root, base_digest)
+
+
+@pytest.mark.parametrize("damage, expected", [
+    (lambda b: b[:-1], r"truncated.*expected b'PAR1'"),  # only the last byte lost
+    (lambda b: b[:7], r"\(7 bytes; truncated"),  # cut inside the header
+    (lambda b: b[:100] + bytes(4000) + b[4100:], "not a valid Parquet file"),  # pages zeroed
+], ids=["last-byte-lost", "stub", "pages-zeroed"])
+def test_damaged_parquet_is_named_without_a_run(root_path: Path, tmp_path: Path,
+                                                damage: object, expected: str) -> None:
+    """Other damage (one byte short, a stub, zeroed pages) gets the same kind of refusal."""
+    import dataclasses
+
+    from etl.extract import SourceReadError, read_source_file
+    from etl.spec import load_spec
+
+    path = _land_as_parquet(day_file(root_path, BAD_DAY))
+    path.write_bytes(damage(path.read_bytes()))
+    source = dataclasses.replace(load_spec(DATASET).primary_source, format="parquet")
+    with pytest.raises(SourceReadError, match=expected) as info:
+        read_source_file(f"file://{path}", source)
+    assert f"date={BAD_DAY}/flights.parquet" in str(info.value)
