@@ -17,9 +17,11 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Self
 from urllib.parse import urlsplit
+
+from loopback import LoopbackServer
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
               "proxy-authorization", "proxy-authenticate", "content-length", "host"}
@@ -57,7 +59,7 @@ class FaultProxy:
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.plan, self.counters = plan, Counters()
         self._rng, self._lock = random.Random(plan.seed), threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: LoopbackServer | None = None
         self.endpoint = ""
 
     def decide(self, request: str = "") -> str | None:
@@ -131,16 +133,13 @@ class FaultProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._server = LoopbackServer(Handler)
+        self.endpoint = self._server.url
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.stop()
             self._server = None
 
     def __enter__(self) -> Self:

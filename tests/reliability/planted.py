@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Self
+
+from loopback import LoopbackServer
 
 # Named so they exist (and are set to DEBUG) before the libraries create them lazily;
 # google-auth silences "google" unless someone configured it, which is what we do here.
@@ -33,7 +34,7 @@ class TokenServer:
     reject: bool = False
     assertions: list[str] = field(default_factory=list)
     uri: str = ""
-    _server: ThreadingHTTPServer | None = None
+    _server: LoopbackServer | None = None
 
     def start(self) -> Self:
         owner = self
@@ -58,16 +59,13 @@ class TokenServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.uri = f"http://127.0.0.1:{self._server.server_address[1]}/token"
+        self._server = LoopbackServer(Handler)
+        self.uri = self._server.url + "/token"
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.stop()
             self._server = None
 
 
