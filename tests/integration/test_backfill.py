@@ -17,18 +17,17 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import secrets
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from services import api_server_env, free_port, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")
 
@@ -46,6 +45,7 @@ EXPECTED_VERSIONS = ["20130103T000000Z_all", "20130104T000000Z_all", "20130105T0
 LAND_DAYS = ("2013-01-02", "2013-01-05")
 BACKFILL_ARGS = ["backfill", "create", "--dag-id", DAG_ID, "--from-date", FROM_DATE,
                  "--to-date", TO_DATE, "--reprocess-behavior", "failed"]
+RETRY_ON = (OSError, psycopg2.Error)  # api-server not up, tables not there yet
 WAIT_PARSE_S, WAIT_RUNS_S = 180, 600  # bounds for a 2-core machine shared with other jobs
 # The shared Dask cluster: scheduler and one 2-thread worker in one process, so Great
 # Expectations is imported once (two worker processes cost ~40% more CPU in total).
@@ -57,29 +57,6 @@ with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.
     while True:
         time.sleep(60)
 """
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout_s: float,
-             on_timeout: Callable[[], str], interval_s: float = 2.0) -> Any:
-    """Poll ``probe`` until it returns something truthy; fail with context after timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    last_error: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            if result := probe():
-                return result
-        except (OSError, psycopg2.Error) as exc:  # api-server not up, tables not there yet
-            last_error = exc
-        time.sleep(interval_s)
-    pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what} "
-                f"(last error: {last_error!r})\n{on_timeout()}", pytrace=False)
 
 
 class MetaDB:
@@ -148,12 +125,7 @@ def _env(tmp: Path, db_url: str, port: int, dask_port: int) -> dict[str, str]:
         # Parse once (a bundle is listed at start whatever the interval): CPU is scarce.
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "600",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(48),
-        "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(48),
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        **api_server_env(port),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(tmp / "passwords.json"),
         # Loopback only; spares a login for the two setup calls (pool, unpause).
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
@@ -239,7 +211,8 @@ def test_backfill_publishes_one_version_per_interval_in_order(tmp_path: Path, po
         with urllib.request.urlopen(health, timeout=10) as resp:
             return resp.status == 200
 
-    wait_for(f"{DAG_ID} parsed and the api-server up", ready, WAIT_PARSE_S, processes.tails)
+    wait_for(f"{DAG_ID} parsed and the api-server up", ready, WAIT_PARSE_S,
+             on_timeout=processes.tails, retry_on=RETRY_ON)
     _api(env, "POST", "/pools", {"name": "dask", "slots": 2, "description": "ETL"})
     _api(env, "PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
     print(f"\nAirflow up, data landed, DAG parsed: {time.monotonic() - t0:.0f} s")
@@ -264,7 +237,8 @@ def test_backfill_publishes_one_version_per_interval_in_order(tmp_path: Path, po
             pytest.fail(f"backfill tasks failed: {bad}\n{diagnostics()}", pytrace=False)
         return all(s == "success" for s, _, _ in db.runs().values())
 
-    wait_for("every backfill run to succeed", all_succeeded, WAIT_RUNS_S, diagnostics)
+    wait_for("every backfill run to succeed", all_succeeded, WAIT_RUNS_S,
+             on_timeout=diagnostics, retry_on=RETRY_ON)
     print(f"backfill ran in {time.monotonic() - t1:.0f} s")
     _check_versions(db, root)
 

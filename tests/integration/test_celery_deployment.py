@@ -12,19 +12,18 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
+from services import api_server_env, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1080)]
 
@@ -36,30 +35,8 @@ ETL_CONF = {"interval_end": "2013-01-29T00:00:00+00:00", "window_days": 28, "sha
             "validation_mode": "quarantine"}
 EXPECTED_QUEUE = {"extract": "default", "validate": "default", "transform_and_write": "default",
                   "publish": "default", "resolve_version": "default", "train": "gpu"}
+RETRY_ON = (OSError, ValueError, KeyError)  # api-server not up, answer not complete yet
 WAIT_ETL_S, WAIT_TRAIN_S = 480, 300  # generous bounds for a loaded 2-core machine
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout_s: float, interval_s: float = 2.0,
-             on_timeout: Callable[[], str] = lambda: "") -> Any:
-    """Poll ``probe`` until it returns something truthy; fail with context after timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    last_error: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            if result := probe():
-                return result
-        except (OSError, ValueError, KeyError) as exc:
-            last_error = exc
-        time.sleep(interval_s)
-    pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what} "
-                f"(last error: {last_error!r})\n{on_timeout()}", pytrace=False)
 
 
 @dataclass
@@ -104,12 +81,7 @@ def _env(tmp: Path, db_url: str, redis_url: str, port: int, password: str) -> di
         "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + db_url,
         "AIRFLOW__CELERY__EXTRA_CELERY_CONFIG": '{"result_extended": true}',
         "AIRFLOW__CORE__FERNET_KEY": _fernet_key(),
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(48),
-        "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(48),
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        **api_server_env(port),
         "AIRFLOW__CORE__AUTH_MANAGER":
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
@@ -171,7 +143,7 @@ def deployment(tmp_path: Path, postgres_db: str, redis_db: str, processes) -> De
     _land(dep.root, env)
     wait_for("the api-server", lambda: processes.check_alive() or
              dep.request("GET", "/api/v2/monitor/health")[0] == 200, 120,
-             on_timeout=processes.tails)
+             on_timeout=processes.tails, retry_on=RETRY_ON)
     print(f"\ndeployment up in {time.monotonic() - t0:.0f} s")
     return dep
 
@@ -196,7 +168,8 @@ def _wait_run(dep: Deployment, dag_id: str, run_id: str, timeout_s: float) -> di
         return run if run["state"] == "success" else None
 
     return wait_for(f"{dag_id} run {run_id}", finished, timeout_s,
-                    on_timeout=lambda: f"{_task_states(dep, dag_id, run_id)}\n{dep.procs.tails()}")
+                    on_timeout=lambda: f"{_task_states(dep, dag_id, run_id)}\n{dep.procs.tails()}",
+                    retry_on=RETRY_ON)
 
 
 def _task_instances(dep: Deployment, dag_id: str, run_id: str) -> list[dict]:
@@ -240,7 +213,7 @@ def test_etl_then_asset_triggered_training_on_celery(deployment: Deployment) -> 
         return all(dep.request("GET", f"/api/v2/dags/{d}")[0] == 200
                    for d in ("etl_flights", "train_flights"))
 
-    wait_for("both DAGs parsed", parsed, 90, on_timeout=dep.procs.tails)
+    wait_for("both DAGs parsed", parsed, 90, on_timeout=dep.procs.tails, retry_on=RETRY_ON)
 
     # A bad Param is refused when the run is created: no run, no task.
     status, body = dep.request("POST", "/api/v2/dags/etl_flights/dagRuns",
@@ -267,7 +240,7 @@ def test_etl_then_asset_triggered_training_on_celery(deployment: Deployment) -> 
         return runs[0] if runs else None
 
     train_run = wait_for("the Asset-triggered training run", training_run, 60,
-                         on_timeout=dep.procs.tails)
+                         on_timeout=dep.procs.tails, retry_on=RETRY_ON)
     assert train_run["run_type"] == "asset_triggered"
     _wait_run(dep, "train_flights", train_run["dag_run_id"], WAIT_TRAIN_S)
     print(f"ETL start to training success: {time.monotonic() - t0:.0f} s")
