@@ -75,7 +75,7 @@ def extract(spec_name: str, root: str, interval_end: str | datetime,
         return staged
     storage.delete_tree(staged)  # a retried attempt starts clean
     t0 = time.monotonic()
-    with dask_client(dask_address):
+    with dask_client(dask_address), storage.storage_failures(f"extract to {staged}"):
         kw = {"partition_bytes": partition_bytes} if partition_bytes else {}
         if getattr(spec, "kind", None) == "images":
             from etl import images_etl as extract_mod
@@ -102,7 +102,7 @@ def validate(spec_name: str, staged_uri: str, mode: str = "quarantine", *,
     t0 = time.monotonic()
     if getattr(spec, "kind", None) != "images":
         import_in_background("etl.validation")  # while the workers start
-    with dask_client(dask_address):
+    with dask_client(dask_address), storage.storage_failures(f"validate {staged_uri}"):
         import dask.dataframe as dd
 
         from etl import validation

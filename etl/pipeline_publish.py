@@ -129,7 +129,7 @@ def transform_and_write(spec_name: str, validated_uri: str, shard_bytes: int | N
     _clear_unpublished(vuri)
     t0 = time.monotonic()
     try:
-        with dask_client(dask_address):
+        with dask_client(dask_address), storage.storage_failures(f"write shards to {vuri}"):
             splits, stats = _write_shards(spec, validated_uri, vuri, config)
     except BaseException:
         versions.release_writer_lock(lock)  # a killed process leaves it: retries re-acquire

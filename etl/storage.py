@@ -41,7 +41,13 @@ from etl.storage_io import (
 )
 from etl.storage_listing import delete_tree, list_dir, remove_temp_files, stat
 from etl.storage_paths import join, safe_join
-from etl.storage_retry import RetryPolicy, is_transient, with_retries
+from etl.storage_retry import (
+    RetryPolicy,
+    is_transient,
+    storage_failures,
+    transient_cause,
+    with_retries,
+)
 
 DEFAULT_RETRY = RetryPolicy()
 
@@ -72,6 +78,8 @@ __all__ = [
     "replace_if_match",
     "safe_join",
     "stat",
+    "storage_failures",
+    "transient_cause",
     "with_retries",
     "write_bytes_atomic",
 ]

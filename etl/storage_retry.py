@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -53,6 +54,43 @@ def is_transient(exc: BaseException) -> bool:
     return mod.startswith(("aiohttp", "requests", "urllib3"))
 
 
+def transient_cause(exc: BaseException) -> BaseException | None:
+    """The transient storage error behind ``exc``, if any.
+
+    Dask re-raises a reader's error as a new exception of the same type (for gcsfs' HttpError
+    that constructor itself fails, leaving an AttributeError), so the cause is found by walking
+    ``__cause__``/``__context__``.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if is_transient(cur):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+@contextmanager
+def storage_failures(what: str) -> Iterator[None]:
+    """Report a storage outage that escapes a Dask computation as a StorageError naming ``what``.
+
+    Inside Dask the reads and writes go through gcsfs, which has already retried each request;
+    what escapes means the store stayed unavailable, and the raw error (if it survived Dask's
+    re-raising) names neither the step nor the URI.
+    """
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:
+        cause = transient_cause(exc)
+        if cause is None:
+            raise
+        raise StorageError(f"{what}: gave up after the storage client's retries: "
+                           f"{cause!r}") from exc
+
+
 def _default_policy() -> RetryPolicy:
     """``etl.storage.DEFAULT_RETRY`` as bound now: the documented knob lives on the facade."""
     from etl import storage  # at call time: the facade imports this module
@@ -76,7 +114,7 @@ def with_retries(fn: Callable[[], T], what: str, policy: RetryPolicy | None = No
         try:
             return fn()
         except Exception as exc:
-            if not is_transient(exc):
+            if transient_cause(exc) is None:
                 raise
             delay = min(policy.max_delay_s, policy.initial_delay_s * 2 ** (attempt - 1))
             delay *= 0.5 + random.random() / 2

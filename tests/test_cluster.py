@@ -16,6 +16,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _no_active_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another module's client may still be the default one: these tests need their own cluster."""
+    monkeypatch.setattr(cluster, "_active_client", lambda: None)
+
+
 def _worker_facts() -> dict[str, object]:
     return {"env": os.environ.get("FLIGHTPIPE_CLUSTER_PROBE"),
             "preloaded": "etl.validation_partition" in sys.modules,

@@ -205,3 +205,21 @@ def test_credentials_resolution(monkeypatch, tmp_path: Path) -> None:
     storage._resolve_token.cache_clear()
     assert storage.gcs_token() == str(tmp_path / "k.json")
     storage._resolve_token.cache_clear()
+
+
+def test_storage_outage_escaping_dask_becomes_a_storage_error() -> None:
+    """Dask re-raises a gcsfs HttpError through a constructor that fails; the cause still counts."""
+    from gcsfs.retry import HttpError
+
+    def dask_style_reraise() -> None:
+        try:
+            raise HttpError({"code": 503, "message": "backend down"})
+        except HttpError as exc:
+            type(exc)(f"An error occurred while calling read_parquet: {exc}")  # AttributeError
+
+    with (pytest.raises(StorageError, match=r"validate gs://b/x: gave up after .*503") as info,
+          storage.storage_failures("validate gs://b/x")):
+        dask_style_reraise()
+    assert isinstance(info.value.__cause__, AttributeError)
+    with pytest.raises(KeyError), storage.storage_failures("validate gs://b/x"):
+        raise KeyError("not a storage problem")

@@ -175,7 +175,7 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
     with FaultProxy(gcs_emulator.endpoint, plan) as proxy:
         _via(monkeypatch, proxy.endpoint)
         t0 = time.monotonic()
-        with pytest.raises(StorageError, match=r"gs://.*gave up after \d+ attempts.*503"):
+        with pytest.raises(StorageError, match=r"gs://.*gave up after .*503"):
             pipeline.run(DATASET, landed_gcs, "2013-01-03T00:00:00Z", DAY_END, run_id="dead",
                          shard_bytes=60_000, encoder="python")
         elapsed = time.monotonic() - t0
