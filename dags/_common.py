@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-import sys
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -254,28 +252,6 @@ def metrics_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
     return {k: v for k, v in metrics.items()
             if scalar(v) or (isinstance(v, Mapping) and all(scalar(x) for x in v.values()))}
-
-
-@contextmanager
-def spawnable_main() -> Iterator[None]:
-    """Let a task start worker processes with spawn or forkserver (Dask's LocalCluster).
-
-    Such a child re-runs the parent's ``__main__`` file. In an Airflow 3 task process under
-    the LocalExecutor that is the ``airflow`` CLI script, whose import initialises Airflow from
-    the task's deliberately blocked DB URL and kills the child ("Nanny failed to start"). With
-    the path hidden while the step runs, children start clean (and faster). Celery workers use
-    threads and ``python -m airflow`` is skipped by spawn itself, so neither needs this.
-    """
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if path is None or getattr(main, "__spec__", None) is not None:
-        yield
-        return
-    del main.__file__
-    try:
-        yield
-    finally:
-        main.__file__ = path
 
 
 def run_name(run_id: str) -> str:

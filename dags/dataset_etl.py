@@ -36,7 +36,6 @@ from _common import (
     etl_params,
     etl_timetable,
     resolve_etl_options,
-    spawnable_main,
     spec_names,
     storage_root,
 )
@@ -66,17 +65,15 @@ def build_etl_dag(name: str) -> DAG:
             opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
             from etl import pipeline
 
-            with spawnable_main():
-                return pipeline.extract(name, storage_root(), opts.interval_end,
-                                        opts.interval_start, run_id=run_id,
-                                        force=opts.force_republish, source_uri=opts.source_uri)
+            return pipeline.extract(name, storage_root(), opts.interval_end, opts.interval_start,
+                                    run_id=run_id, force=opts.force_republish,
+                                    source_uri=opts.source_uri)
 
         @task(pool=DASK_POOL, execution_timeout=timedelta(hours=2))
         def validate(staged_uri: str, params: Any = None) -> str:
             from etl import pipeline
 
-            with spawnable_main():
-                return pipeline.validate(name, staged_uri, mode=params["validation_mode"])
+            return pipeline.validate(name, staged_uri, mode=params["validation_mode"])
 
         @task(pool=DASK_POOL, execution_timeout=timedelta(hours=3))
         def transform_and_write(validated_uri: str, params: Any = None,
@@ -84,10 +81,8 @@ def build_etl_dag(name: str) -> DAG:
             opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
             from etl import pipeline
 
-            with spawnable_main():
-                return pipeline.transform_and_write(name, validated_uri,
-                                                    shard_bytes=opts.shard_bytes,
-                                                    compression=opts.compression)
+            return pipeline.transform_and_write(name, validated_uri, shard_bytes=opts.shard_bytes,
+                                                compression=opts.compression)
 
         @task(outlets=[asset], depends_on_past=True, execution_timeout=timedelta(minutes=20))
         def publish(written_uri: str, params: Any = None):

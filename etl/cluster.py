@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -71,6 +72,28 @@ def _active_client() -> Client | None:
 
 
 @contextmanager
+def spawnable_main() -> Iterator[None]:
+    """Hide a script ``__main__`` from the worker processes started meanwhile.
+
+    spawn and forkserver children re-run the parent's main *script* before starting. Under
+    Airflow 3's LocalExecutor that script is the ``airflow`` CLI, whose import initialises
+    Airflow from the task's deliberately blocked DB URL and kills the child ("Nanny failed to
+    start"). ETL workers run only etl code, so they need nothing from ``__main__``; a main
+    run with ``-m`` (a module spec) is imported by name and left alone.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None or getattr(main, "__spec__", None) is not None:
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
+@contextmanager
 def dask_client(address: str | None = None,
                 config: ClusterConfig = ClusterConfig()) -> Iterator[Client]:
     """A client for one step; closes only what it opened."""
@@ -93,7 +116,7 @@ def dask_client(address: str | None = None,
     method = _start_method(config.preload) if processes else "spawn"
     nanny = {"env": dict(os.environ)} if processes else {}
     with dask.config.set({"distributed.worker.multiprocessing-method": method}), \
-            LocalCluster(n_workers=n, threads_per_worker=config.threads_per_worker,
+            spawnable_main(), LocalCluster(n_workers=n, threads_per_worker=config.threads_per_worker,
                          processes=processes, memory_limit=config.memory_limit,
                          dashboard_address=None, **nanny) as cluster, Client(cluster) as client:
         yield client

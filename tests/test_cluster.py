@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
+import time
+import types
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +61,26 @@ def test_peak_rss_counts_children_memory_and_cpu() -> None:
         subprocess.run([sys.executable, "-c", burn], check=True)
     assert rss.peak_bytes > 300 * 2**20
     assert rss.cpu_seconds >= 0.5
+
+
+def _child_exitcode() -> int | None:
+    child = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(0,))
+    child.start()
+    child.join(120)
+    return child.exitcode
+
+
+def test_spawned_children_do_not_rerun_a_main_script(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a LocalExecutor task ``__main__`` is the ``airflow`` script, which dies when re-run
+    in a child (blocked DB URL); a script that exits when re-run stands in for it."""
+    script = tmp_path / "airflow"  # a script path, like the console entry point
+    script.write_text('raise SystemExit("re-ran the parent\'s main script")\n')
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__, fake_main.__spec__ = str(script), None
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+
+    assert _child_exitcode() == 1  # the failure the fix is for is real
+    with cluster.spawnable_main():
+        assert _child_exitcode() == 0
+    assert fake_main.__file__ == str(script)  # restored for whatever runs next

@@ -6,7 +6,7 @@ dag-processor as real processes. The test runs the backfill command the README d
 three daily intervals and checks, from the metadata DB and storage, one version per interval,
 published in interval order, and LATEST on the newest. Skips without PostgreSQL, but not
 under CI=true. The heavy steps join one shared Dask cluster (``PIPELINE_DASK_ADDRESS``): nine
-per-step LocalClusters cost more CPU than the ETL on 2 cores (tests/test_dags_spawn.py covers
+per-step LocalClusters cost more CPU than the ETL on 2 cores (tests/test_cluster.py covers
 those). ``use_job_schedule`` is off, so neither a wall-clock nightly run of ``etl_flights``
 (catchup is off) nor an Asset-triggered training run gets in the way; backfill runs come from
 the CLI, not from that loop.
