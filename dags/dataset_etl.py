@@ -28,7 +28,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from _common import (
+from airflow.sdk import DAG, Metadata, dag, task
+from flightpipe_dags import (
     DASK_POOL,
     RETRY_DEFAULTS,
     START_DATE,
@@ -39,7 +40,6 @@ from _common import (
     spec_names,
     storage_root,
 )
-from airflow.sdk import DAG, Metadata, dag, task
 
 
 def build_etl_dag(name: str) -> DAG:

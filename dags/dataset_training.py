@@ -19,7 +19,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from _common import (
+from airflow.sdk import DAG, dag, task
+from flightpipe_dags import (
     GPU_POOL,
     GPU_QUEUE,
     RETRY_DEFAULTS,
@@ -33,7 +34,6 @@ from _common import (
     storage_root,
     training_params,
 )
-from airflow.sdk import DAG, dag, task
 
 
 def build_training_dag(name: str) -> DAG:

@@ -1,0 +1,36 @@
+"""Shared code of the DAG files in ``dags/``: settings, trigger-form Params, option checks.
+
+A uniquely named package (Airflow puts the DAGs folder on ``sys.path``, so a generic name
+could shadow another module); ``.airflowignore`` keeps the dag-processor from parsing it as
+DAG files. Import-light on purpose: stdlib, pendulum and ``airflow.sdk`` only, nothing that
+touches the metadata database, Variables or connections.
+"""
+
+from __future__ import annotations
+
+from flightpipe_dags.options import (
+    EtlOptions,
+    choose_version,
+    metrics_summary,
+    resolve_etl_options,
+    run_name,
+)
+from flightpipe_dags.params import TRAIN_OVERRIDES, etl_params, training_params
+from flightpipe_dags.settings import (
+    DASK_POOL,
+    GPU_POOL,
+    GPU_QUEUE,
+    RETRY_DEFAULTS,
+    START_DATE,
+    dataset_asset,
+    etl_timetable,
+    spec_names,
+    storage_root,
+)
+
+__all__ = [
+    "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
+    "EtlOptions", "choose_version", "dataset_asset", "etl_params", "etl_timetable",
+    "metrics_summary", "resolve_etl_options", "run_name", "spec_names", "storage_root",
+    "training_params",
+]
