@@ -21,7 +21,7 @@ log = logging.getLogger("bench")
 
 def _fresh_root(work: Path, name: str, scale: int) -> str:
     """A new storage root with the flights landed ``scale`` times."""
-    from etl.land import land
+    from etl.sources.land import land
 
     folder = work / name
     shutil.rmtree(folder, ignore_errors=True)

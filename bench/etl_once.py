@@ -12,7 +12,7 @@ import time
 
 from etl import pipeline
 from etl.cluster import PeakRSS
-from etl.writer import ENCODERS
+from etl.write.writer import ENCODERS
 
 
 def main() -> None:

@@ -68,7 +68,7 @@ def _decoded_train_frame(version_uri: str):
     import tensorflow as tf
 
     from etl import versions
-    from training.pipeline import compression_type, feature_specs, shard_files
+    from training.data.tabular import compression_type, feature_specs, shard_files
 
     manifest = versions.read_manifest(version_uri)
     files = shard_files(version_uri, "train", manifest)
@@ -90,7 +90,7 @@ def _decoded_train_frame(version_uri: str):
 
 def serialization(version_uri: str) -> dict[str, float]:
     """Encoders alone on the same rows: tfx-bsl's C++ one, ours (vectorized), the Python loop."""
-    from etl import encode
+    from etl.write import encode
 
     frame, manifest = _decoded_train_frame(version_uri)
     schema = manifest["schema"]

@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "land":
-            from etl.land import land, parse_day
+            from etl.kinds import land
+            from etl.sources.land import parse_day
 
             report = land(args.root, args.dataset, overwrite=args.overwrite, scale=args.scale,
                           start=parse_day(args.start_day) if args.start_day else None,

@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 DASK_ADDRESS_ENV = "PIPELINE_DASK_ADDRESS"
 DEFAULT_MAX_WORKERS = 4
 # What a worker process needs for every ETL stage; the forkserver imports it once.
-WORKER_PRELOAD = ("distributed", "numpy", "pandas", "pyarrow", "dask.dataframe", "etl.extract",
-                  "etl.validation_partition", "etl.transform", "etl.writer")
+WORKER_PRELOAD = ("distributed", "numpy", "pandas", "pyarrow", "dask.dataframe", "etl.sources.extract",
+                  "etl.validation.partition", "etl.transform.tabular", "etl.write.writer")
 
 
 @dataclass(frozen=True)

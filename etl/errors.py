@@ -53,3 +53,11 @@ class VersionLockedError(PipelineError):
         super().__init__(f"version {version_uri} is being written by {who!r} since {since}")
         self.version_uri = version_uri
         self.holder = holder or {}
+
+
+class ValidationFailed(PipelineError):
+    """The data broke the suite; ``summary`` holds the per-expectation results."""
+
+    def __init__(self, message: str, summary: dict | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary or {}

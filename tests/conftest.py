@@ -25,13 +25,13 @@ TEST_BUCKET = "pipeline-test"
 @pytest.fixture(scope="session")
 def gcs_emulator() -> Iterator[GcsEmulator]:
     """One emulator per session, STORAGE_EMULATOR_HOST pointing at it while it runs."""
-    from etl import storage
+    from etl.storage import fs as storage_fs
 
     with GcsEmulator(buckets=(TEST_BUCKET,)) as emulator, pytest.MonkeyPatch.context() as mp:
         mp.setenv("STORAGE_EMULATOR_HOST", emulator.endpoint)
-        storage._resolve_token.cache_clear()
+        storage_fs._resolve_token.cache_clear()
         yield emulator
-    storage._resolve_token.cache_clear()
+    storage_fs._resolve_token.cache_clear()
 
 
 def _prefix(request: pytest.FixtureRequest) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from etl import encode
+from etl.write import encode
 
 NUMERIC = [
     "month",

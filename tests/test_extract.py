@@ -12,8 +12,8 @@ import dask.dataframe as dd
 import pandas as pd
 import pytest
 
-from etl import extract
-from etl.land import land
+from etl.sources import extract, read
+from etl.sources.land import land
 from etl.spec import load_spec
 
 
@@ -118,8 +118,8 @@ def test_bad_files_fail_naming_the_file(client, root: str, edit, message) -> Non
     else:
         path = _edit_day(root, "2013-01-02", edit)
     spec = load_spec("flights")
-    with pytest.raises(extract.SourceReadError, match=message) as info:
-        extract.read_source_file(f"file://{path}", spec.primary_source)
+    with pytest.raises(read.SourceReadError, match=message) as info:
+        read.read_source_file(f"file://{path}", spec.primary_source)
     assert "date=2013-01-02/flights.csv" in str(info.value)
 
 
@@ -127,14 +127,14 @@ def test_parquet_and_jsonl_give_the_same_strings(root: str, tmp_path: Path) -> N
     spec = load_spec("flights")
     src = spec.primary_source
     csv_uri = f"{root}/raw/flights/date=2013-01-02/flights.csv"
-    expected = extract.read_source_file(csv_uri, src)
+    expected = read.read_source_file(csv_uri, src)
     typed = pd.read_csv(csv_uri[7:], na_values=["NA"], keep_default_na=False)
     typed["time_hour"] = pd.to_datetime(typed["time_hour"], utc=True)
     typed.to_parquet(tmp_path / "f.parquet")
     typed.drop(columns=["time_hour"]).assign(time_hour=expected["time_hour"]).to_json(
         tmp_path / "f.jsonl", orient="records", lines=True)
     for fmt, name in (("parquet", "f.parquet"), ("jsonl", "f.jsonl")):
-        got = extract.read_source_file(f"file://{tmp_path}/{name}",
+        got = read.read_source_file(f"file://{tmp_path}/{name}",
                                        dataclasses.replace(src, format=fmt))
         pd.testing.assert_frame_equal(got, expected, check_dtype=False)
 

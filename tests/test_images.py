@@ -13,10 +13,11 @@ from distributed import Client, LocalCluster
 from PIL import Image
 
 from etl import pipeline
-from etl.images import check_image, list_images
-from etl.images_spec import load_image_spec
+from etl.errors import ValidationFailed
+from etl.sources.images import list_images
 from etl.spec import SpecError
-from etl.validation import ValidationFailed
+from etl.spec.images import load_image_spec
+from etl.validation.images import check_image
 
 END = "2024-01-01T00:00:00Z"
 CLASSES = ["cat", "dog"]

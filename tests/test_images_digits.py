@@ -11,8 +11,9 @@ import tensorflow as tf
 from distributed import Client, LocalCluster
 
 from etl import pipeline
-from etl.land import land
-from training.images import ImageTrainConfig, make_image_dataset
+from etl.kinds import land
+from training.config import ImageTrainConfig
+from training.data.images import make_image_dataset
 from training.train import train
 
 END = "2024-01-01T00:00:00Z"

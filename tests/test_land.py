@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from etl.land import LandingConflictError, land, package_data_dir
+from etl.sources.land import LandingConflictError, land, package_data_dir
 
 DAYS = (date(2013, 1, 1), date(2013, 1, 3))
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from etl import pipeline, storage, versions
-from etl.errors import VersionLockedError
-from etl.land import land
-from etl.validation import ValidationFailed
+from etl.errors import ValidationFailed, VersionLockedError
+from etl.pipeline.record import DRAFT_FILE
+from etl.provenance import run_key
+from etl.sources.land import land
 
 END = "2013-01-03T00:00:00Z"
 VERSION = "20130103T000000Z_all"
@@ -70,7 +71,7 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
     names = set(storage.list_dir(vuri))
     assert {"dataset_info.json", "features.json", "validation"} <= names
     assert {"results.json", "index.html"} <= set(storage.list_dir(f"{vuri}/validation"))
-    assert not names & {pipeline.DRAFT_FILE, versions.WRITER_LOCK}
+    assert not names & {DRAFT_FILE, versions.WRITER_LOCK}
     assert storage.list_dir(f"{root}/staging") == []  # staging is gone after publish
 
     mtimes = {p.name: p.stat().st_mtime_ns for p in Path(vuri[7:]).iterdir()}
@@ -89,7 +90,7 @@ def test_dag_steps_survive_a_killed_writer_and_retries(client, root: str) -> Non
     run_id = "scheduled__2013-01-03T00:00:00+00:00"
     staged = pipeline.extract("flights", root, "2013-01-03", "2013-01-02", run_id=run_id)
     version = "20130103T000000Z_20130102T000000Z"
-    assert staged == f"{root}/staging/flights/{version}/{pipeline.run_key(run_id)}/extracted"
+    assert staged == f"{root}/staging/flights/{version}/{run_key(run_id)}/extracted"
     validated = pipeline.validate("flights", staged, mode="strict")
     # a killed first attempt: its lock, a half shard and a temp file are still there
     vuri = versions.version_uri(root, "flights", version)

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from etl import shards, storage
+from etl import storage
+from etl.write import shards
 
 RNG = random.Random(13)
 RECORDS = [

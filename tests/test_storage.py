@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from gcs import GcsEmulator
 
-from etl import storage, storage_io
+from etl import storage
 from etl.errors import PathOutsideRootError, StorageError
+from etl.storage import fs as storage_fs
+from etl.storage import io as storage_io
+from etl.storage import retry as storage_retry
 
 
 def test_write_read_list_stat_delete(storage_root: str) -> None:
@@ -158,8 +161,8 @@ def test_retries_transient_errors_within_budget() -> None:
 
 
 def test_default_retry_is_read_from_the_facade_at_call_time(monkeypatch) -> None:
-    """docs/RELIABILITY.md: rebinding ``storage.DEFAULT_RETRY`` tunes every storage call."""
-    monkeypatch.setattr(storage, "DEFAULT_RETRY", storage.RetryPolicy(attempts=1))
+    """docs/RELIABILITY.md: rebinding ``etl.storage.retry.DEFAULT_RETRY`` tunes every storage call."""
+    monkeypatch.setattr(storage_retry, "DEFAULT_RETRY", storage.RetryPolicy(attempts=1))
 
     def down() -> None:
         raise ConnectionResetError("peer reset")
@@ -186,7 +189,7 @@ def test_emulator_without_preconditions_is_refused(monkeypatch) -> None:
 
 
 def test_credentials_resolution(monkeypatch, tmp_path: Path) -> None:
-    storage._resolve_token.cache_clear()
+    storage_fs._resolve_token.cache_clear()
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:1")
     assert storage.gcs_token() == "anon"
     monkeypatch.delenv("STORAGE_EMULATOR_HOST")
@@ -198,13 +201,13 @@ def test_credentials_resolution(monkeypatch, tmp_path: Path) -> None:
     conn = {"conn_type": "google_cloud_platform", "extra": {"keyfile_dict": json.dumps(key)}}
     monkeypatch.setenv("AIRFLOW_CONN_GCS_ETL", json.dumps(conn))
     monkeypatch.setenv("PIPELINE_GCP_CONN_ID", "gcs_etl")
-    storage._resolve_token.cache_clear()
+    storage_fs._resolve_token.cache_clear()
     assert storage.gcs_token() == key
     conn = {"conn_type": "google_cloud_platform", "extra": {"key_path": str(tmp_path / "k.json")}}
     monkeypatch.setenv("AIRFLOW_CONN_GCS_ETL", json.dumps(conn))
-    storage._resolve_token.cache_clear()
+    storage_fs._resolve_token.cache_clear()
     assert storage.gcs_token() == str(tmp_path / "k.json")
-    storage._resolve_token.cache_clear()
+    storage_fs._resolve_token.cache_clear()
 
 
 def test_storage_outage_escaping_dask_becomes_a_storage_error() -> None:

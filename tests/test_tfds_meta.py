@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from etl import encode, shards, storage, tfds_meta
+from etl import storage
+from etl.write import encode, shards
+from etl.write import tfds as tfds_meta
 
 SCHEMA = {
     "key": ["id"],

@@ -13,7 +13,7 @@ import training_fixtures as fx
 
 from etl import storage
 from training.config import InputConfig, TrainConfig
-from training.pipeline import make_dataset, shard_files
+from training.data.tabular import make_dataset, shard_files
 from training.train import train
 
 pytestmark = pytest.mark.integration

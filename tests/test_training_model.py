@@ -11,7 +11,7 @@ import tensorflow as tf
 import training_fixtures as fx
 
 from training.config import ModelConfig
-from training.model import build_model, build_models, embedding_dim, prior_logit
+from training.models.tabular import build_model, build_models, embedding_dim, prior_logit
 
 MANIFEST = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(600, seed=1))
 

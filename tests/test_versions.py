@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from etl import shards, storage, versions
+from etl import storage, versions
 from etl.errors import (
     ChecksumMismatchError,
     IncompleteVersionError,
@@ -21,6 +21,7 @@ from etl.errors import (
     VersionExistsError,
     VersionLockedError,
 )
+from etl.write import shards
 
 DS = "flights"
 V1, V2, V3 = "20130102T000000Z_20130101T000000Z", "20130601T000000Z_all", "20140101T000000Z_all"
@@ -172,7 +173,8 @@ def test_concurrent_publishes_have_exactly_one_winner(storage_root: str) -> None
 
 _WRITER = textwrap.dedent("""
     import json, sys, time
-    from etl import shards, storage, versions
+    from etl import storage, versions
+    from etl.write import shards
     from etl.errors import VersionExistsError, VersionLockedError
     uri, owner, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
     time.sleep(max(0.0, start - time.time()))
@@ -247,7 +249,8 @@ def test_second_publish_is_refused_and_overwrites_nothing(storage_root: str) -> 
 
 _KILLED_WRITER = textwrap.dedent("""
     import sys
-    from etl import shards, storage, versions
+    from etl import storage, versions
+    from etl.write import shards
     uri = sys.argv[1]
     versions.acquire_writer_lock(uri, "dag/run-1/write")
     def records():

@@ -11,9 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from etl import extract, shards, transform, writer
-from etl.land import land
+from etl.sources import extract
+from etl.sources.land import land
 from etl.spec import load_spec
+from etl.transform import tabular as transform
+from etl.write import shards, writer
 
 LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
 

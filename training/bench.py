@@ -7,7 +7,7 @@ samples measure the neighbours). Absolute figures move with the machine; the rat
 what we hold ourselves to.
 
 - ceiling: interleaved ``TFRecordDataset`` reads + batch, no parsing (what storage gives);
-- ours: ``training.pipeline.make_dataset`` in training mode, raw features out; and the
+- ours: ``training.data.tabular.make_dataset`` in training mode, raw features out; and the
   same with the model's preprocessing in the feature map, as training runs it;
 - naive: one file after another, ``parse_single_example`` per record, then batch, no
   prefetch and no tf.data rewrites that would parallelize it behind our back;
@@ -26,8 +26,7 @@ import keras
 import tensorflow as tf
 
 from training.config import BenchConfig, InputConfig, ModelConfig, TrainConfig
-from training.model import build_models, compile_model
-from training.pipeline import (
+from training.data.tabular import (
     compression_type,
     feature_map,
     feature_specs,
@@ -35,6 +34,7 @@ from training.pipeline import (
     read_records,
     shard_files,
 )
+from training.models.tabular import build_models, compile_model
 
 log = logging.getLogger(__name__)
 

@@ -69,3 +69,31 @@ def check_quality(model_metrics: dict[str, float], base: dict[str, Any], min_mar
             f"model does not beat the majority-class baseline on the {split} split "
             f"({base['examples']} examples): " + "; ".join(failures) + ". Nothing was published."
         )
+
+
+def macro_auc(labels: np.ndarray, probs: np.ndarray) -> float:
+    """One-vs-rest ROC AUC averaged over classes (comparable with the tabular gate's AUC)."""
+    metric = keras.metrics.AUC(multi_label=True, num_labels=probs.shape[1])
+    metric.update_state(np.eye(probs.shape[1])[labels], probs)
+    return float(metric.result())
+
+
+def majority_baseline(labels: np.ndarray, train_counts: dict[str, int]) -> dict[str, Any]:
+    """Always answering the train split's most frequent class, scored on ``labels``; its loss
+    is a constant prediction at the train class frequencies."""
+    majority = int(max(train_counts, key=lambda k: train_counts[k])) if train_counts else 0
+    total = sum(train_counts.values()) or 1
+    freq = {int(k): max(v / total, 1e-7) for k, v in train_counts.items()}
+    loss = float(np.mean([-np.log(freq.get(int(y), 1e-7)) for y in labels])) if len(labels) \
+        else float("nan")
+    return {"majority_class": majority, "examples": len(labels), "auc": 0.5, "loss": loss,
+            "accuracy": float(np.mean(labels == majority)) if len(labels) else float("nan")}
+
+
+def check_accuracy(test: dict[str, float], base: dict[str, Any], margin: float) -> None:
+    """Raise ModelQualityError unless test accuracy beats the baseline by ``margin``."""
+    if not test["accuracy"] >= base["accuracy"] + margin:  # NaN fails too
+        raise ModelQualityError(
+            f"image model: test accuracy {test['accuracy']:.4f} < baseline "
+            f"{base['accuracy']:.4f} + margin {margin} on {base['examples']} examples; "
+            "nothing was published")

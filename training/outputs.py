@@ -139,3 +139,8 @@ def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 def _num(value: Any) -> str:
     return f"{value:,.0f}" if isinstance(value, (int, float)) and value >= 10 else (
         f"{value:.3f}" if isinstance(value, float) else "not measured")
+
+
+def run_uri_for(models_root: str, manifest: dict[str, Any], run_name: str) -> str:
+    """``<models_root>/<dataset>/<version>/<run>``; the run name may not leave that folder."""
+    return storage.safe_join(models_root, manifest["dataset"], manifest["version"], run_name)

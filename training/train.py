@@ -21,26 +21,24 @@ from typing import Any
 import keras
 
 from etl import storage, versions
-from etl.pipeline import code_version
+from etl.provenance import code_version
 from training import outputs
 from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndRestore, delete_backup
 from training.config import TrainConfig
+from training.data.images import image_feature
+from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
 from training.evaluate import ModelQualityError, baseline, check_quality, evaluate_split, labels_of
-from training.images import image_feature, train_images
-from training.model import build_models, compile_model
-from training.pipeline import make_dataset
+from training.models.tabular import build_models, compile_model
+from training.train_images import train_images
 
-__all__ = ["ModelQualityError", "TrainConfig", "run_uri_for", "train"]
+__all__ = ["ModelQualityError", "TrainConfig", "train"]
 
 log = logging.getLogger(__name__)
 
 EVAL_SPLIT, TEST_SPLIT = "eval", "test"
 
 
-def run_uri_for(models_root: str, manifest: dict[str, Any], run_name: str) -> str:
-    """``<models_root>/<dataset>/<version>/<run>``; the run name may not leave that folder."""
-    return storage.safe_join(models_root, manifest["dataset"], manifest["version"], run_name)
 
 
 def train(
@@ -72,7 +70,7 @@ def train(
     if image_feature(manifest) is not None:  # image versions: CNN + image input pipeline
         return train_images(version_uri, manifest, models_root, run_name, config)
     manifest_sha = hashlib.sha256(storage.read_bytes(storage.join(version_uri, "manifest.json")))
-    run_uri = run_uri_for(models_root, manifest, run_name)
+    run_uri = outputs.run_uri_for(models_root, manifest, run_name)
     done = storage.join(run_uri, outputs.METRICS_FILE)
     if not config.overwrite and storage.exists(done):
         log.info("run %s is already complete: returning its metrics", run_uri)

@@ -43,7 +43,7 @@ def dask_client() -> Iterator[object]:
 def published_template(tmp_path_factory: pytest.TempPathFactory, dask_client: object) -> Path:
     """Days 01-01..01-03 landed and [01-01, 01-02) published once per session."""
     from etl import pipeline
-    from etl.land import land
+    from etl.sources.land import land
 
     path = tmp_path_factory.mktemp("published")
     land(path.as_uri(), DATASET, start=date(2013, 1, 1), end=date(2013, 1, 4))

@@ -31,6 +31,9 @@ from faultproxy import FaultPlan, FaultProxy
 
 from etl import pipeline, storage, versions
 from etl.errors import ChecksumMismatchError, StorageError
+from etl.pipeline.record import DRAFT_FILE
+from etl.storage import fs as storage_fs
+from etl.storage import retry as storage_retry
 
 REPO = Path(__file__).resolve().parents[2]
 KILL_WAIT_S = 120.0  # bounded: cold CLI start + extract + validate on a loaded 2-core box
@@ -51,7 +54,7 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
                                                tmp_path: Path) -> None:
     """Flipped byte and truncation: the checksum/size check names the shard, training refuses."""
     from training.config import InputConfig
-    from training.pipeline import make_dataset
+    from training.data.tabular import make_dataset
 
     vuri = versions.version_uri(root, DATASET, BASE_VERSION)
     manifest = versions.read_manifest(vuri)
@@ -99,24 +102,24 @@ def test_sigkill_while_writing_shards_then_retry(root: str, root_path: Path,
     shards = {p.name for p in vdir.iterdir() if ".tfrecord" in p.name}
     assert shards == listed, "orphan shards of the killed attempt remain"
     assert not [p for p in vdir.rglob("*") if storage.TEMP_MARKER in p.name]
-    assert not {pipeline.DRAFT_FILE, versions.WRITER_LOCK} & {p.name for p in vdir.iterdir()}
+    assert not {DRAFT_FILE, versions.WRITER_LOCK} & {p.name for p in vdir.iterdir()}
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
 
 @pytest.fixture()
 def landed_gcs(gcs_root: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Days 01-01 and 01-02 landed on the emulator; the test may repoint gcsfs, this puts it back."""
-    from etl.land import land
+    from etl.sources.land import land
 
     land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 3))
     yield gcs_root
-    storage._resolve_token.cache_clear()
+    storage_fs._resolve_token.cache_clear()
 
 
 def _via(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
     """Send every gcsfs request of this process (Dask workers are threads) to ``endpoint``."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
-    storage._resolve_token.cache_clear()
+    storage_fs._resolve_token.cache_clear()
 
 
 @pytest.mark.integration
@@ -124,7 +127,7 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
         gcs_emulator: object, landed_gcs: str, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path, dask_client: object) -> None:
     """Seeded 429/503/drops on the ETL and staging requests: both retry and succeed."""
-    from training.staging import stage_version
+    from training.data.staging import stage_version
 
     # seed 5: the 6 faults (429, 503 and drops) all land in the first ~60 of ~300 requests
     plan = FaultPlan(p_429=0.03, p_503=0.03, p_drop=0.02, seed=5, budget=6, after=5)
@@ -168,7 +171,7 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
                          shard_bytes=60_000, encoder="python")
     vuri = first["version_uri"]
     before = {n: storage.stat(storage.join(vuri, n))["size"] for n in storage.list_dir(vuri)}
-    monkeypatch.setattr(storage, "DEFAULT_RETRY", storage.RetryPolicy(
+    monkeypatch.setattr(storage_retry, "DEFAULT_RETRY", storage.RetryPolicy(
         attempts=2, initial_delay_s=0.05, max_delay_s=0.1, budget_s=5.0))
     _fast_gcsfs_backoff(monkeypatch)
     plan = FaultPlan(p_429=0, p_503=1.0, p_drop=0, budget=None, after=40)

@@ -27,6 +27,7 @@ from faultproxy import FaultPlan, FaultProxy
 from planted import TOP_LOGGERS, Planted, TokenServer, every_log_at_debug
 
 from etl import pipeline, storage
+from etl.storage import retry as storage_retry
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +119,7 @@ def test_etl_run_with_a_service_account_logs_no_secret(gcs_root: str, planted: P
                                                        capfd: pytest.CaptureFixture[str],
                                                        dask_client: object) -> None:
     """Land and run one day with the key: it is used, and nothing of it is logged or stored."""
-    from etl.land import land
+    from etl.sources.land import land
 
     with every_log_at_debug() as logs:
         land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 2))
@@ -160,7 +161,7 @@ def test_refused_key_and_dead_store_log_no_secret(gcs_root: str, planted: Plante
                                                   capfd: pytest.CaptureFixture[str],
                                                   dask_client: object) -> None:
     """The token endpoint refuses the key, then the store answers 503: errors carry no secret."""
-    monkeypatch.setattr(storage, "DEFAULT_RETRY", storage.RetryPolicy(
+    monkeypatch.setattr(storage_retry, "DEFAULT_RETRY", storage.RetryPolicy(
         attempts=2, initial_delay_s=0.05, max_delay_s=0.1, budget_s=5.0))
     _fast_gcsfs_backoff(monkeypatch)
     probe = storage.join(gcs_root, "raw", "probe.json")
@@ -186,7 +187,7 @@ def test_refused_key_and_dead_store_log_no_secret(gcs_root: str, planted: Plante
 def test_command_line_and_its_workers_print_no_secret(gcs_root: str, planted: Planted,
                                                       tmp_path: Path) -> None:
     """``python -m etl extract``: its worker processes read and write with the key, all at DEBUG."""
-    from etl.land import land
+    from etl.sources.land import land
 
     land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 2))
     site = tmp_path / "site"

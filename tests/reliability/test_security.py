@@ -14,6 +14,7 @@ import pytest
 
 from etl import pipeline, storage
 from etl.errors import PathOutsideRootError
+from etl.provenance import run_key
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_PATTERNS = {
@@ -80,5 +81,5 @@ def test_source_uri_param_is_validated_before_reading(source_uri: str, tmp_path:
 
 def test_run_ids_become_safe_folder_names() -> None:
     for run_id in ("../../x", "/abs", "scheduled__2013-01-01T00:00:00+00:00", "..", ""):
-        key = pipeline.run_key(run_id)
+        key = run_key(run_id)
         assert key and "/" not in key and key not in (".", "..")

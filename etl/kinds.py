@@ -1,0 +1,71 @@
+"""Dataset kinds: each kind carries its stage functions, chosen once per spec.
+
+A spec's ``kind`` field (``tabular`` by default, or ``images``) picks one ``DatasetKind``; the
+pipeline steps and ``etl land`` call its functions and never test the kind themselves. A new
+kind is one entry in ``KINDS``. Stage functions are named ``"module:function"`` and imported on
+first use, so choosing a kind imports nothing heavy (the DAG files and the CLI stay cheap).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from etl.spec.images import is_image_spec
+
+TABULAR, IMAGES = "tabular", "images"
+
+
+@dataclass(frozen=True)
+class DatasetKind:
+    """The stage functions of one kind of dataset, by ``"module:function"`` name.
+
+    load_spec(name, source_uri) -> spec; land(root, dataset, **options) -> LandReport;
+    extract(root, spec, staged_uri, start, end, **options) -> Extracted;
+    validate(ddf, spec, mode, results_uri=, quarantine_uri=) -> ValidationOutcome;
+    prepare(validated_ddf, spec) -> (frame for the shard writer, manifest statistics).
+    ``preload`` lists modules worth importing in the background while Dask workers start.
+    """
+
+    name: str
+    load_spec: str
+    land: str
+    extract: str
+    validate: str
+    prepare: str
+    preload: tuple[str, ...] = ()
+
+    def stage(self, stage: str) -> Callable[..., Any]:
+        """The function behind ``stage`` (one of the fields above), imported now."""
+        module, _, attr = getattr(self, stage).partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+KINDS: dict[str, DatasetKind] = {
+    TABULAR: DatasetKind(
+        name=TABULAR, load_spec="etl.spec.load:load_spec", land="etl.sources.land:land",
+        extract="etl.sources.extract:extract", validate="etl.validation.tabular:validate_dataset",
+        prepare="etl.transform.tabular:prepare_for_write", preload=("etl.validation.tabular",)),
+    IMAGES: DatasetKind(
+        name=IMAGES, load_spec="etl.spec.images:load_image_spec",
+        land="etl.sources.images:land_images", extract="etl.sources.images:extract",
+        validate="etl.validation.images:validate_dataset",
+        prepare="etl.transform.images:prepare_for_write"),
+}
+
+
+def kind_of(spec_name: str) -> DatasetKind:
+    """The kind a spec declares (one YAML read; the full load checks every field)."""
+    return KINDS[IMAGES if is_image_spec(spec_name) else TABULAR]
+
+
+def load_spec(spec_name: str, source_uri: str | None = None) -> Any:
+    """The checked spec of either kind; ``source_uri`` overrides where its raw data is."""
+    return kind_of(spec_name).stage("load_spec")(spec_name, source_uri=source_uri)
+
+
+def land(root: str, dataset: str, **options: Any) -> Any:
+    """Land a dataset's upstream files into ``<root>/raw``; returns its ``LandReport``."""
+    return kind_of(dataset).stage("land")(root, dataset, **options)

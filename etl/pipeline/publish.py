@@ -1,0 +1,218 @@
+"""Writing and publishing a version: shards under the writer lock, then the manifest last.
+
+``transform_and_write`` writes shards straight into the (unpublished) version folder and a
+``_draft.json``; ``publish`` checks the stored shard sizes, writes the TFDS metadata and creates
+``manifest.json`` only if absent, which is what makes the version visible to readers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from etl import kinds, storage, versions
+from etl.errors import PipelineError, VersionExistsError, VersionLockedError
+from etl.pipeline.record import DRAFT_FILE, published, read_run, write_run
+from etl.provenance import code_version, iso
+from etl.spec import Spec
+
+log = logging.getLogger("etl.pipeline")
+
+LOCK_WAIT_S = 600.0  # a concurrent run of the same interval usually finishes within this
+LOCK_POLL_S = 2.0
+
+
+def _acquire(version_uri: str, owner: str, wait_s: float) -> versions.WriterLock | None:
+    """Take the writer lock; None when another run published the version meanwhile."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return versions.acquire_writer_lock(version_uri, owner)
+        except VersionExistsError:
+            return None
+        except VersionLockedError:
+            if time.monotonic() > deadline:
+                raise
+            log.info("%s is being written by another run; waiting", version_uri)
+            time.sleep(LOCK_POLL_S)
+
+
+def _clear_unpublished(version_uri: str) -> None:
+    """Remove what a killed attempt left in a version folder we hold the lock on."""
+    for name in storage.list_dir(version_uri, include_temp=True):
+        if name != versions.WRITER_LOCK:
+            storage.delete_tree(storage.join(version_uri, name))
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    """Copy a staging folder (validation results, quarantine) into the version."""
+    fs, path = storage.get_fs(src)
+    if not storage.exists(src):
+        return
+    for full in sorted(fs.find(path)):
+        rel = full[len(path.rstrip("/")) + 1:]
+        storage.write_bytes_atomic(storage.join(dst, rel), storage.read_bytes(
+            storage.join(src, rel)))
+
+
+def _target_version(run: dict[str, Any], force: bool) -> str | None:
+    """The version id to write, or None when the published one must be reported instead."""
+    root, dataset, base = run["root"], run["dataset"], run["version"]
+    if run.get("target_version") and not published(root, dataset, run["target_version"]):
+        return run["target_version"]  # a retried attempt keeps its revision
+    if not published(root, dataset, base):
+        return base
+    return versions.next_revision(root, dataset, base) if force else None
+
+
+def _compression(value: str | None, default: str | None) -> str | None:
+    """None: the spec's choice; "none"/"": uncompressed; "gzip" (any case) -> "GZIP"."""
+    from etl.write.shards import normalize_compression
+
+    return normalize_compression(default if value is None else value)
+
+
+def _drop_staging(run_dir: str) -> None:
+    """Delete a run's staging folder and, on local disk, the emptied folders above it."""
+    storage.delete_tree(run_dir)
+    if not storage.is_gcs(run_dir):
+        version_dir = Path(storage.get_fs(run_dir)[1]).parent
+        for folder in (version_dir, version_dir.parent):
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (another run) or gone
+                break
+
+
+def _finish_existing(run: dict[str, Any], version: str) -> str:
+    _drop_staging(run["run_dir"])
+    log.info("version %s of %s already published; nothing written", version, run["dataset"])
+    return versions.version_uri(run["root"], run["dataset"], version)
+
+
+def transform_and_write(spec_name: str, validated_uri: str, shard_bytes: int | None = None,
+                        compression: str | None = None, *, force: bool | None = None,
+                        encoder: str = "vectorized", dask_address: str | None = None,
+                        lock_wait_s: float = LOCK_WAIT_S) -> str:
+    """Split, compute train statistics and write shards into the (unpublished) version folder.
+
+    Returns the version URI; publish() makes it visible. ``force`` (default: what extract was
+    told) writes the next ``-rN`` revision when the interval's version exists.
+    """
+    from etl.cluster import dask_client
+    from etl.write.writer import WriteConfig
+
+    run = read_run(validated_uri)
+    force = run.get("force", False) if force is None else force
+    version = None if run.get("existing") else _target_version(run, force)
+    if version is None:
+        return _finish_existing(run, run["version"])
+    kind = kinds.kind_of(spec_name)
+    spec = kind.stage("load_spec")(spec_name, source_uri=run.get("source_uri"))
+    config = WriteConfig(target_bytes=int(shard_bytes or spec.shard_target_bytes),
+                         compression=_compression(compression, spec.compression), encoder=encoder)
+    vuri = versions.version_uri(run["root"], run["dataset"], version)
+    run["target_version"] = version
+    write_run(run)
+    lock = _acquire(vuri, run["run_id"], lock_wait_s)
+    if lock is None:
+        return _finish_existing(run, version)
+    _clear_unpublished(vuri)
+    t0 = time.monotonic()
+    try:
+        with dask_client(dask_address), storage.storage_failures(f"write shards to {vuri}"):
+            splits, stats = _write_shards(kind, spec, validated_uri, vuri, config)
+    except BaseException:
+        versions.release_writer_lock(lock)  # a killed process leaves it: retries re-acquire
+        raise
+    manifest = _manifest(spec, run, version, config, splits, stats)
+    _copy_tree(storage.join(run["run_dir"], "validation"), storage.join(vuri, "validation"))
+    _copy_tree(storage.join(run["run_dir"], "quarantine"), storage.join(vuri, "quarantine"))
+    run.setdefault("timings", {})["transform_write_s"] = round(time.monotonic() - t0, 3)
+    # publish runs as another task (maybe another process): it proves the lock is still ours.
+    run["writer_lock"] = {"owner": lock.owner, "token": lock.token}
+    storage.write_bytes_atomic(storage.join(vuri, DRAFT_FILE),
+                               storage.json_bytes({"manifest": manifest, "run": run}))
+    write_run(run)
+    return vuri
+
+
+def _write_shards(kind: kinds.DatasetKind, spec: Spec, validated_uri: str, version_uri: str,
+                  config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Dask part of transform_and_write: the kind's statistics pass, then the shard writing."""
+    import dask.dataframe as dd
+
+    from etl.write import writer
+
+    fs, path = storage.get_fs(validated_uri)
+    final, stats = kind.stage("prepare")(dd.read_parquet(path, filesystem=fs), spec)
+    entries = writer.write_splits(final, spec.name, version_uri, spec.manifest_schema(),
+                                  stats["split_counts"], config)
+    splits = {}
+    for split, shard_list in entries.items():
+        n = sum(e["records"] for e in shard_list)
+        if n != stats["split_counts"][split]:
+            raise PipelineError(f"{version_uri}: split {split!r} has {n} records in its shards, "
+                                f"expected {stats['split_counts'][split]}")
+        splits[split] = {"num_examples": n, "num_bytes": sum(e["bytes"] for e in shard_list),
+                         "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
+                                    for e in shard_list]}
+    return splits, stats
+
+
+def _manifest(spec: Spec, run: dict[str, Any], version: str, config: Any,
+              splits: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
+    """Every manifest field of docs/INTERFACES.md except created_at (set at publish)."""
+    summary = dict(run.get("validation") or {})
+    summary.update(results="validation/results.json", data_docs="validation/index.html")
+    return {
+        "format_version": 1, "dataset": spec.name, "version": version,
+        "data_interval": run["interval"], "created_at": None, "run_id": run["run_id"],
+        "code_version": code_version(), "compression": config.compression,
+        "splits": splits, "schema": spec.manifest_schema(), "statistics": stats,
+        "source_fingerprint": run.get("fingerprint", {}), "validation": summary,
+        "spec": {"name": spec.name, "split": dict(spec.split.fractions),
+                 "salt": spec.split.salt, "shard_target_bytes": config.target_bytes,
+                 "encoder": config.encoder},
+    }
+
+
+def publish(spec_name: str, written_uri: str, force: bool = False) -> dict[str, Any]:
+    """Make a written version visible: TFDS metadata, then manifest.json (created if absent).
+
+    ``force`` is decided when writing (a new ``-rN`` folder); it is accepted here so callers
+    can pass one Params dict through. Returns ``{"version_uri", "version", "created", ...}``.
+    """
+    del spec_name, force  # the draft carries everything this step needs
+    from etl.write import tfds as tfds_meta
+
+    draft_uri = storage.join(written_uri, DRAFT_FILE)
+    if not storage.exists(draft_uri):
+        manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
+        return {"version_uri": written_uri, "version": manifest["version"], "created": False,
+                "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()}}
+    draft = storage.read_json(draft_uri)
+    manifest, run = draft["manifest"], draft["run"]
+    for info in manifest["splits"].values():
+        for shard in info["shards"]:
+            size = storage.stat(storage.join(written_uri, shard["file"]))["size"]
+            if size != shard["bytes"]:
+                raise PipelineError(f"{written_uri}/{shard['file']}: {size} bytes stored, "
+                                    f"{shard['bytes']} written; not publishing")
+    manifest["created_at"] = iso(datetime.now(UTC))
+    tfds_meta.write_tfds_metadata(written_uri, manifest)
+    lock = None
+    held = run.get("writer_lock")
+    if held and not storage.exists(storage.join(written_uri, "manifest.json")):
+        # A writer whose stale lock was broken and taken over must not publish its shards.
+        lock = versions.WriterLock(written_uri, held["owner"], held["token"])
+    created = versions.publish_manifest(written_uri, manifest, lock=lock)  # drops the lock
+    storage.delete_tree(draft_uri)
+    _drop_staging(run["run_dir"])
+    log.info("%s %s", "published" if created else "already published", written_uri)
+    return {"version_uri": written_uri, "version": manifest["version"], "created": created,
+            "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()},
+            "timings": run.get("timings", {})}

@@ -1,0 +1,132 @@
+"""Reading one raw file (CSV, JSON lines, Parquet) into string columns, or a clear refusal.
+
+Every value stays a string exactly as the file holds it (validation parses and judges it); a
+file that is empty, header-only, truncated or not the declared format fails naming the file.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from etl import storage
+from etl.errors import PipelineError
+from etl.spec import Source
+
+STRING = pd.StringDtype("pyarrow")  # one string dtype end to end (what Dask normalizes to)
+
+
+PARQUET_MAGIC = b"PAR1"  # first 4 bytes, and last 4 after the footer and its 4-byte length
+
+
+class SourceReadError(PipelineError):
+    """A raw file cannot be read as the spec describes; names the file and what was expected."""
+
+
+def _csv_table(raw: bytes, uri: str, source: Source) -> pa.Table:
+    opts = source.read
+    bad: list[str] = []
+
+    def on_bad_row(row: Any) -> str:
+        bad.append(f"row {row.number}: expected {row.expected_columns} columns, got "
+                   f"{row.actual_columns}: {row.text[:120]!r}")
+        return "skip"
+
+    try:
+        table = pa_csv.read_csv(
+            pa.py_buffer(raw),
+            read_options=pa_csv.ReadOptions(encoding=opts.get("encoding", "utf-8"),
+                                            use_threads=False),
+            parse_options=pa_csv.ParseOptions(delimiter=opts.get("delimiter", ","),
+                                              quote_char=opts.get("quote_char", '"'),
+                                              invalid_row_handler=on_bad_row),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={c: pa.string() for c in source.columns},
+                include_columns=list(source.columns),
+                null_values=opts.get("null_values", [""]), strings_can_be_null=True))
+    except pa.ArrowKeyError as exc:
+        header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
+        missing = [c for c in source.columns if c not in header]
+        raise SourceReadError(f"{uri}: missing column(s) {missing}; expected {list(source.columns)},"
+                              f" found {header}") from exc
+    except pa.ArrowInvalid as exc:
+        raise SourceReadError(f"{uri}: cannot read as CSV ({source.read or 'defaults'}): "
+                              f"{exc}") from exc
+    if bad:
+        raise SourceReadError(f"{uri}: {len(bad)} malformed row(s), first: {bad[0]}")
+    return table
+
+
+def _as_strings(df: pd.DataFrame, uri: str, source: Source) -> pd.DataFrame:
+    """Typed formats (Parquet, JSON) as the same strings a CSV would give: one contract."""
+    missing = [c for c in source.columns if c not in df.columns]
+    if missing:
+        raise SourceReadError(f"{uri}: missing column(s) {missing}; expected "
+                              f"{list(source.columns)}, found {list(df.columns)}")
+    out = {}
+    for col in source.columns:
+        s = df[col]
+        if pd.api.types.is_datetime64_any_dtype(s):
+            s = s.dt.strftime("%Y-%m-%dT%H:%M:%SZ") if s.dt.tz is None else s.dt.tz_convert(
+                "UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+        out[col] = s.astype(object).where(s.notna(), None).map(
+            lambda v: v if v is None or isinstance(v, str) else _text(v)).astype(STRING)
+    return pd.DataFrame(out)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _check_not_hollow(rows: int, uri: str, source: Source) -> None:
+    """A required partition holding only a header is a missing partition in disguise."""
+    part = source.partitioning
+    if rows == 0 and part is not None and part.require_complete:
+        raise SourceReadError(f"{uri}: header only, no data rows; expected at least one row in "
+                              f"every {part.granularity} partition (require_complete)")
+
+
+def _parquet_frame(raw: bytes, uri: str) -> pd.DataFrame:
+    """Checked first: a cut-off upload has no footer, and pyarrow's error names no file."""
+    if len(raw) < 12 or raw[:4] != PARQUET_MAGIC or raw[-4:] != PARQUET_MAGIC:
+        raise SourceReadError(
+            f"{uri}: not a valid Parquet file ({len(raw)} bytes; truncated, or not Parquet): "
+            f"expected {PARQUET_MAGIC!r} at the start and a footer ending in {PARQUET_MAGIC!r}, "
+            f"found {raw[:4]!r} ... {raw[-4:]!r}")
+    try:
+        return pq.read_table(pa.py_buffer(raw)).to_pandas()
+    except (pa.ArrowInvalid, OSError) as exc:  # footer there, metadata or pages damaged
+        raise SourceReadError(f"{uri}: not a valid Parquet file ({len(raw)} bytes): {exc}") from exc
+
+
+def read_source_file(uri: str, source: Source) -> pd.DataFrame:
+    """One raw file as a frame of string columns (the spec's columns, in spec order)."""
+    fs, path = storage.get_fs(uri)
+    try:
+        with fs.open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError as exc:
+        raise SourceReadError(f"{uri}: source file not found") from exc
+    if not raw:
+        raise SourceReadError(f"{uri}: empty file (expected at least a header line)")
+    if source.format == "csv":
+        table = _csv_table(raw, uri, source)
+        _check_not_hollow(table.num_rows, uri, source)
+        return table.to_pandas(types_mapper={pa.string(): STRING}.get)
+    if source.format == "parquet":
+        df = _parquet_frame(raw, uri)
+    else:
+        try:
+            text = raw.decode(source.read.get("encoding", "utf-8"))
+            df = pd.read_json(io.StringIO(text), lines=True, dtype=False)
+        except (ValueError, OSError) as exc:
+            raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
+    _check_not_hollow(len(df), uri, source)
+    return _as_strings(df, uri, source)

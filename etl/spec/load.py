@@ -1,0 +1,249 @@
+"""Loading a tabular spec from YAML and checking every field and cross-reference.
+
+A typo fails here with the file and the dotted field named, before any data is touched.
+Import-light on purpose (yaml only): the DAG files and the validation stage load specs too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from etl.spec.fields import (
+    SpecError,
+    check_choice,
+    check_name,
+    check_relpath,
+    get_field,
+    reject_unknown,
+)
+from etl.spec.model import (
+    COLUMN_TYPES,
+    COMPRESSIONS,
+    DEFAULT_SHARD_BYTES,
+    DERIVE_OPS,
+    FEATURE_DTYPES,
+    FEATURE_KINDS,
+    FORMATS,
+    GRANULARITIES,
+    LABEL_OPS,
+    READ_OPTIONS,
+    Feature,
+    Join,
+    Label,
+    Partitioning,
+    Source,
+    Spec,
+    Split,
+)
+
+SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"  # etl/specs
+_DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def spec_path(name_or_path: str | Path) -> Path:
+    """Resolve a dataset name (``flights``) or a path to a spec.yaml."""
+    text = str(name_or_path)
+    if text.endswith((".yaml", ".yml")):
+        return Path(text).resolve()
+    if not _DATASET.match(text):
+        raise SpecError(f"dataset name {text!r}: expected lowercase letters, digits and _")
+    return SPECS_DIR / text / "spec.yaml"
+
+
+def load_spec(name_or_path: str | Path, source_uri: str | None = None) -> Spec:
+    """Load and check a spec by dataset name or file path.
+
+    ``source_uri`` replaces the primary source's uri (the DAG's raw-source override).
+    """
+    path = spec_path(name_or_path)
+    if not path.is_file():
+        raise SpecError(f"{path}: spec file not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from exc
+    spec = _parse(raw, path)
+    if source_uri:
+        src = replace(spec.primary_source, uri=check_relpath(source_uri, "source_uri"))
+        spec = replace(spec, sources={**spec.sources, spec.primary: src})
+    return spec
+
+
+def _parse_source(name: str, d: dict, where: str) -> Source:
+    check_name(name, where)
+    reject_unknown(d, ("uri", "format", "read", "event_time", "partitioning", "columns"), where)
+    fmt = check_choice(get_field(d, "format", where, str), FORMATS, f"{where}.format")
+    uri = check_relpath(get_field(d, "uri", where, str), f"{where}.uri")
+    cols = get_field(d, "columns", where, dict)
+    if not cols:
+        raise SpecError(f"{where}.columns: expected at least one column")
+    columns = {check_name(c, f"{where}.columns"):
+               check_choice(t, COLUMN_TYPES, f"{where}.columns.{c}") for c, t in cols.items()}
+    event_time = get_field(d, "event_time", where, str, None)
+    if event_time is not None and columns.get(event_time) != "timestamp":
+        raise SpecError(f"{where}.event_time: {event_time!r} must be a declared timestamp column")
+    part = get_field(d, "partitioning", where, dict, None)
+    partitioning = None
+    if part is not None:
+        pw = f"{where}.partitioning"
+        reject_unknown(part, ("placeholder", "format", "granularity", "require_complete"), pw)
+        partitioning = Partitioning(
+            placeholder=check_name(get_field(part, "placeholder", pw, str, "date"),
+                                   f"{pw}.placeholder"),
+            format=get_field(part, "format", pw, str, "%Y-%m-%d"),
+            granularity=check_choice(get_field(part, "granularity", pw, str, "day"),
+                                     GRANULARITIES, f"{pw}.granularity"),
+            require_complete=get_field(part, "require_complete", pw, bool, True))
+        if "{" + partitioning.placeholder + "}" not in uri:
+            raise SpecError(f"{where}.uri: a partitioned source needs "
+                            f"{{{partitioning.placeholder}}} in its uri, got {uri!r}")
+        if event_time is None:
+            raise SpecError(f"{where}.event_time: required when the source is partitioned")
+    read = get_field(d, "read", where, dict, {})
+    for opt in read:
+        check_choice(opt, READ_OPTIONS, f"{where}.read")
+    return Source(name=name, uri=uri, format=fmt, columns=columns, read=read, event_time=event_time,
+                  partitioning=partitioning)
+
+
+def _parse_join(d: dict, where: str, sources: dict[str, Source], left: dict[str, str]) -> Join:
+    reject_unknown(d, ("source", "keys", "columns", "prefix"), where)
+    src = get_field(d, "source", where, str)
+    if src not in sources:
+        raise SpecError(f"{where}.source: {src!r} is not one of the sources {sorted(sources)}")
+    right = sources[src].columns
+    on = tuple(get_field(d, "keys", where, list))
+    for col in on:
+        if col not in left or col not in right:
+            raise SpecError(f"{where}.keys: {col!r} must be a column of both sides")
+    cols = tuple(get_field(d, "columns", where, list))
+    join = Join(source=src, on=on, columns=cols, prefix=get_field(d, "prefix", where, str, ""))
+    for col in cols:
+        if col not in right:
+            raise SpecError(f"{where}.columns: {col!r} is not a column of source {src!r}")
+        out = check_name(join.output_name(col), f"{where}.prefix")
+        if out in left:
+            raise SpecError(f"{where}: output column {out!r} collides with an existing column; "
+                            f"set a prefix")
+    return join
+
+
+def _parse_feature(d: dict, where: str, available: set[str], exclude: set[str]) -> Feature:
+    reject_unknown(d, ("name", "kind", "dtype", "derive", "fill"), where)
+    name = check_name(get_field(d, "name", where, str), f"{where}.name")
+    kind = check_choice(get_field(d, "kind", where, str), FEATURE_KINDS, f"{where}.kind")
+    default_dtype = "string" if kind == "categorical" else "float32"
+    dtype = check_choice(get_field(d, "dtype", where, str, default_dtype), FEATURE_DTYPES,
+                         f"{where}.dtype")
+    if dtype not in (("string", "int64") if kind == "categorical" else ("float32", "int64")):
+        raise SpecError(f"{where}.dtype: {dtype!r} does not fit kind {kind!r}")
+    derive = get_field(d, "derive", where, dict, {"op": "copy", "columns": [name]})
+    op = check_choice(get_field(derive, "op", f"{where}.derive", str), tuple(DERIVE_OPS),
+                      f"{where}.derive.op")
+    inputs = tuple(get_field(derive, "columns", f"{where}.derive", list))
+    if len(inputs) != DERIVE_OPS[op]:
+        raise SpecError(f"{where}.derive.columns: op {op!r} takes {DERIVE_OPS[op]} column(s), "
+                        f"got {list(inputs)}")
+    for col in inputs:
+        if col in exclude:
+            raise SpecError(f"{where}: uses excluded (leakage) column {col!r}")
+        if col not in available:
+            raise SpecError(f"{where}.derive.columns: {col!r} is not an extracted column")
+    fill = d.get("fill")
+    if kind == "numeric" and not (fill is None or fill == "mean" or _is_number(fill)):
+        raise SpecError(f"{where}.fill: expected a number or 'mean', got {fill!r}")
+    if kind == "categorical" and fill is not None and not isinstance(fill, (str, int)):
+        raise SpecError(f"{where}.fill: expected a string, got {fill!r}")
+    return Feature(name=name, kind=kind, dtype=dtype, derive=op, inputs=inputs, fill=fill)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _parse_label(d: dict, where: str, available: dict[str, str]) -> Label:
+    reject_unknown(d, ("name", "source", "op", "value", "drop_reason"), where)
+    name = check_name(get_field(d, "name", where, str), f"{where}.name")
+    source = get_field(d, "source", where, str)
+    if source not in available:
+        raise SpecError(f"{where}.source: {source!r} is not an extracted column")
+    if available[source] not in ("int64", "float64"):
+        raise SpecError(f"{where}.source: {source!r} must be numeric, is {available[source]}")
+    op = check_choice(get_field(d, "op", where, str), LABEL_OPS, f"{where}.op")
+    value = get_field(d, "value", where, (int, float))
+    return Label(name=name, source=source, op=op, value=float(value),
+                 drop_reason=get_field(d, "drop_reason", where, str, Label.drop_reason))
+
+
+def parse_split(d: dict, where: str) -> Split:
+    """The ``split`` block; image specs share it, so one rule splits every dataset."""
+    reject_unknown(d, ("fractions", "salt"), where)
+    fracs = get_field(d, "fractions", where, dict)
+    items = tuple((check_name(k, f"{where}.fractions"), v) for k, v in fracs.items())
+    if not items or any(not _is_number(v) or not 0 < v <= 1 for _, v in items):
+        raise SpecError(f"{where}.fractions: expected split names with fractions in (0, 1], "
+                        f"got {fracs!r}")
+    if abs(sum(v for _, v in items) - 1.0) > 1e-9:
+        raise SpecError(f"{where}.fractions: must sum to 1, got {sum(v for _, v in items)}")
+    if "train" not in fracs:
+        raise SpecError(f"{where}.fractions: a 'train' split is required (statistics use it)")
+    return Split(fractions=tuple((k, float(v)) for k, v in items),
+                 salt=str(get_field(d, "salt", where, (str, int), "")))
+
+
+def _parse(raw: Any, path: Path) -> Spec:
+    """Build a Spec from parsed YAML, checking every cross-reference."""
+    w = str(path)
+    if not isinstance(raw, dict):
+        raise SpecError(f"{w}: expected a mapping at the top level")
+    if raw.get("kind", "tabular") != "tabular":
+        raise SpecError(f"{w}.kind: {raw['kind']!r} is not a tabular spec (image specs load "
+                        f"with etl.spec.images)")
+    reject_unknown(raw, ("kind", "name", "description", "sources", "primary", "joins", "key",
+                         "label", "exclude", "features", "split", "expectations", "shards"), w)
+    name = get_field(raw, "name", w, str)
+    if not _DATASET.match(name):
+        raise SpecError(f"{w}.name: expected lowercase letters, digits and _, got {name!r}")
+    sources = {n: _parse_source(n, d if isinstance(d, dict) else {}, f"{w}.sources.{n}")
+               for n, d in get_field(raw, "sources", w, dict).items()}
+    primary = get_field(raw, "primary", w, str)
+    if primary not in sources:
+        raise SpecError(f"{w}.primary: {primary!r} is not one of the sources {sorted(sources)}")
+    available = dict(sources[primary].columns)
+    joins = []
+    for i, d in enumerate(get_field(raw, "joins", w, list, [])):
+        join = _parse_join(d, f"{w}.joins[{i}]", sources, available)
+        available.update({join.output_name(c): sources[join.source].columns[c]
+                          for c in join.columns})
+        joins.append(join)
+    key = tuple(get_field(raw, "key", w, list))
+    if not key or any(k not in sources[primary].columns for k in key):
+        raise SpecError(f"{w}.key: expected columns of the primary source, got {list(key)}")
+    exclude = tuple(check_name(c, f"{w}.exclude") for c in get_field(raw, "exclude", w, list, []))
+    label = _parse_label(get_field(raw, "label", w, dict), f"{w}.label", available)
+    features, seen = [], {label.name}
+    for i, d in enumerate(get_field(raw, "features", w, list)):
+        feat = _parse_feature(d, f"{w}.features[{i}]", set(available), set(exclude))
+        if feat.name in seen or feat.name in exclude:
+            raise SpecError(f"{w}.features[{i}].name: {feat.name!r} is a duplicate, the label "
+                            f"or an excluded column")
+        seen.add(feat.name)
+        features.append(feat)
+    shards = get_field(raw, "shards", w, dict, {})
+    reject_unknown(shards, ("target_bytes", "compression"), f"{w}.shards")
+    target = get_field(shards, "target_bytes", f"{w}.shards", int, DEFAULT_SHARD_BYTES)
+    if target <= 0:
+        raise SpecError(f"{w}.shards.target_bytes: expected a positive byte count, got {target}")
+    compression = check_choice(shards.get("compression"), COMPRESSIONS, f"{w}.shards.compression")
+    expectations = check_relpath(get_field(raw, "expectations", w, str), f"{w}.expectations")
+    return Spec(name=name, path=path, primary=primary, sources=sources, joins=tuple(joins),
+                key=key, label=label, features=tuple(features), exclude=exclude,
+                split=parse_split(get_field(raw, "split", w, dict), f"{w}.split"),
+                expectations=(path.parent / expectations).resolve(),
+                shard_target_bytes=target, compression=compression,
+                description=str(raw.get("description", "")))

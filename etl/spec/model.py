@@ -1,0 +1,130 @@
+"""What a tabular dataset spec says, as frozen dataclasses, and the values its fields allow.
+
+The loader (``etl.spec.load``) builds them after checking every field and cross-reference,
+so code that receives a ``Spec`` can trust it without re-validating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
+FORMATS = ("csv", "parquet", "jsonl")
+COLUMN_TYPES = ("string", "int64", "float64", "timestamp")
+FEATURE_DTYPES = ("float32", "int64", "string")
+FEATURE_KINDS = ("numeric", "categorical")
+COMPRESSIONS = (None, "gzip")
+LABEL_OPS = ("gt", "ge", "lt", "le", "eq")
+GRANULARITIES = ("day", "hour")
+READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
+# Derivations the transform knows, with the number of input columns each takes.
+DERIVE_OPS = {"copy": 1, "hhmm_hour": 1, "day_of_week": 3, "hour_of_day": 1, "subtract": 2}
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a source's files are laid out by date, so extraction lists only the window's files."""
+
+    placeholder: str = "date"
+    format: str = "%Y-%m-%d"
+    granularity: str = "day"
+    require_complete: bool = True
+
+
+@dataclass(frozen=True)
+class Source:
+    """One raw input: where its files are, how to read them and what its columns should hold."""
+
+    name: str
+    uri: str
+    format: str
+    columns: dict[str, str]
+    read: dict[str, Any] = field(default_factory=dict)
+    event_time: str | None = None
+    partitioning: Partitioning | None = None
+
+
+@dataclass(frozen=True)
+class Join:
+    """A left lookup join of a small source onto the primary source (broadcast to every part)."""
+
+    source: str
+    on: tuple[str, ...]
+    columns: tuple[str, ...]
+    prefix: str = ""
+
+    def output_name(self, column: str) -> str:
+        return f"{self.prefix}{column}"
+
+
+@dataclass(frozen=True)
+class Label:
+    """Binary label derived from one column; rows where that column is null are dropped, counted."""
+
+    name: str
+    source: str
+    op: str
+    value: float
+    dtype: str = "int64"
+    classes: int = 2
+    drop_reason: str = "label source is null"
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One model input: where it comes from, its Example dtype and what fills its nulls."""
+
+    name: str
+    kind: str
+    dtype: str
+    derive: str = "copy"
+    inputs: tuple[str, ...] = ()
+    fill: str | float | int | None = None
+
+
+@dataclass(frozen=True)
+class Split:
+    """Deterministic split by a salted hash of the key; fractions in the order listed."""
+
+    fractions: tuple[tuple[str, float], ...] = (("train", 0.8), ("eval", 0.1), ("test", 0.1))
+    salt: str = ""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A whole dataset description, validated; see ``etl/specs/flights/spec.yaml``."""
+
+    name: str
+    path: Path
+    primary: str
+    sources: dict[str, Source]
+    joins: tuple[Join, ...]
+    key: tuple[str, ...]
+    label: Label
+    features: tuple[Feature, ...]
+    exclude: tuple[str, ...]
+    split: Split
+    expectations: Path
+    shard_target_bytes: int = DEFAULT_SHARD_BYTES
+    compression: str | None = None
+    description: str = ""
+
+    @property
+    def primary_source(self) -> Source:
+        return self.sources[self.primary]
+
+    def column_types(self) -> dict[str, str]:
+        """Types of the extracted columns (after joins, with prefixes), in extraction order."""
+        types = dict(self.primary_source.columns)
+        for join in self.joins:
+            right = self.sources[join.source].columns
+            types.update({join.output_name(c): right[c] for c in join.columns})
+        return types
+
+    def manifest_schema(self) -> dict[str, Any]:
+        """The ``schema`` block of manifest.json (docs/INTERFACES.md)."""
+        label = {"name": self.label.name, "dtype": self.label.dtype, "classes": self.label.classes}
+        feats = {f.name: {"dtype": f.dtype, "kind": f.kind} for f in self.features}
+        return {"key": list(self.key), "label": label, "features": feats}

@@ -1,0 +1,82 @@
+"""Listing, stat and deletion of files and directories/prefixes, local or on GCS.
+
+Readers list directories to find versions and shards, so temp files of unfinished local
+writes are hidden here, and swept by ``remove_temp_files`` once their writer is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import time
+from typing import Any
+
+from etl.storage.fs import get_fs, is_gcs
+from etl.storage.io import TEMP_MARKER
+from etl.storage.retry import retry_remote, with_retries
+
+
+def list_dir(uri: str, include_temp: bool = False) -> list[str]:
+    """Sorted child names (not URIs) of a directory/prefix; [] when it does not exist."""
+    fs, path = get_fs(uri)
+    try:
+        entries = retry_remote(uri, "list", lambda: fs.ls(path, detail=False))
+    except FileNotFoundError:
+        return []
+    own = path.rstrip("/")
+    names = {e.rstrip("/").rsplit("/", 1)[-1] for e in entries if e.rstrip("/") != own}
+    if not include_temp:
+        names = {n for n in names if TEMP_MARKER not in n}
+    return sorted(names)
+
+
+def delete_tree(uri: str) -> None:
+    """Delete a file or a whole directory/prefix; missing is fine (idempotent retries)."""
+    fs, path = get_fs(uri)
+    try:
+        if is_gcs(uri):
+            with_retries(lambda: fs.rm(path, recursive=True), f"delete {uri}")
+        elif os.path.isdir(path):
+            import shutil
+
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def stat(uri: str) -> dict[str, Any]:
+    """Size plus GCS generation or local mtime: a cheap fingerprint of a source file."""
+    fs, path = get_fs(uri)
+    if is_gcs(uri):
+        info = with_retries(lambda: fs.info(path), f"stat {uri}")
+        return {
+            "uri": uri,
+            "size": int(info["size"]),
+            "generation": str(info.get("generation")),
+            "mtime": info.get("updated"),
+        }
+    st = os.stat(path)
+    mtime = dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat()
+    return {"uri": uri, "size": st.st_size, "mtime": mtime}
+
+
+def remove_temp_files(dir_uri: str, older_than_s: float = 0.0) -> list[str]:
+    """Delete local temp files left by killed writers; returns their names.
+
+    GCS never has any: an unfinished resumable upload is not an object.
+    """
+    if is_gcs(dir_uri):
+        return []
+    path = get_fs(dir_uri)[1]
+    removed, now = [], time.time()
+    for name in list_dir(dir_uri, include_temp=True):
+        full = os.path.join(path, name)
+        if TEMP_MARKER in name and name.startswith("."):
+            with contextlib.suppress(FileNotFoundError):
+                if now - os.stat(full).st_mtime >= older_than_s:
+                    os.unlink(full)
+                    removed.append(name)
+    return removed

@@ -1,0 +1,171 @@
+"""Transform: parse validated strings, derive features and the label, split by key hash.
+
+The split is a pure function of the key's text and the spec's salt (FNV-1a + splitmix64 in
+numpy, not Python's ``hash()``), so a row lands in the same split on every run and machine. Statistics (moments of
+numeric features, vocabularies of categoricals, label counts) come from the *train* split
+only, computed by Dask aggregations in one pass; they also fill the ``fill: mean`` nulls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from etl.spec import Feature, Spec
+from etl.transform.split import HASH_COL, SPLIT_COL, assign_split, key_hash
+
+_LABEL_OPS = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal,
+              "eq": np.equal}
+_DEFAULT_FILL = {"numeric": 0.0, "categorical": ""}
+
+
+def _to_float(s: pd.Series) -> pd.Series:
+    """Text to float64: Arrow's C++ parser, pandas' lenient one only if Arrow refuses a value."""
+    if pd.api.types.is_numeric_dtype(s):
+        return s.astype("float64")
+    try:
+        parsed = pc.cast(pa.array(s, from_pandas=True), pa.float64())
+        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=s.index)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pd.to_numeric(s, errors="coerce").astype("float64")
+
+
+def coerce_types(df: pd.DataFrame, types: dict[str, str]) -> pd.DataFrame:
+    """Strings to the spec's types; anything unparseable becomes null (validation ran first)."""
+    out = {}
+    for col, kind in types.items():
+        s = df[col]
+        if kind in ("int64", "float64"):
+            out[col] = _to_float(s)
+        elif kind == "timestamp":
+            out[col] = pd.to_datetime(s, utc=True, errors="coerce", format="ISO8601")
+        else:
+            out[col] = s.astype("str")
+    return pd.DataFrame(out, index=df.index)
+
+
+
+
+
+
+
+
+
+
+def _derive(feat: Feature, typed: pd.DataFrame) -> pd.Series:
+    cols = [typed[c] for c in feat.inputs]
+    if feat.derive == "copy":
+        return cols[0]
+    if feat.derive == "hhmm_hour":
+        return np.floor(cols[0] / 100.0)
+    if feat.derive == "hour_of_day":
+        return cols[0].dt.hour.astype("float64")
+    if feat.derive == "subtract":
+        return cols[0] - cols[1]
+    if feat.derive == "day_of_week":
+        parts = pd.DataFrame({"year": cols[0], "month": cols[1], "day": cols[2]})
+        return pd.to_datetime(parts, errors="coerce").dt.day_of_week.astype("float64")
+    raise ValueError(f"feature {feat.name!r}: unknown derive op {feat.derive!r}")
+
+
+def prepare_partition(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Features (constant fills applied), label, split and hash for one partition.
+
+    Rows whose label source is null are dropped here (counted by ``dropped_rows``).
+    """
+    types = spec.column_types()
+    needed = {spec.label.source, *(c for f in spec.features for c in f.inputs)}
+    typed = coerce_types(df, {c: t for c, t in types.items() if c in needed})
+    label_src = typed[spec.label.source]
+    keep = label_src.notna().to_numpy()
+    typed, raw = typed[keep], df[keep]
+    out: dict[str, Any] = {}
+    for feat in spec.features:
+        values = _derive(feat, typed)
+        if feat.dtype == "string":
+            values = values.astype("str")
+        if feat.fill != "mean":
+            fill = _DEFAULT_FILL[feat.kind] if feat.fill is None else feat.fill
+            values = values.fillna(str(fill) if feat.kind == "categorical" else float(fill))
+        out[feat.name] = values
+    op = _LABEL_OPS[spec.label.op]
+    out[spec.label.name] = op(typed[spec.label.source].to_numpy(), spec.label.value).astype("int64")
+    hashes = key_hash(raw, spec.key, spec.split.salt)
+    out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions),
+                               index=typed.index).astype("str")
+    out[HASH_COL] = hashes
+    return pd.DataFrame(out, index=typed.index).reset_index(drop=True)
+
+
+def prepare(ddf: dd.DataFrame, spec: Spec) -> dd.DataFrame:
+    """Lazy ``prepare_partition`` over every partition."""
+    meta = prepare_partition(ddf._meta, spec)
+    return ddf.map_partitions(prepare_partition, spec, meta=meta)
+
+
+def statistics(prepared: dd.DataFrame, raw: dd.DataFrame, spec: Spec) -> dict[str, Any]:
+    """Train-split statistics, split sizes and dropped-row counts, in one Dask compute."""
+    train = prepared[prepared[SPLIT_COL] == "train"]
+    numeric = [f.name for f in spec.features if f.kind == "numeric"]
+    categorical = [f.name for f in spec.features if f.kind == "categorical"]
+    cols = train[numeric] if numeric else None
+    todo: dict[str, Any] = {
+        "splits": prepared[SPLIT_COL].value_counts(),
+        "labels": train[spec.label.name].value_counts(),
+        "dropped": raw[spec.label.source].isna().sum(),
+        "vocab": {c: train[c].value_counts() for c in categorical},
+    }
+    if cols is not None:
+        todo.update(mean=cols.mean(), var=cols.var(ddof=0), min=cols.min(), max=cols.max(),
+                    count=cols.count())
+    (res,) = dask.compute(todo)
+    stats: dict[str, Any] = {"computed_on": "train", "num_examples": int(res["splits"].get(
+        "train", 0)), "numeric": {}, "vocabularies": {}, "vocabulary_counts": {}}
+    for c in numeric:
+        n = int(res["count"][c])
+        stats["numeric"][c] = {k: (float(res[k][c]) if n else 0.0)
+                               for k in ("mean", "var", "min", "max")}
+        stats["numeric"][c]["count"] = n
+    for c in categorical:
+        counts = res["vocab"][c]
+        ordered = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+        stats["vocabularies"][c] = [str(k) for k, _ in ordered]
+        stats["vocabulary_counts"][c] = {str(k): int(v) for k, v in ordered}
+    stats["label_counts"] = {str(int(k)): int(v) for k, v in sorted(res["labels"].items())}
+    stats["split_counts"] = {n: int(res["splits"].get(n, 0)) for n, _ in spec.split.fractions}
+    stats["dropped_rows"] = {spec.label.drop_reason: int(res["dropped"])}
+    return stats
+
+
+def finalize_partition(df: pd.DataFrame, spec: Spec, stats: dict[str, Any]) -> pd.DataFrame:
+    """Mean fills from the train statistics, then the Example dtypes."""
+    out = {}
+    for feat in spec.features:
+        s = df[feat.name]
+        if feat.fill == "mean":
+            s = s.fillna(stats["numeric"][feat.name]["mean"])
+        out[feat.name] = s.astype({"float32": "float32", "int64": "int64", "string": "str"}[
+            feat.dtype])
+    out[spec.label.name] = df[spec.label.name].astype("int64")
+    out[SPLIT_COL] = df[SPLIT_COL]
+    out[HASH_COL] = df[HASH_COL].astype("uint64")
+    return pd.DataFrame(out, index=df.index)
+
+
+def finalize(prepared: dd.DataFrame, spec: Spec, stats: dict[str, Any]) -> dd.DataFrame:
+    """Lazy ``finalize_partition`` over every partition."""
+    meta = finalize_partition(prepared._meta, spec, stats)
+    return prepared.map_partitions(finalize_partition, spec, stats, meta=meta)
+
+
+def prepare_for_write(raw: dd.DataFrame, spec: Spec) -> tuple[dd.DataFrame, dict[str, Any]]:
+    """(frame for ``etl.write.writer.write_splits``, train statistics for the manifest)."""
+    prepared = prepare(raw, spec)
+    stats = statistics(prepared, raw, spec)
+    return finalize(prepared, spec, stats), stats

@@ -1,0 +1,124 @@
+"""Which versions of a dataset are published: listing, ``latest``, the LATEST pointer, retention.
+
+A version counts only once its manifest.json exists. LATEST is a hint that saves a listing:
+it is advanced by compare-and-swap and never trusted over a newer complete version.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from etl import storage
+from etl.errors import IncompleteVersionError, NoVersionError
+from etl.versions.ids import (
+    LATEST,
+    MANIFEST,
+    dataset_uri,
+    is_version_id,
+    parse_version_id,
+    version_uri,
+)
+
+log = logging.getLogger("etl.versions")  # the facade's name, which log configs filter on
+
+
+def _candidates(root: str, dataset: str) -> list[str]:
+    names = [n for n in storage.list_dir(dataset_uri(root, dataset)) if is_version_id(n)]
+    return sorted(names, key=lambda n: parse_version_id(n).sort_key)
+
+
+def _complete(root: str, dataset: str, version: str) -> bool:
+    return storage.exists(storage.join(version_uri(root, dataset, version), MANIFEST))
+
+
+def list_versions(root: str, dataset: str) -> list[str]:
+    """Complete (published) version ids, oldest first; directories without a manifest are skipped."""
+    return [v for v in _candidates(root, dataset) if _complete(root, dataset, v)]
+
+
+def latest_version(root: str, dataset: str) -> str | None:
+    """Newest complete version id, or None.
+
+    LATEST is a hint: it is used when it names a complete version and no newer listed
+    version is complete; otherwise (missing, stale, or pointing at a deleted version)
+    the listing decides.
+    """
+    pointer = _read_pointer(dataset_uri(root, dataset))
+    key = parse_version_id(pointer).sort_key if pointer else None
+    for v in reversed(_candidates(root, dataset)):
+        if key is not None and parse_version_id(v).sort_key <= key:
+            if _complete(root, dataset, pointer):
+                return pointer
+            key = None  # stale pointer: keep walking down the listing
+        if _complete(root, dataset, v):
+            return v
+    return None
+
+
+def resolve(root: str, dataset: str, version: str = "latest") -> str:
+    """Version URI for ``version`` ("latest" or an id); only complete versions resolve."""
+    if version == "latest":
+        found = latest_version(root, dataset)
+        if found is None:
+            raise NoVersionError(f"no published version of {dataset!r} under {root}")
+        return version_uri(root, dataset, found)
+    uri = version_uri(root, dataset, version)
+    if not storage.exists(storage.join(uri, MANIFEST)):
+        raise IncompleteVersionError(f"{uri}: no {MANIFEST}; version not published")
+    return uri
+
+
+def _read_pointer(ds_uri: str) -> str | None:
+    try:
+        text = storage.read_bytes(storage.join(ds_uri, LATEST)).decode().strip()
+    except FileNotFoundError:
+        return None
+    return text if is_version_id(text) else None
+
+
+def update_latest(ds_uri: str, version: str, attempts: int = 10) -> bool:
+    """Advance ``<dataset>/LATEST`` to ``version`` unless it already names a newer one.
+
+    Compare-and-swap on the pointer's generation, so a backfill publishing an old
+    interval after a newer run cannot move LATEST backwards. Returns True if written.
+    """
+    new_key = parse_version_id(version).sort_key
+    latest_uri = storage.join(ds_uri, LATEST)
+    for _ in range(attempts):
+        data, token = storage.read_with_token(latest_uri)
+        current = data.decode().strip() if data is not None else ""
+        if is_version_id(current) and parse_version_id(current).sort_key >= new_key:
+            return False
+        if storage.replace_if_match(latest_uri, f"{version}\n".encode(), token):
+            return True
+    log.warning("LATEST under %s not advanced to %s: too much contention", ds_uri, version)
+    return False
+
+
+def retain(
+    root: str, dataset: str, keep: int, force: bool = False, dry_run: bool = False
+) -> list[str]:
+    """Delete all but the newest ``keep`` complete versions; returns the deleted ids.
+
+    A version that a model was trained on (``<root>/models/<dataset>/<version>/``) is
+    kept unless ``force``; the newest version is always kept. Each deletion removes
+    manifest.json first, so readers stop trusting the version before its shards go.
+    """
+    if not isinstance(keep, int) or keep < 1:
+        raise ValueError(
+            f"keep: expected an int >= 1 (the newest version is never deleted), got {keep!r}"
+        )
+    used = set(storage.list_dir(storage.safe_join(root, "models", dataset)))
+    deleted = []
+    for version in list_versions(root, dataset)[:-keep]:
+        if version in used and not force:
+            log.info(
+                "retain: keeping %s/%s, a model under models/ was trained on it", dataset, version
+            )
+            continue
+        if not dry_run:
+            uri = version_uri(root, dataset, version)
+            storage.delete_tree(storage.join(uri, MANIFEST))
+            storage.delete_tree(uri)
+        deleted.append(version)
+    return deleted
