@@ -51,6 +51,7 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check etl training dags plugins tests scripts bench
+	PYTHONPATH=plugins $(BIN)/lint-imports
 
 clean:
 	rm -rf .data .airflow .demo

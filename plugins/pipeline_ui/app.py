@@ -98,6 +98,7 @@ def _auth_dependencies() -> list[Any]:
     return [Depends(requires_access_view(AccessView.WEBSITE))]
 
 
+# long: the routes are closures over this app's storage root and limits, read top to bottom
 def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airflow_auth: bool = False,
                url_prefix: str = "") -> FastAPI:
     """Build the UI app over one storage root.
