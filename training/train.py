@@ -39,8 +39,6 @@ log = logging.getLogger(__name__)
 EVAL_SPLIT, TEST_SPLIT = "eval", "test"
 
 
-
-
 def train(
     version_uri: str,
     models_root: str,

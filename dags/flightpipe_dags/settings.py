@@ -37,7 +37,6 @@ RETRY_DEFAULTS: dict[str, Any] = {
 }
 
 
-
 def spec_names(specs_dir: Path = SPECS_DIR) -> list[str]:
     """Dataset specs present on disk; one ETL and one training DAG is built for each.
 
@@ -72,21 +71,3 @@ def storage_root() -> str:
 def dataset_asset(name: str) -> Asset:
     """The Asset the ETL DAG updates and the training DAG is scheduled on."""
     return Asset(name=f"dataset_{name}", uri=f"{storage_root().rstrip('/')}/datasets/{name}")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -20,14 +20,6 @@ RUN_FILE = "run.json"
 DRAFT_FILE = "_draft.json"
 
 
-
-
-
-
-
-
-
-
 def import_in_background(module: str) -> threading.Thread:
     """Start importing a heavy module while this process waits for Dask workers to start.
 

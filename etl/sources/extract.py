@@ -136,20 +136,6 @@ def group_files(files: list[dict[str, Any]], target_bytes: int) -> list[list[str
     return groups
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _read_group(uris: list[str], source: Source, start: datetime | None,
                 end: datetime) -> pd.DataFrame:
     """One partition: the files of a group, rows outside the window dropped."""

@@ -105,14 +105,6 @@ def list_images(root: str, spec: ImageSpec) -> tuple[pd.DataFrame, dict[str, Any
     return frame, {"sha256": digest, "files": len(entries), "source": base}
 
 
-
-
-
-
-
-
-
-
 def _png_gray(pixels: np.ndarray) -> bytes:
     from PIL import Image
 

@@ -50,14 +50,6 @@ def coerce_types(df: pd.DataFrame, types: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(out, index=df.index)
 
 
-
-
-
-
-
-
-
-
 def _derive(feat: Feature, typed: pd.DataFrame) -> pd.Series:
     cols = [typed[c] for c in feat.inputs]
     if feat.derive == "copy":

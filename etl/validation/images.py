@@ -36,8 +36,6 @@ QUARANTINE_FILE = "quarantine.jsonl"
 SHOWN_FILES = 20
 
 
-
-
 def validate_dataset(ddf: dd.DataFrame, spec: ImageSpec, mode: str, *, results_uri: str,
                      quarantine_uri: str) -> ValidationOutcome:
     """Check every file in parallel; quarantine or fail as the spec and mode say."""

@@ -47,7 +47,6 @@ from etl.validation.report import (
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class ValidationSpec:
     """What validation needs from a dataset spec.

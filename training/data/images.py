@@ -37,8 +37,6 @@ class Augment:
     max_hue_delta: float = 0.05  # RGB only
 
 
-
-
 def image_feature(manifest: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """(name, spec) of the manifest's image feature, or None for a tabular version."""
     for name, feat in manifest["schema"]["features"].items():
@@ -136,15 +134,3 @@ def make_image_dataset(version_uri: str, split: str, manifest: dict[str, Any],
     aug_fn = _augment_batch(augment_config(manifest), size, c, training)
     ds = ds.map(lambda xy, s: aug_fn(xy[0], xy[1], s), num_parallel_calls=AUTOTUNE)
     return ds.prefetch(AUTOTUNE).with_options(pipeline_options(icfg, deterministic=True))
-
-
-
-
-
-
-
-
-
-
-
-
