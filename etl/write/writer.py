@@ -21,10 +21,10 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-from etl.transform.split import HASH_COL, SPLIT_COL
 
 from etl import storage
 from etl.spec import DEFAULT_SHARD_BYTES
+from etl.transform.split import HASH_COL, SPLIT_COL
 from etl.write import encode, shards
 
 log = logging.getLogger(__name__)

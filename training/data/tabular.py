@@ -20,8 +20,8 @@ from typing import Any
 import tensorflow as tf
 
 from etl import storage
-from training.data import staging
 from training.config import AUTOTUNE, CACHE_MEMORY, InputConfig
+from training.data import staging
 
 log = logging.getLogger(__name__)
 
