@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from etl.spec import Feature, Spec
+from etl.transform import stats as stats_mod
 from etl.transform.split import HASH_COL, SPLIT_COL, assign_split, key_hash
 
 _LABEL_OPS = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal,
@@ -102,37 +103,40 @@ def prepare(ddf: dd.DataFrame, spec: Spec) -> dd.DataFrame:
 
 
 def statistics(prepared: dd.DataFrame, raw: dd.DataFrame, spec: Spec) -> dict[str, Any]:
-    """Train-split statistics, split sizes and dropped-row counts, in one Dask compute."""
-    train = prepared[prepared[SPLIT_COL] == "train"]
-    numeric = [f.name for f in spec.features if f.kind == "numeric"]
-    categorical = [f.name for f in spec.features if f.kind == "categorical"]
-    cols = train[numeric] if numeric else None
-    todo: dict[str, Any] = {
-        "splits": prepared[SPLIT_COL].value_counts(),
-        "labels": train[spec.label.name].value_counts(),
-        "dropped": raw[spec.label.source].isna().sum(),
-        "vocab": {c: train[c].value_counts() for c in categorical},
-    }
-    if cols is not None:
-        todo.update(mean=cols.mean(), var=cols.var(ddof=0), min=cols.min(), max=cols.max(),
-                    count=cols.count())
-    (res,) = dask.compute(todo)
-    stats: dict[str, Any] = {"computed_on": "train", "num_examples": int(res["splits"].get(
-        "train", 0)), "numeric": {}, "vocabularies": {}, "vocabulary_counts": {}}
-    for c in numeric:
-        n = int(res["count"][c])
-        stats["numeric"][c] = {k: (float(res[k][c]) if n else 0.0)
-                               for k in ("mean", "var", "min", "max")}
-        stats["numeric"][c]["count"] = n
-    for c in categorical:
-        counts = res["vocab"][c]
-        ordered = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
-        stats["vocabularies"][c] = [str(k) for k, _ in ordered]
-        stats["vocabulary_counts"][c] = {str(k): int(v) for k, v in ordered}
-    stats["label_counts"] = {str(int(k)): int(v) for k, v in sorted(res["labels"].items())}
-    stats["split_counts"] = {n: int(res["splits"].get(n, 0)) for n, _ in spec.split.fractions}
-    stats["dropped_rows"] = {spec.label.drop_reason: int(res["dropped"])}
+    """Train-split statistics, split sizes and dropped-row counts, in one Dask compute.
+
+    Each partition yields a mergeable partial (``etl.transform.stats``); the partials are
+    merged in a tree, so the result does not depend on how rows fall into partitions.
+    """
+    partials = [dask.delayed(split_partial)(part, spec) for part in prepared.to_delayed()]
+    dropped = [dask.delayed(_null_count)(part, spec.label.source) for part in raw.to_delayed()]
+    merged, dropped = dask.compute(dask.delayed(stats_mod.merge_all)(partials),
+                                   dask.delayed(sum)(dropped))
+    stats = finalize_partial(merged, spec)
+    stats["dropped_rows"] = {spec.label.drop_reason: int(dropped)}
     return stats
+
+
+def _null_count(part: pd.DataFrame, column: str) -> int:
+    return int(part[column].isna().sum())
+
+
+def _feature_names(spec: Spec) -> tuple[list[str], list[str]]:
+    return ([f.name for f in spec.features if f.kind == "numeric"],
+            [f.name for f in spec.features if f.kind == "categorical"])
+
+
+def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.Partial:
+    """The mergeable statistics of one frame of prepared rows, per split."""
+    numeric, categorical = _feature_names(spec)
+    return stats_mod.partial(prepared, [s for s, _ in spec.split.fractions], spec.label.name,
+                             numeric, categorical)
+
+
+def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
+    """The manifest's statistics (train split) from merged partials."""
+    numeric, categorical = _feature_names(spec)
+    return stats_mod.finalize(merged, [s for s, _ in spec.split.fractions], numeric, categorical)
 
 
 def finalize_partition(df: pd.DataFrame, spec: Spec, stats: dict[str, Any]) -> pd.DataFrame:

@@ -1,0 +1,151 @@
+"""Split statistics as mergeable partials: computed per partition, merged without the rows.
+
+A partial holds, per split: the row count, label counts, and per numeric column the count,
+mean, M2 (sum of squared deviations from the mean), min and max, and per categorical column
+the value counts. Partials merge with Chan et al.'s pairwise update, so merging the partials of
+days gives the whole window's mean and variance to float64 rounding, in any grouping and any
+order of days; nothing needs to read the rows again. This is what lets a dataset version be
+composed from parts built on different nights.
+
+A partial is JSON-able (string keys, Python numbers), so it can be stored beside the data it
+describes and merged later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from etl.transform.split import SPLIT_COL
+
+Partial = dict[str, Any]
+"""{split: {"rows", "labels": {label: n}, "numeric": {col: {count, mean, m2, min, max}},
+"vocab": {col: {value: n}}}}"""
+
+
+def _numeric(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    count = frame.count()
+    mean = frame.mean()
+    m2 = ((frame - mean) ** 2).sum()
+    lo, hi = frame.min(), frame.max()
+    out = {}
+    for col in frame.columns:
+        n = int(count[col])
+        out[col] = {"count": n, "mean": float(mean[col]) if n else 0.0,
+                    "m2": float(m2[col]) if n else 0.0,
+                    "min": float(lo[col]) if n else None, "max": float(hi[col]) if n else None}
+    return out
+
+
+def _counts(series: pd.Series) -> dict[str, int]:
+    return {str(k): int(v) for k, v in series.value_counts(dropna=True).items()}
+
+
+def partial(prepared: pd.DataFrame, splits: Sequence[str], label: str,
+            numeric: Sequence[str], categorical: Sequence[str]) -> Partial:
+    """The partial of one frame of prepared rows (``SPLIT_COL`` names each row's split)."""
+    out: Partial = {}
+    for split in splits:
+        rows = prepared[prepared[SPLIT_COL] == split]
+        out[split] = {
+            "rows": len(rows),
+            "labels": _counts(rows[label]),
+            "numeric": _numeric(rows[list(numeric)].astype("float64")) if numeric else {},
+            "vocab": {c: _counts(rows[c]) for c in categorical},
+        }
+    return out
+
+
+def _merge_numeric(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Chan et al.: exact in exact arithmetic, stable in float64 (no sum of squares)."""
+    na, nb = a["count"], b["count"]
+    if not na or not nb:
+        return dict(b if nb else a)
+    n = na + nb
+    delta = b["mean"] - a["mean"]
+    return {"count": n, "mean": a["mean"] + delta * nb / n,
+            "m2": a["m2"] + b["m2"] + delta * delta * na * nb / n,
+            "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"])}
+
+
+def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def merge(a: Partial, b: Partial) -> Partial:
+    """One partial covering the rows of both."""
+    out: Partial = {}
+    for split in sorted(set(a) | set(b)):
+        x, y = a.get(split), b.get(split)
+        if x is None or y is None:
+            out[split] = x if y is None else y
+            continue
+        out[split] = {
+            "rows": x["rows"] + y["rows"],
+            "labels": _add_counts(x["labels"], y["labels"]),
+            "numeric": {c: _merge_numeric(x["numeric"][c], y["numeric"][c])
+                        if c in x["numeric"] and c in y["numeric"]
+                        else x["numeric"].get(c) or y["numeric"][c]
+                        for c in sorted(set(x["numeric"]) | set(y["numeric"]))},
+            "vocab": {c: _add_counts(x["vocab"].get(c, {}), y["vocab"].get(c, {}))
+                      for c in sorted(set(x["vocab"]) | set(y["vocab"]))},
+        }
+    return out
+
+
+def merge_all(parts: Iterable[Partial]) -> Partial:
+    """Merge in a balanced tree, so rounding does not grow with the number of parts."""
+    level = list(parts)
+    if not level:
+        return {}
+    while len(level) > 1:
+        level = [merge(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+    return level[0]
+
+
+def _label_key(value: str) -> str:
+    try:
+        return str(int(float(value)))
+    except ValueError:
+        return value
+
+
+def finalize(merged: Partial, splits: Sequence[str], numeric: Sequence[str],
+             categorical: Sequence[str], on: str = "train") -> dict[str, Any]:
+    """The manifest's ``statistics``: numeric and vocabularies of split ``on``, all split sizes.
+
+    Vocabularies are ordered by count (descending), then value, so the model's lookup tables
+    do not depend on how the rows were grouped.
+    """
+    part = merged.get(on) or {"rows": 0, "labels": {}, "numeric": {}, "vocab": {}}
+    stats: dict[str, Any] = {"computed_on": on, "num_examples": int(part["rows"]),
+                             "numeric": {}, "vocabularies": {}, "vocabulary_counts": {}}
+    for col in numeric:
+        p = part["numeric"].get(col) or {"count": 0}
+        n = int(p["count"])
+        stats["numeric"][col] = {"mean": float(p["mean"]) if n else 0.0,
+                                 "var": float(p["m2"]) / n if n else 0.0,
+                                 "min": float(p["min"]) if n else 0.0,
+                                 "max": float(p["max"]) if n else 0.0, "count": n}
+    for col in categorical:
+        ordered = sorted(part["vocab"].get(col, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        stats["vocabularies"][col] = [k for k, _ in ordered]
+        stats["vocabulary_counts"][col] = dict(ordered)
+    labels = {_label_key(k): int(v) for k, v in part["labels"].items()}
+    stats["label_counts"] = {k: labels[k] for k in sorted(labels, key=_sort_key)}
+    stats["split_counts"] = {s: int((merged.get(s) or {"rows": 0})["rows"]) for s in splits}
+    return stats
+
+
+def _sort_key(value: str) -> tuple[int, Any]:
+    try:
+        return (0, int(value))
+    except ValueError:
+        return (1, value)
+
