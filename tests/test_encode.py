@@ -121,13 +121,28 @@ def test_types_are_converted_per_schema() -> None:
     assert parsed == {"f": [1.0, 2.0], "b": [1, 0], "s": ["é".encode(), b""], "c": [b"x", b"y"]}
 
 
+@pytest.mark.parametrize("encoder", [encode.encode_batch_vectorized, encode.encode_batch,
+                                     encode.encode_batch_python])
+def test_a_missing_float_is_encoded_as_nan(encoder) -> None:
+    """`fill: mean` features keep missing values; the model imputes the train mean."""
+    import tensorflow as tf
+
+    df = pd.DataFrame({"distance": [1.5, None], "late": [0, 1]})
+    schema = {"label": {"name": "late", "dtype": "int64"},
+              "features": {"distance": {"dtype": "float32"}}}
+    values = [tf.train.Example.FromString(r).features.feature["distance"].float_list.value[0]
+              for r in encoder(df, schema)]
+    assert values[0] == 1.5 and np.isnan(values[1])
+
+
 def test_bad_input_names_the_column() -> None:
-    df = pd.DataFrame({"distance": [1.0, None], "late": [0, 1], "carrier": ["UA", "AA"]})
+    df = pd.DataFrame({"distance": [1.0, None], "late": [0, 1], "carrier": ["UA", "AA"],
+                       "seats": pd.array([3, None], dtype="Int64")})
     schema = {
         "label": {"name": "late", "dtype": "int64"},
-        "features": {"distance": {"dtype": "float32"}},
+        "features": {"seats": {"dtype": "int64"}},
     }
-    with pytest.raises(ValueError, match="column 'distance': 1 null value"):
+    with pytest.raises(ValueError, match="column 'seats': 1 null value"):
         encode.encode_batch(df, schema)
     with pytest.raises(KeyError, match="column 'origin'"):
         encode.encode_batch(df, {"features": {"origin": {"dtype": "string"}}})

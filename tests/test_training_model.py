@@ -66,6 +66,22 @@ def test_raw_values_in_probabilities_out_with_unknown_categories() -> None:
     assert p.shape == (2, 1) and np.all((p > 0) & (p < 1))
 
 
+def test_a_missing_numeric_value_is_the_train_mean_in_training_and_serving() -> None:
+    """Records keep NaN for `fill: mean` features; the model itself imputes the manifest mean."""
+    model = build_model(MANIFEST)
+    mean = MANIFEST["statistics"]["numeric"]["temp"]["mean"]
+    raw = {
+        "distance": tf.constant([500.0, 500.0, 500.0]), "sched_dep_hour": tf.constant([6.0] * 3),
+        "temp": tf.constant([float("nan"), mean, mean + 40.0]),
+        "plane_seats": tf.constant([50] * 3, tf.int64), "carrier": tf.constant(["UA"] * 3),
+        "dest": tf.constant(["D01"] * 3), "day_of_week": tf.constant([2] * 3, tf.int64),
+    }
+    p = model(raw, training=False).numpy()[:, 0]
+    assert np.all(np.isfinite(p))
+    assert p[0] == pytest.approx(p[1], abs=1e-6)  # NaN -> the mean
+    assert p[2] != pytest.approx(p[1], abs=1e-6)  # the input does matter
+
+
 def test_mixed_precision_keeps_preprocessing_and_output_in_float32() -> None:
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("mixed_float16")

@@ -29,7 +29,7 @@ def final(client, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFram
     ddf, _, _ = extract.build_frame(root, spec, None, datetime(2013, 1, 5, tzinfo=UTC))
     prepared = transform.prepare(ddf, spec)
     stats = transform.statistics(prepared, ddf, spec)
-    return transform.finalize(prepared, spec, stats).compute(), stats
+    return transform.finalize(prepared, spec).compute(), stats
 
 
 def _write(frame: pd.DataFrame, stats: dict, out: Path, npartitions: int,

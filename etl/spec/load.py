@@ -157,6 +157,9 @@ def _parse_feature(d: dict, where: str, available: set[str], exclude: set[str]) 
     fill = d.get("fill")
     if kind == "numeric" and not (fill is None or fill == "mean" or _is_number(fill)):
         raise SpecError(f"{where}.fill: expected a number or 'mean', got {fill!r}")
+    if fill == "mean" and dtype != "float32":
+        raise SpecError(f"{where}.fill: 'mean' needs dtype float32 (a missing value is stored "
+                        f"as NaN and the model imputes the train mean), got dtype {dtype!r}")
     if kind == "categorical" and fill is not None and not isinstance(fill, (str, int)):
         raise SpecError(f"{where}.fill: expected a string, got {fill!r}")
     return Feature(name=name, kind=kind, dtype=dtype, derive=op, inputs=inputs, fill=fill)

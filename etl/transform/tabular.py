@@ -139,14 +139,16 @@ def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
     return stats_mod.finalize(merged, [s for s, _ in spec.split.fractions], numeric, categorical)
 
 
-def finalize_partition(df: pd.DataFrame, spec: Spec, stats: dict[str, Any]) -> pd.DataFrame:
-    """Mean fills from the train statistics, then the Example dtypes."""
+def finalize_partition(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """The Example dtypes. A missing value of a ``fill: mean`` feature stays NaN.
+
+    The model imputes the train mean from the manifest's statistics (the same in training and
+    serving), so a record never depends on the statistics of the window it was published in
+    and the same rows encode to the same bytes in every version that holds them.
+    """
     out = {}
     for feat in spec.features:
-        s = df[feat.name]
-        if feat.fill == "mean":
-            s = s.fillna(stats["numeric"][feat.name]["mean"])
-        out[feat.name] = s.astype({"float32": "float32", "int64": "int64", "string": "str"}[
+        out[feat.name] = df[feat.name].astype({"float32": "float32", "int64": "int64", "string": "str"}[
             feat.dtype])
     out[spec.label.name] = df[spec.label.name].astype("int64")
     out[SPLIT_COL] = df[SPLIT_COL]
@@ -154,14 +156,14 @@ def finalize_partition(df: pd.DataFrame, spec: Spec, stats: dict[str, Any]) -> p
     return pd.DataFrame(out, index=df.index)
 
 
-def finalize(prepared: dd.DataFrame, spec: Spec, stats: dict[str, Any]) -> dd.DataFrame:
+def finalize(prepared: dd.DataFrame, spec: Spec) -> dd.DataFrame:
     """Lazy ``finalize_partition`` over every partition."""
-    meta = finalize_partition(prepared._meta, spec, stats)
-    return prepared.map_partitions(finalize_partition, spec, stats, meta=meta)
+    meta = finalize_partition(prepared._meta, spec)
+    return prepared.map_partitions(finalize_partition, spec, meta=meta)
 
 
 def prepare_for_write(raw: dd.DataFrame, spec: Spec) -> tuple[dd.DataFrame, dict[str, Any]]:
     """(frame for ``etl.write.writer.write_splits``, train statistics for the manifest)."""
     prepared = prepare(raw, spec)
     stats = statistics(prepared, raw, spec)
-    return finalize(prepared, spec, stats), stats
+    return finalize(prepared, spec), stats

@@ -59,10 +59,14 @@ def _column(table: pa.Table, name: str, dtype: str) -> pa.Array:
     col = table.column(name).combine_chunks()
     if pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
+    if col.null_count and pa.types.is_floating(col.type):
+        # pandas' NaN arrives as null: a float Example holds NaN, which the model imputes
+        col = pc.fill_null(col, pa.scalar(float("nan"), col.type))
     if col.null_count:
         raise ValueError(
             f"column {name!r}: {col.null_count} null value(s); every Example holds "
-            "every feature, so the transform must fill them first"
+            "every feature, so the transform must fill them first (only float features "
+            "may be missing: they hold NaN)"
         )
     try:
         return col.cast(ARROW_TYPES[dtype])

@@ -136,6 +136,8 @@ def _normalize(where: str, name: str, inp: Any, numeric_stats: dict[str, Any]) -
         raise ValueError(f"{where}: numeric feature {name!r} has no statistics.numeric entry")
     s = numeric_stats[name]
     x = keras.ops.cast(inp, "float32")
+    # A missing value (NaN in the records, or at serving time) becomes the train mean.
+    x = keras.ops.where(keras.ops.isnan(x), float(s["mean"]), x)
     # float32 even under mixed precision: raw values (e.g. variances ~1e6) overflow float16.
     x = keras.layers.Normalization(
         axis=None, mean=float(s["mean"]), variance=float(s["var"]), dtype="float32",
