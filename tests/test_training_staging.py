@@ -90,3 +90,40 @@ def test_bad_manifest_entries_are_named(version) -> None:
     del manifest["splits"]["train"]["shards"][0]["sha256"]
     with pytest.raises(ValueError, match="missing \\['sha256'\\]"):
         staging.split_shards(manifest, "train")
+
+
+def _as_segments(uri: str, manifest: dict) -> None:
+    """Move each shard into a segment folder beside the version, as composed versions list them."""
+    version_dir = Path(uri[len("file://"):])
+    for split, info in manifest["splits"].items():
+        for i, entry in enumerate(info["shards"]):
+            segment = f"20130101T000000Z_{split}{i}"
+            folder = version_dir.parent / "segments" / segment
+            folder.mkdir(parents=True)
+            (version_dir / entry["file"]).rename(folder / entry["file"])
+            entry["segment"] = segment
+
+
+def test_shards_in_shared_segments_are_verified_and_staged(version, tmp_path) -> None:
+    from etl import versions
+
+    uri, manifest = version
+    _as_segments(uri, manifest)
+    assert versions.verify_shards(uri, manifest) == 4
+    local = staging.stage_version(uri, manifest, str(tmp_path / "ssd"), ["train", "eval"])
+    staged = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+    assert staged == sorted(versions.shard_relpath(e) for s in ("train", "eval")
+                            for e in manifest["splits"][s]["shards"])
+    assert all(p.startswith("segments/") for p in staged)
+    entry = manifest["splits"]["eval"]["shards"][0]
+    (Path(uri[len("file://"):]).parent / versions.shard_relpath(entry)).write_bytes(b"damaged")
+    with pytest.raises(ChecksumMismatchError, match=entry["segment"]):
+        versions.verify_shards(uri, manifest)
+
+
+@pytest.mark.parametrize("segment", ["../escape", "a/b", "", ".."])
+def test_a_segment_outside_the_dataset_is_refused(version, segment) -> None:
+    _, manifest = version
+    manifest["splits"]["eval"]["shards"][0]["segment"] = segment
+    with pytest.raises(ValueError, match="segment .* must be a plain file name"):
+        staging.split_shards(manifest, "eval")

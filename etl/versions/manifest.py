@@ -13,7 +13,7 @@ from typing import Any
 from etl import storage
 from etl.errors import ChecksumMismatchError, IncompleteVersionError, VersionLockedError
 from etl.versions.catalog import update_latest
-from etl.versions.ids import MANIFEST, WRITER_LOCK, split_version_uri
+from etl.versions.ids import MANIFEST, WRITER_LOCK, shard_uri, split_version_uri
 from etl.versions.lock import WriterLock, current_holder, release_writer_lock
 
 FORMAT_VERSION = 1
@@ -52,7 +52,7 @@ def verify_shards(uri: str, manifest: dict[str, Any], checksums: bool = True) ->
     count = 0
     for split, info in manifest["splits"].items():
         for shard in info.get("shards", []):
-            path = storage.join(uri, shard["file"])
+            path = shard_uri(uri, shard)
             try:
                 size = storage.stat(path)["size"]
             except FileNotFoundError:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from etl import storage
+from etl import storage, versions
 from etl.errors import ChecksumMismatchError
 
 log = logging.getLogger(__name__)
@@ -69,15 +69,16 @@ def stage_version(
 
 
 def stage_shard(version_uri: str, local_dir: Path, entry: dict[str, Any]) -> bool:
-    """Ensure ``local_dir/<file>`` is a verified copy; True when it had to be fetched."""
-    dst = local_dir / entry["file"]
+    """Ensure ``local_dir/<shard path>`` is a verified copy; True when it had to be fetched."""
+    dst = local_dir / versions.shard_relpath(entry)
+    dst.parent.mkdir(parents=True, exist_ok=True)
     if dst.exists():
         problem = mismatch(dst, entry)
         if problem is None:
             return False
         log.warning("staged copy %s is not what the manifest lists (%s): fetching it again", dst, problem)
         dst.unlink()
-    src = storage.join(version_uri, entry["file"])
+    src = versions.shard_uri(version_uri, entry)
     if storage.is_gcs(src):
         storage.with_retries(lambda: _download(src, dst, entry), f"stage {src}")
     else:
@@ -123,10 +124,8 @@ def _download(src: str, dst: Path, entry: dict[str, Any]) -> None:
 
 
 def _check_entry(entry: dict[str, Any]) -> None:
-    """Shard entries name plain files inside the version; anything else is a bad manifest."""
+    """Shard entries name plain files in the version or a segment; else a bad manifest."""
     missing = [k for k in ("file", "bytes", "sha256") if k not in entry]
     if missing:
         raise ValueError(f"manifest shard entry {entry!r}: missing {missing}")
-    name = entry["file"]
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
-        raise ValueError(f"manifest shard entry: file {name!r} must be a plain file name")
+    versions.shard_relpath(entry)  # raises ValueError naming the entry

@@ -19,7 +19,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from etl import storage
+from etl import storage, versions
 from training.config import AUTOTUNE, CACHE_MEMORY, InputConfig
 from training.data import staging
 
@@ -77,9 +77,8 @@ def shard_files(
         local = staging.stage_version(
             version_uri, manifest, config.staging_dir, [split], config.staging_workers
         )
-        return [str(local / e["file"]) for e in entries]
-    base = local_or_remote_path(version_uri).rstrip("/")
-    return [f"{base}/{e['file']}" for e in entries]
+        return [str(local / versions.shard_relpath(e)) for e in entries]
+    return [local_or_remote_path(versions.shard_uri(version_uri, e)) for e in entries]
 
 
 def make_dataset(
