@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--min-margin", type=float, default=d.min_margin,
                    help="accuracy and AUC must beat the baseline by this (%(default)s)")
     t.add_argument("--precision", choices=["auto", "mixed_float16", "float32"], default=d.precision)
+    t.add_argument("--devices", default="", help="comma-separated devices to mirror over, "
+                   "e.g. /gpu:0,/gpu:1 (default: every visible GPU, else the CPU)")
     t.add_argument("--jit-compile", action="store_true", help="XLA-compile the train step")
     t.add_argument("--steps-per-execution", type=int, default=d.steps_per_execution)
     t.add_argument("--measure-stall-batches", type=int, default=0,
@@ -128,6 +130,7 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
         TrainConfig(), input=input_config(args), epochs=args.epochs,
         steps_per_epoch=args.steps_per_epoch, patience=args.patience, min_margin=args.min_margin,
         precision=args.precision, jit_compile=args.jit_compile,
+        devices=tuple(d.strip() for d in args.devices.split(",") if d.strip()),
         steps_per_execution=args.steps_per_execution, seed=args.seed,
         measure_stall_batches=args.measure_stall_batches, overwrite=args.overwrite,
     )

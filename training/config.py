@@ -128,6 +128,8 @@ class TrainConfig:
         min_margin: Test accuracy and AUC must beat the majority-class baseline by
             this much, else ``ModelQualityError`` and nothing is published.
         precision: "auto" = mixed_float16 on GPUs of compute capability >= 7.0.
+        devices: Devices to mirror over (e.g. ``("/gpu:0", "/gpu:1")``); empty = every
+            visible GPU, else the CPU.
         jit_compile: XLA-compile the train step.
         steps_per_execution: Train steps per host call.
         seed: Weight initialization and dropout seed (data order: ``input.seed``).
@@ -144,6 +146,7 @@ class TrainConfig:
     patience: int = DEFAULT_PATIENCE
     min_margin: float = DEFAULT_MIN_MARGIN
     precision: str = "auto"
+    devices: tuple[str, ...] = ()
     jit_compile: bool = False
     steps_per_execution: int = DEFAULT_STEPS_PER_EXECUTION
     seed: int = DEFAULT_SEED

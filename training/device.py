@@ -31,22 +31,33 @@ class DeviceSetup:
     replicas: int
 
 
-def setup_device(precision: str = "auto") -> DeviceSetup:
-    """MirroredStrategy over >1 GPU, the default strategy otherwise; picks the precision."""
+def setup_device(precision: str = "auto", devices: tuple[str, ...] = ()) -> DeviceSetup:
+    """MirroredStrategy over >1 GPU, the default strategy otherwise; picks the precision.
+
+    ``devices`` names the devices to mirror over instead (a subset of the GPUs, or logical
+    CPU devices: how the tests run the multi-GPU path on a machine without GPUs).
+    """
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:
         with contextlib.suppress(RuntimeError):  # already initialized: keep its setting
             tf.config.experimental.set_memory_growth(gpu, True)
-    strategy = tf.distribute.MirroredStrategy() if len(gpus) > 1 else tf.distribute.get_strategy()
+    if devices:
+        strategy = tf.distribute.MirroredStrategy(devices=list(devices))
+    else:
+        strategy = tf.distribute.MirroredStrategy() if len(gpus) > 1 else tf.distribute.get_strategy()
     names, caps = _gpu_details(gpus)
+    on_gpus = bool(gpus) and all("gpu" in d.lower() for d in devices)
+    fast_fp16 = on_gpus and all(c is not None and c >= MIN_MIXED_CAPABILITY for c in caps)
     if precision == "auto":
-        fast_fp16 = bool(gpus) and all(c is not None and c >= MIN_MIXED_CAPABILITY for c in caps)
         precision = MIXED if fast_fp16 else FLOAT32
-    device = f"GPU x{len(gpus)} ({', '.join(names)})" if gpus else "CPU"
-    if not gpus:
-        log.warning("no GPU visible: training on the CPU in %s", precision)
-    elif precision == MIXED and not all(c and c >= MIN_MIXED_CAPABILITY for c in caps):
-        log.warning("mixed_float16 forced on GPUs without fast float16 (%s)", caps)
+    if devices:
+        device = ", ".join(devices)
+    else:
+        device = f"GPU x{len(gpus)} ({', '.join(names)})" if gpus else "CPU"
+    if not on_gpus:
+        log.warning("no GPU in use: training on %s in %s", device, precision)
+    if precision == MIXED and not fast_fp16:
+        log.warning("mixed_float16 forced where float16 is not fast (%s)", caps or device)
     log.info(
         "training on %s, precision %s, %s with %d replica(s)",
         device, precision, type(strategy).__name__, strategy.num_replicas_in_sync,

@@ -73,7 +73,7 @@ def train(
     if not config.overwrite and storage.exists(done):
         log.info("run %s is already complete: returning its metrics", run_uri)
         return {"model_uri": run_uri, "metrics": storage.read_json(done)}
-    setup = setup_device(config.precision)
+    setup = setup_device(config.precision, config.devices)
     keras.utils.set_random_seed(config.seed)
     with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
@@ -93,7 +93,7 @@ def _fit_and_evaluate(
 ) -> dict[str, Any]:
     """Fit with backups and early stopping, gate on the test split, save the model locally."""
     icfg = config.input
-    steps, per_call = epoch_steps(manifest, config)
+    steps, per_call = epoch_steps(manifest, config, setup.replicas)
     parts = build_models(manifest, config.model, core_scope=setup.strategy.scope())
     with setup.strategy.scope():
         model = compile_model(parts.core, config.model, per_call, config.jit_compile)
@@ -125,12 +125,22 @@ def _fit_and_evaluate(
                     timer, fit_s, {**test, "examples": len(test_labels)}, ev, base, stall)
 
 
-def epoch_steps(manifest: dict[str, Any], config: TrainConfig) -> tuple[int, int]:
+def epoch_steps(manifest: dict[str, Any], config: TrainConfig,
+                replicas: int = 1) -> tuple[int, int]:
     """(steps per epoch, steps per execution): an epoch is a whole number of executions,
-    since Keras runs every execution in full (13 steps at 16 per call would run 16)."""
+    since Keras runs every execution in full (13 steps at 16 per call would run 16).
+
+    Over several replicas Keras 3's multi-step loop fails in graph construction ("You must
+    feed a value for placeholder tensor", keras-team/keras#19246, open), so each step is
+    its own call there; tests/test_training_gpu_paths.py shows the failure and the fix.
+    """
     steps = config.steps_per_epoch or max(
         1, math.ceil(manifest["splits"]["train"]["num_examples"] / config.input.batch_size))
     per_call = min(config.steps_per_execution, steps)
+    if replicas > 1 and per_call > 1:
+        log.warning("%d replicas: one train step per call instead of %d (keras-team/keras#19246)",
+                    replicas, per_call)
+        per_call = 1
     return math.ceil(steps / per_call) * per_call, per_call
 
 
