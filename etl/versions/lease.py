@@ -193,9 +193,9 @@ def refresh(lease: Lease, *, phase: str | None = None, expiry_s: float | None = 
     return replace(nxt, token=storage.read_with_token(lease.uri)[1] or "", took_over={})
 
 
-def hand_off(lease: Lease, expiry_s: float = HANDOFF_EXPIRY_S) -> Lease:
+def hand_off(lease: Lease, expiry_s: float | None = None) -> Lease:
     """Keep the lease alive, with no process beating, until the run's next step resumes it."""
-    return refresh(lease, phase=HANDOFF, expiry_s=expiry_s)
+    return refresh(lease, phase=HANDOFF, expiry_s=expiry_s or HANDOFF_EXPIRY_S)
 
 
 def resume(uri: str, owner: str, *, heartbeat_s: float | None = None,
