@@ -5,6 +5,7 @@
     python -m etl versions --root file:///tmp/x --dataset flights
     python -m etl show     --root file:///tmp/x --dataset flights [--version latest]
     python -m etl retain   --root file:///tmp/x --dataset flights --keep 3
+    python -m etl gc       --root file:///tmp/x --dataset flights [--apply]
 
 Step by step (what the DAG does, URIs passed from one step to the next):
 extract -> validate -> write -> publish. ``--root`` defaults to $PIPELINE_STORAGE_ROOT.
@@ -112,7 +113,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=int, required=True)
     p.add_argument("--force", action="store_true",
                    help="also delete versions that a model under models/ was trained on")
+    p = sub.add_parser("gc", help="list (with --apply: delete) leftovers of dead runs: temp "
+                                  "files, drafts, unpublished folders, staging")
+    _common(p)
+    p.add_argument("--apply", action="store_true", help="delete them (default: only list)")
+    p.add_argument("--staging-stale-hours", type=float, default=12.0,
+                   help="staging of a run with no live lease and no write for this long is "
+                        "dead (default: 12, above the DAG's 8 h run timeout)")
     return parser
+
+
+def _gc(args: argparse.Namespace) -> int:
+    from etl.pipeline.gc import collect_garbage
+
+    spec_name = args.dataset
+    if spec_name.endswith((".yaml", ".yml")):
+        from etl.kinds import kind_of
+
+        spec_name = kind_of(spec_name).stage("load_spec")(spec_name).name
+    report = collect_garbage(args.root, spec_name, apply=args.apply,
+                             staging_stale_s=args.staging_stale_hours * 3600)
+    verb = "removed" if args.apply else "would remove"
+    for item in report.leftovers:
+        print(f"{verb} {item.uri}  ({item.why})")
+    for item in report.kept:
+        print(f"kept {item.uri}  ({item.why})")
+    print(f"{len(report.leftovers)} leftover(s) {verb.split()[-1] if args.apply else 'found'}"
+          + ("" if args.apply or not report.leftovers else "; run again with --apply to delete"))
+    return 0
 
 
 def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
@@ -191,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{v}{'  (latest)' if v == latest else ''}")
         elif args.command == "show":
             _show(args.root, args.dataset, args.version, args.json)
+        elif args.command == "gc":
+            return _gc(args)
         elif args.command == "retain":
             for v in versions.retain(args.root, args.dataset, args.keep, force=args.force):
                 print(f"deleted {v}")

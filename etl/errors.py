@@ -39,18 +39,40 @@ class VersionExistsError(PipelineError):
         self.version_uri = version_uri
 
 
+class LeaseHeldError(PipelineError):
+    """A live holder (recent heartbeat, process alive) keeps the lease; it is not ours.
+
+    Attributes:
+        lease_uri: URI of the lease object.
+        holder: The lease's JSON body (owner, host, pid, acquired_at, heartbeat_at), if readable.
+    """
+
+    def __init__(self, lease_uri: str, holder: dict | None = None) -> None:
+        h = holder or {}
+        super().__init__(f"{lease_uri} is held by {h.get('owner', '?')!r} since "
+                         f"{h.get('acquired_at', '?')} (last heartbeat {h.get('heartbeat_at', '?')})")
+        self.lease_uri = lease_uri
+        self.holder = h
+
+
+class LeaseLostError(LeaseHeldError):
+    """Our lease expired and was broken or taken over: stop working, publish nothing."""
+
+
 class VersionLockedError(PipelineError):
-    """Another live writer holds the version's ``_WRITER`` lock.
+    """Another live writer holds the version's ``_WRITER`` lease.
 
     Attributes:
         version_uri: URI of the version being written.
-        holder: The lock's JSON content (owner, acquired_at), if readable.
+        holder: The lease's JSON content (owner, acquired_at, heartbeat_at), if readable.
     """
 
     def __init__(self, version_uri: str, holder: dict | None = None) -> None:
         who = (holder or {}).get("owner", "?")
         since = (holder or {}).get("acquired_at", "?")
-        super().__init__(f"version {version_uri} is being written by {who!r} since {since}")
+        beat = (holder or {}).get("heartbeat_at")
+        super().__init__(f"version {version_uri} is being written by {who!r} since {since}"
+                         + (f" (last heartbeat {beat})" if beat else ""))
         self.version_uri = version_uri
         self.holder = holder or {}
 

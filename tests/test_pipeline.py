@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+import time
 from datetime import date
 from pathlib import Path
 
@@ -181,14 +182,20 @@ def test_cli_run_on_gcs(client, gcs_root: str, capsys: pytest.CaptureFixture) ->
     assert "already published (nothing written)" in capsys.readouterr().out
 
 
-def test_publish_refuses_when_its_lock_was_taken_over(client, root: str) -> None:
-    """A writer whose stale lock another run broke must not publish the shards it wrote."""
+def test_publish_refuses_when_its_lock_was_taken_over(client, root: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer whose expired lease another run broke must not publish the shards it wrote."""
+    from etl.versions import lease
+
+    monkeypatch.setattr(lease, "HANDOFF_EXPIRY_S", 0.5)
     run_id = "scheduled__2013-01-03T00:00:00+00:00"
     staged = pipeline.extract("flights", root, "2013-01-03", "2013-01-02", run_id=run_id)
     validated = pipeline.validate("flights", staged, mode="strict")
     written = pipeline.transform_and_write("flights", validated)
-    # publish is a separate task: meanwhile another run judges the lock stale and takes it
-    versions.acquire_writer_lock(written, "manual__takeover", stale_after_s=0)
+    # publish is a separate task, started after the handoff expiry: another run takes over
+    time.sleep(1.0)
+    taker = versions.acquire_writer_lock(written, "manual__takeover")
+    assert taker.took_over["owner"] == run_id and taker.took_over["phase"] == "handoff"
     with pytest.raises(VersionLockedError):
         pipeline.publish("flights", written)
     assert not storage.exists(storage.join(written, "manifest.json"))

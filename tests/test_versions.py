@@ -219,19 +219,22 @@ def test_two_processes_publishing_one_version(storage_root: str) -> None:
     assert not storage.exists(storage.join(uri, versions.WRITER_LOCK))
 
 
-def test_writer_lock_owners_retries_and_staleness(storage_root: str) -> None:
+def test_writer_lock_owners_retries_and_expiry(storage_root: str) -> None:
     uri = versions.version_uri(storage_root, DS, V1)
-    first = versions.acquire_writer_lock(uri, "dag/run-1/write")
-    again = versions.acquire_writer_lock(uri, "dag/run-1/write")  # the task's retry
-    assert again.token != first.token
+    short = {"heartbeat_s": 0.05, "expiry_s": 1.5}  # above a loaded emulator's latency
+    first = versions.acquire_writer_lock(uri, "dag/run-1/write", **short)
+    again = versions.acquire_writer_lock(uri, "dag/run-1/write", **short)  # the task's retry
+    assert again.token != first.token and not again.took_over
     with pytest.raises(VersionLockedError, match="being written by 'dag/run-1/write'") as info:
         versions.acquire_writer_lock(uri, "dag/run-2/write")
     assert info.value.holder["owner"] == "dag/run-1/write"
+    assert {"host", "pid", "acquired_at", "heartbeat_at"} <= set(info.value.holder)
     refreshed = versions.refresh_writer_lock(again)
     with pytest.raises(VersionLockedError):
         versions.refresh_writer_lock(again)  # its token is stale now
-    time.sleep(0.05)
-    taker = versions.acquire_writer_lock(uri, "dag/run-2/write", stale_after_s=0.01)
+    time.sleep(2.0)  # no heartbeat for longer than its expiry: the lease is dead
+    taker = versions.acquire_writer_lock(uri, "dag/run-2/write")
+    assert taker.took_over["owner"] == "dag/run-1/write"
     with pytest.raises(VersionLockedError):  # the old writer must not publish any more
         versions.publish_manifest(uri, _manifest(V1), refreshed)
     assert not versions.release_writer_lock(refreshed)

@@ -16,35 +16,52 @@ from typing import Any
 from etl import kinds, storage, versions
 from etl.errors import PipelineError, VersionExistsError, VersionLockedError
 from etl.pipeline.record import DRAFT_FILE, published, read_run, write_run
-from etl.provenance import code_version, iso
+from etl.provenance import code_version, iso, run_key
 from etl.spec import Spec
 
 log = logging.getLogger("etl.pipeline")
 
 LOCK_WAIT_S = 600.0  # a concurrent run of the same interval usually finishes within this
 LOCK_POLL_S = 2.0
+WAIT_LOG_EVERY_S = 30.0  # a waiting run repeats its WARNING this often
 
 
 def _acquire(version_uri: str, owner: str, wait_s: float) -> versions.WriterLock | None:
-    """Take the writer lock; None when another run published the version meanwhile."""
-    deadline = time.monotonic() + wait_s
+    """Take the writer lease; None when another run published the version meanwhile.
+
+    A dead holder's lease is broken by ``acquire`` itself; a live one is waited for, saying
+    so at WARNING at once and every ``WAIT_LOG_EVERY_S`` (who, since when, last heartbeat).
+    """
+    start = time.monotonic()
+    deadline, next_log = start + wait_s, start
     while True:
         try:
             return versions.acquire_writer_lock(version_uri, owner)
         except VersionExistsError:
             return None
-        except VersionLockedError:
-            if time.monotonic() > deadline:
+        except VersionLockedError as exc:
+            now = time.monotonic()
+            if now > deadline:
                 raise
-            log.info("%s is being written by another run; waiting", version_uri)
-            time.sleep(LOCK_POLL_S)
+            if now >= next_log:
+                log.warning("%s is being written by %s; waiting for it (%.0f of %.0f s waited, "
+                            "giving up after %.0f s more)", version_uri,
+                            versions.describe(exc.holder), now - start, wait_s, deadline - now)
+                next_log = now + WAIT_LOG_EVERY_S
+            time.sleep(max(0.0, min(LOCK_POLL_S, deadline - now)))
 
 
-def _clear_unpublished(version_uri: str) -> None:
-    """Remove what a killed attempt left in a version folder we hold the lock on."""
-    for name in storage.list_dir(version_uri, include_temp=True):
+def _clear_unpublished(run: dict[str, Any], lock: versions.WriterLock) -> None:
+    """Remove what a killed attempt left: the version folder's files, a dead run's staging."""
+    vuri = versions.version_of(lock)
+    for name in storage.list_dir(vuri, include_temp=True):
         if name != versions.WRITER_LOCK:
-            storage.delete_tree(storage.join(version_uri, name))
+            storage.delete_tree(storage.join(vuri, name))
+    dead = lock.took_over.get("owner")
+    if isinstance(dead, str) and dead != run["run_id"]:
+        log.warning("removing the staging folder of %r, whose writer lease was broken", dead)
+        _drop_staging(storage.safe_join(run["root"], "staging", run["dataset"], run["version"],
+                                        run_key(dead)))
 
 
 def _copy_tree(src: str, dst: str) -> None:
@@ -120,19 +137,22 @@ def transform_and_write(spec_name: str, validated_uri: str, shard_bytes: int | N
     lock = _acquire(vuri, run["run_id"], lock_wait_s)
     if lock is None:
         return _finish_existing(run, version)
-    _clear_unpublished(vuri)
+    _clear_unpublished(run, lock)
     t0 = time.monotonic()
+    heartbeat = versions.Heartbeat(lock).start()
     try:
         with dask_client(dask_address), storage.storage_failures(f"write shards to {vuri}"):
             splits, stats = _write_shards(kind, spec, validated_uri, vuri, config)
+        _copy_tree(storage.join(run["run_dir"], "validation"), storage.join(vuri, "validation"))
+        _copy_tree(storage.join(run["run_dir"], "quarantine"), storage.join(vuri, "quarantine"))
+        # publish runs as another task (maybe another process, after a scheduler gap): the
+        # lease stays held, unbeaten, for HANDOFF_EXPIRY_S until publish resumes it.
+        lock = versions.hand_off_writer_lock(heartbeat.stop())
     except BaseException:
-        versions.release_writer_lock(lock)  # a killed process leaves it: retries re-acquire
+        versions.release_writer_lock(heartbeat.stop())  # a killed process leaves it: it expires
         raise
     manifest = _manifest(spec, run, version, config, splits, stats)
-    _copy_tree(storage.join(run["run_dir"], "validation"), storage.join(vuri, "validation"))
-    _copy_tree(storage.join(run["run_dir"], "quarantine"), storage.join(vuri, "quarantine"))
     run.setdefault("timings", {})["transform_write_s"] = round(time.monotonic() - t0, 3)
-    # publish runs as another task (maybe another process): it proves the lock is still ours.
     run["writer_lock"] = {"owner": lock.owner, "token": lock.token}
     storage.write_bytes_atomic(storage.join(vuri, DRAFT_FILE),
                                storage.json_bytes({"manifest": manifest, "run": run}))
@@ -187,8 +207,6 @@ def publish(spec_name: str, written_uri: str, force: bool = False) -> dict[str, 
     can pass one Params dict through. Returns ``{"version_uri", "version", "created", ...}``.
     """
     del spec_name, force  # the draft carries everything this step needs
-    from etl.write import tfds as tfds_meta
-
     draft_uri = storage.join(written_uri, DRAFT_FILE)
     if not storage.exists(draft_uri):
         manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
@@ -196,6 +214,41 @@ def publish(spec_name: str, written_uri: str, force: bool = False) -> dict[str, 
                 "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()}}
     draft = storage.read_json(draft_uri)
     manifest, run = draft["manifest"], draft["run"]
+    held = run.get("writer_lock")
+    if held and not storage.exists(storage.join(written_uri, "manifest.json")):
+        # Only the run whose lease it still is may publish: a writer whose lease expired and
+        # was taken over gets VersionLockedError here; its shards were the taker's to clear.
+        lock = versions.resume_writer_lock(written_uri, held["owner"])
+        with versions.Heartbeat(lock) as heartbeat:
+            _check_draft(written_uri, draft_uri, held["owner"], manifest)
+        created = versions.publish_manifest(written_uri, manifest, lock=heartbeat.check())
+    else:
+        _check_draft(written_uri, draft_uri, None, manifest)
+        created = versions.publish_manifest(written_uri, manifest)
+    storage.delete_tree(draft_uri)
+    _drop_staging(run["run_dir"])
+    log.info("%s %s", "published" if created else "already published", written_uri)
+    return {"version_uri": written_uri, "version": manifest["version"], "created": created,
+            "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()},
+            "timings": run.get("timings", {})}
+
+
+def _check_draft(written_uri: str, draft_uri: str, owner: str | None,
+                 manifest: dict[str, Any]) -> None:
+    """Under the lease: the draft is still ours and every shard has its written size.
+
+    Then the TFDS metadata is written and ``created_at`` set, just before the manifest.
+    """
+    from etl.write import tfds as tfds_meta
+
+    if owner is not None:
+        try:
+            again = storage.read_json(draft_uri)["run"].get("writer_lock", {}).get("owner")
+        except FileNotFoundError:
+            again = None
+        if again != owner:
+            raise PipelineError(f"{written_uri}: the draft of {owner!r} was replaced or removed "
+                                "by another run; not publishing")
     for info in manifest["splits"].values():
         for shard in info["shards"]:
             size = storage.stat(storage.join(written_uri, shard["file"]))["size"]
@@ -204,15 +257,3 @@ def publish(spec_name: str, written_uri: str, force: bool = False) -> dict[str, 
                                     f"{shard['bytes']} written; not publishing")
     manifest["created_at"] = iso(datetime.now(UTC))
     tfds_meta.write_tfds_metadata(written_uri, manifest)
-    lock = None
-    held = run.get("writer_lock")
-    if held and not storage.exists(storage.join(written_uri, "manifest.json")):
-        # A writer whose stale lock was broken and taken over must not publish its shards.
-        lock = versions.WriterLock(written_uri, held["owner"], held["token"])
-    created = versions.publish_manifest(written_uri, manifest, lock=lock)  # drops the lock
-    storage.delete_tree(draft_uri)
-    _drop_staging(run["run_dir"])
-    log.info("%s %s", "published" if created else "already published", written_uri)
-    return {"version_uri": written_uri, "version": manifest["version"], "created": created,
-            "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()},
-            "timings": run.get("timings", {})}

@@ -31,7 +31,15 @@ from etl.storage.io import (
     read_json,
     write_bytes_atomic,
 )
-from etl.storage.listing import delete_tree, list_dir, remove_temp_files, stat
+from etl.storage.listing import (
+    delete_tree,
+    list_dir,
+    newest_mtime,
+    remove_empty_dir,
+    remove_temp_files,
+    stat,
+    temp_files,
+)
 from etl.storage.paths import join, safe_join
 from etl.storage.retry import RetryPolicy, is_transient, storage_failures, with_retries
 
@@ -49,16 +57,19 @@ __all__ = [
     "join",
     "json_bytes",
     "list_dir",
+    "newest_mtime",
     "open_atomic_write",
     "open_read",
     "read_bytes",
     "read_json",
     "read_with_token",
+    "remove_empty_dir",
     "remove_temp_files",
     "replace_if_match",
     "safe_join",
     "stat",
     "storage_failures",
+    "temp_files",
     "with_retries",
     "write_bytes_atomic",
 ]

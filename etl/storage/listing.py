@@ -63,20 +63,58 @@ def stat(uri: str) -> dict[str, Any]:
     return {"uri": uri, "size": st.st_size, "mtime": mtime}
 
 
-def remove_temp_files(dir_uri: str, older_than_s: float = 0.0) -> list[str]:
-    """Delete local temp files left by killed writers; returns their names.
+def temp_files(dir_uri: str, older_than_s: float = 0.0) -> list[str]:
+    """Names of local temp files in a directory not modified for ``older_than_s``.
 
     GCS never has any: an unfinished resumable upload is not an object.
     """
     if is_gcs(dir_uri):
         return []
     path = get_fs(dir_uri)[1]
-    removed, now = [], time.time()
+    found, now = [], time.time()
     for name in list_dir(dir_uri, include_temp=True):
-        full = os.path.join(path, name)
         if TEMP_MARKER in name and name.startswith("."):
             with contextlib.suppress(FileNotFoundError):
-                if now - os.stat(full).st_mtime >= older_than_s:
-                    os.unlink(full)
-                    removed.append(name)
+                if now - os.stat(os.path.join(path, name)).st_mtime >= older_than_s:
+                    found.append(name)
+    return found
+
+
+def remove_temp_files(dir_uri: str, older_than_s: float = 0.0) -> list[str]:
+    """Delete local temp files left by killed writers; returns their names."""
+    removed = []
+    for name in temp_files(dir_uri, older_than_s):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(get_fs(dir_uri)[1], name))
+            removed.append(name)
     return removed
+
+
+def newest_mtime(uri: str) -> float | None:
+    """Epoch seconds of the newest file under ``uri`` (None when empty): is anyone writing?"""
+    fs, path = get_fs(uri)
+    try:
+        found = retry_remote(uri, "list", lambda: fs.find(path, detail=True))
+    except FileNotFoundError:
+        return None
+    times = [_mtime(info) for info in found.values()]
+    return max((t for t in times if t is not None), default=None)
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    value = info.get("mtime") or info.get("updated")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dt.datetime):
+        return value.timestamp()
+    try:
+        return dt.datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        return None
+
+
+def remove_empty_dir(uri: str) -> None:
+    """Remove a local directory only if it is empty (GCS prefixes vanish with their objects)."""
+    if not is_gcs(uri):
+        with contextlib.suppress(OSError):
+            os.rmdir(get_fs(uri)[1])

@@ -5,9 +5,9 @@ A version directory exists for readers only once its manifest.json does. Publish
 two runs cannot both publish one version) → LATEST advanced → lock released. Nothing
 is ever renamed, which object stores cannot do atomically. Import-light: no dask/gx/tf.
 
-This module is the public face; the code lives in ``versions_ids`` (ids and URIs),
-``versions_lock`` (the writer lock), ``versions_manifest`` (read, verify, publish) and
-``versions_catalog`` (listing, latest, the LATEST pointer, retention).
+This module is the public face; the code lives in ``ids`` (ids and URIs), ``lease`` (locks
+kept alive by heartbeats, dead holders broken), ``lock`` (the ``_WRITER`` lease),
+``manifest`` (read, verify, publish) and ``catalog`` (listing, latest, LATEST, retention).
 """
 
 from __future__ import annotations
@@ -27,12 +27,24 @@ from etl.versions.ids import (
     version_id,
     version_uri,
 )
+from etl.versions.lease import (
+    EXPIRY_S,
+    HANDOFF_EXPIRY_S,
+    HEARTBEAT_S,
+    Heartbeat,
+    Lease,
+    dead_reason,
+    describe,
+)
 from etl.versions.lock import (
-    DEFAULT_LOCK_STALE_S,
     WriterLock,
     acquire_writer_lock,
+    current_holder,
+    hand_off_writer_lock,
     refresh_writer_lock,
     release_writer_lock,
+    resume_writer_lock,
+    version_of,
 )
 from etl.versions.manifest import (
     FORMAT_VERSION,
@@ -44,17 +56,25 @@ from etl.versions.manifest import (
 )
 
 __all__ = [
-    "DEFAULT_LOCK_STALE_S",
+    "EXPIRY_S",
     "FORMAT_VERSION",
+    "HANDOFF_EXPIRY_S",
+    "HEARTBEAT_S",
     "LATEST",
     "MANIFEST",
     "SEGMENTS_DIR",
     "VOLATILE_MANIFEST_KEYS",
     "WRITER_LOCK",
+    "Heartbeat",
+    "Lease",
     "VersionId",
     "WriterLock",
     "acquire_writer_lock",
+    "current_holder",
     "dataset_uri",
+    "dead_reason",
+    "describe",
+    "hand_off_writer_lock",
     "latest_version",
     "list_versions",
     "manifest_sha256",
@@ -65,11 +85,13 @@ __all__ = [
     "refresh_writer_lock",
     "release_writer_lock",
     "resolve",
+    "resume_writer_lock",
     "retain",
     "shard_relpath",
     "shard_uri",
     "update_latest",
     "verify_shards",
     "version_id",
+    "version_of",
     "version_uri",
 ]

@@ -98,6 +98,7 @@ def publish_manifest(uri: str, manifest: dict[str, Any], lock: WriterLock | None
 
     Raises:
         VersionLockedError: ``lock`` was given and another owner has taken the version over.
+            Stop the lock's ``Heartbeat`` first, so its token is the stored one.
     """
     lock_uri = storage.join(uri, WRITER_LOCK)
     if lock is not None and storage.read_with_token(lock_uri)[1] != lock.token:

@@ -8,13 +8,14 @@ must publish one clean version. The storage tests put tests/faultproxy.py (seede
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
@@ -34,11 +35,13 @@ from etl.errors import ChecksumMismatchError, StorageError
 from etl.pipeline.record import DRAFT_FILE
 from etl.storage import fs as storage_fs
 from etl.storage import retry as storage_retry
+from etl.versions import lease
 
 REPO = Path(__file__).resolve().parents[2]
 KILL_WAIT_S = 120.0  # bounded: cold CLI start + extract + validate on a loaded 2-core box
 DAY_END, DAY_START = "2013-01-02T00:00:00Z", "2013-01-01T00:00:00Z"
 DAY_VERSION = "20130102T000000Z_20130101T000000Z"
+SHORT_LEASE = {lease.HEARTBEAT_ENV: "0.5", lease.EXPIRY_ENV: "4"}  # the killed writer's
 GCSFS_SLEEP_SCALE = 0.02  # dead-store test only: gcsfs' 1..32 s backoff becomes 20..640 ms
 
 
@@ -71,38 +74,76 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
             make_dataset(vuri, "train", manifest, config)
 
 
+def _kill_cli_while_writing(root: str, end: str, start: str, started: Callable[[], bool],
+                            env: dict[str, str] | None = None) -> float:
+    """Run the CLI as run id "killed", SIGKILL its process group once writing started.
+
+    Returns the time.time() of the kill.
+    """
+    cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--interval-end", end,
+           "--interval-start", start, "--run-id", "killed", "--shard-bytes", "4000",
+           "--encoder", "python"]
+    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + KILL_WAIT_S
+    try:
+        while not started() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this test started: CLI + workers
+        killed_at = time.time()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    return killed_at
+
+
+def _assert_one_clean_version(root: str, version: str) -> None:
+    """Shards match the manifest; no temp file, draft, lease or killed run's staging is left."""
+    vuri = versions.version_uri(root, DATASET, version)
+    manifest = versions.read_manifest(vuri)
+    versions.verify_shards(vuri, manifest)
+    listed = {s["file"] for v in manifest["splits"].values() for s in v["shards"]}
+    names = set(storage.list_dir(vuri, include_temp=True))
+    assert {n for n in names if ".tfrecord" in n} == listed, "orphan shards remain"
+    assert not [n for n in names if storage.TEMP_MARKER in n]
+    assert not {DRAFT_FILE, versions.WRITER_LOCK} & names
+    assert not storage.exists(storage.safe_join(root, "staging", DATASET, version, "killed"))
+
+
 @pytest.mark.integration
 def test_sigkill_while_writing_shards_then_retry(root: str, root_path: Path,
                                                  base_digest: dict[str, str]) -> None:
     """SIGKILL the CLI (and its workers) mid-write; the same run id then publishes cleanly."""
     vdir = root_path / "datasets" / DATASET / NEXT_VERSION
-    cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--interval-end", NEXT_END,
-           "--interval-start", NEXT_START, "--run-id", "killed", "--shard-bytes", "4000",
-           "--encoder", "python"]
-    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + KILL_WAIT_S
-    try:
-        while not _writing_started(vdir) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group this test started: CLI + workers
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _writing_started(vdir))
     assert not (vdir / "manifest.json").exists()
     assert_untouched(root, base_digest)  # the half-written version is invisible to readers
 
     result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="killed",
                           shard_bytes=4000, encoder="python")
     assert result["created"] and result["version"] == NEXT_VERSION
-    manifest = versions.read_manifest(result["version_uri"])
-    versions.verify_shards(result["version_uri"], manifest)
-    listed = {s["file"] for v in manifest["splits"].values() for s in v["shards"]}
-    shards = {p.name for p in vdir.iterdir() if ".tfrecord" in p.name}
-    assert shards == listed, "orphan shards of the killed attempt remain"
-    assert not [p for p in vdir.rglob("*") if storage.TEMP_MARKER in p.name]
-    assert not {DRAFT_FILE, versions.WRITER_LOCK} & {p.name for p in vdir.iterdir()}
+    _assert_one_clean_version(root, NEXT_VERSION)
+    assert_untouched(root, base_digest, new_version=NEXT_VERSION)
+
+
+@pytest.mark.integration
+def test_sigkill_then_another_run_id_takes_over_at_once(
+        root: str, root_path: Path, base_digest: dict[str, str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Same host, the killed writer's pid is gone: a different run breaks its lease at once."""
+    vdir = root_path / "datasets" / DATASET / NEXT_VERSION
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _writing_started(vdir))
+    assert_untouched(root, base_digest)
+    with caplog.at_level(logging.WARNING):
+        result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="other",
+                              shard_bytes=4000, encoder="python")
+    assert result["created"] and result["version"] == NEXT_VERSION
+    assert any("breaking the lease" in r.getMessage() and "is gone" in r.getMessage()
+               for r in caplog.records)
+    assert not any("waiting for it" in r.getMessage() for r in caplog.records)
+    assert versions.read_manifest(result["version_uri"])["run_id"] == "other"
+    _assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
 
@@ -148,6 +189,32 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
     staged = sorted(p.name for p in local.rglob("*.tfrecord*"))
     assert staged == sorted(s["file"] for sp in ("train", "eval")
                             for s in manifest["splits"][sp]["shards"])
+
+
+@pytest.mark.integration
+def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
+        gcs_emulator: object, landed_gcs: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture, dask_client: object) -> None:
+    """On GCS, seen from another host: the dead lease blocks only until its expiry."""
+    vuri = versions.version_uri(landed_gcs, DATASET, DAY_VERSION)
+    lock_uri = storage.join(vuri, versions.WRITER_LOCK)
+    killed_at = _kill_cli_while_writing(landed_gcs, DAY_END, DAY_START,
+                                        lambda: storage.exists(lock_uri), env=SHORT_LEASE)
+    assert versions.list_versions(landed_gcs, DATASET) == []
+    monkeypatch.setattr(lease, "_host", lambda: "another-host")  # no pid check: expiry only
+    with caplog.at_level(logging.WARNING):
+        result = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="other",
+                              shard_bytes=60_000, encoder="python")
+    assert result["created"] and result["version"] == DAY_VERSION
+    waits = [r for r in caplog.records if "waiting for it" in r.getMessage()]
+    broke = [r for r in caplog.records if "breaking the lease" in r.getMessage()]
+    assert waits and "'killed'" in waits[0].getMessage(), caplog.text
+    assert len(broke) == 1 and "no heartbeat for" in broke[0].getMessage(), caplog.text
+    expiry = float(SHORT_LEASE[lease.EXPIRY_ENV])
+    assert broke[0].created - killed_at <= expiry + 2.0 + 5.0  # expiry + one poll + slack
+    assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
+    assert versions.read_manifest(vuri)["run_id"] == "other"
+    _assert_one_clean_version(landed_gcs, DAY_VERSION)
 
 
 def _fast_gcsfs_backoff(monkeypatch: pytest.MonkeyPatch) -> None:

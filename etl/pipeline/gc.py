@@ -1,0 +1,148 @@
+"""``python -m etl gc``: find and remove what dead runs of a dataset left behind.
+
+Leftovers are temp files (``.tmp-*``), drafts and writer leases inside published versions,
+unpublished version folders whose writer is dead or gone, and staging folders of runs that
+are dead or done. A published version's files and anything a live lease holder (recent
+heartbeat) uses are never touched. An unpublished folder is cleared only while gc itself holds
+its writer lease (which breaks a dead holder's by compare-and-delete), so a writer that takes
+the version at the same moment finds the lease taken and waits, instead of losing its shards.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+
+from etl import storage, versions
+from etl.errors import VersionExistsError, VersionLockedError
+from etl.pipeline.record import DRAFT_FILE, RUN_FILE
+from etl.provenance import run_key
+from etl.versions.ids import is_version_id
+
+log = logging.getLogger("etl.pipeline")
+
+TEMP_MIN_AGE_S = 600.0  # younger temp files may belong to a write in flight
+STAGING_STALE_S = 12 * 3600.0  # above the DAG's dagrun_timeout (8 h): no live run is that quiet
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """One thing to remove, and why it is safe to."""
+
+    uri: str
+    why: str
+
+
+@dataclass
+class Report:
+    """What gc found (and, with ``apply``, removed) and what it kept because a run is live."""
+
+    leftovers: list[Leftover] = field(default_factory=list)
+    kept: list[Leftover] = field(default_factory=list)
+    dead_owners: set[str] = field(default_factory=set)
+    live_owners: set[str] = field(default_factory=set)
+
+
+def collect_garbage(root: str, dataset: str, *, apply: bool = False,
+                    staging_stale_s: float = STAGING_STALE_S) -> Report:
+    """List (and with ``apply`` delete) the leftovers of dead runs of ``dataset``."""
+    report = Report()
+    ds_uri = versions.dataset_uri(root, dataset)
+    for name in storage.temp_files(ds_uri, TEMP_MIN_AGE_S):
+        _remove(report, storage.join(ds_uri, name), "temp file of a killed write", apply)
+    for name in storage.list_dir(ds_uri):
+        if not is_version_id(name):
+            continue
+        uri = storage.join(ds_uri, name)
+        if storage.exists(storage.join(uri, versions.MANIFEST)):
+            _published(report, uri, apply)
+        else:
+            _unpublished(report, uri, apply)
+    staging = storage.safe_join(root, "staging", dataset)
+    for version in storage.list_dir(staging):
+        for key in storage.list_dir(storage.join(staging, version)):
+            _staging(report, root, dataset, version, key, staging_stale_s, apply)
+        if apply:
+            storage.remove_empty_dir(storage.join(staging, version))
+    return report
+
+
+def _remove(report: Report, uri: str, why: str, apply: bool) -> None:
+    report.leftovers.append(Leftover(uri, why))
+    if apply:
+        storage.delete_tree(uri)
+        log.info("gc: removed %s (%s)", uri, why)
+
+
+def _published(report: Report, uri: str, apply: bool) -> None:
+    """A published version is immutable: only a publish killed after its manifest leaves these."""
+    for name in (DRAFT_FILE, versions.WRITER_LOCK):
+        if storage.exists(storage.join(uri, name)):
+            _remove(report, storage.join(uri, name), "left by a publish killed after the "
+                    "manifest", apply)
+    for name in storage.temp_files(uri, TEMP_MIN_AGE_S):
+        _remove(report, storage.join(uri, name), "temp file in a published version", apply)
+
+
+def _unpublished(report: Report, uri: str, apply: bool) -> None:
+    """A folder without a manifest: kept while its writer lives, else cleared under our lease."""
+    holder = versions.current_holder(storage.join(uri, versions.WRITER_LOCK))
+    reason = versions.dead_reason(holder) if holder else "no writer holds it"
+    if holder and reason is None:
+        report.live_owners.add(str(holder.get("owner")))
+        report.kept.append(Leftover(uri, f"live writer {versions.describe(holder)}"))
+        return
+    if holder.get("owner"):
+        report.dead_owners.add(str(holder["owner"]))
+    why = f"unpublished version, its writer is dead: {reason}"
+    if not apply:
+        report.leftovers.append(Leftover(uri, why))
+        return
+    try:
+        lock = versions.acquire_writer_lock(uri, f"gc:{socket.gethostname()}:{os.getpid()}")
+    except (VersionLockedError, VersionExistsError) as exc:  # a writer came in meanwhile
+        report.kept.append(Leftover(uri, f"taken meanwhile: {exc}"))
+        return
+    for name in storage.list_dir(uri, include_temp=True):
+        if name != versions.WRITER_LOCK:
+            storage.delete_tree(storage.join(uri, name))
+    versions.release_writer_lock(lock)
+    storage.remove_empty_dir(uri)
+    report.leftovers.append(Leftover(uri, why))
+    log.info("gc: removed %s (%s)", uri, why)
+
+
+def _staging(report: Report, root: str, dataset: str, version: str, key: str,
+             stale_s: float, apply: bool) -> None:
+    """A run's staging folder: removed once its run is dead, published, or long quiet."""
+    uri = storage.join(storage.safe_join(root, "staging", dataset, version), key)
+    try:
+        run_id = storage.read_json(storage.join(uri, RUN_FILE)).get("run_id")
+    except (FileNotFoundError, ValueError, AttributeError):
+        run_id = None
+    if run_id in report.live_owners:
+        report.kept.append(Leftover(uri, f"staging of live writer {run_id!r}"))
+        return
+    if key in {run_key(o) for o in report.dead_owners}:
+        _remove(report, uri, "staging of a run whose writer lease is dead", apply)
+        return
+    if run_id and _published_by(root, dataset, version, run_id):
+        _remove(report, uri, "staging of a run that published (killed before cleaning up)",
+                apply)
+        return
+    newest = storage.newest_mtime(uri)
+    if newest is None or time.time() - newest > stale_s:
+        _remove(report, uri, f"staging untouched for more than {stale_s / 3600:.0f} h", apply)
+        return
+    report.kept.append(Leftover(uri, "staging of a run that may be live (recently written)"))
+
+
+def _published_by(root: str, dataset: str, version: str, run_id: str) -> bool:
+    try:
+        uri = versions.version_uri(root, dataset, version)
+        return storage.read_json(storage.join(uri, versions.MANIFEST)).get("run_id") == run_id
+    except (FileNotFoundError, ValueError, AttributeError):
+        return False
