@@ -71,6 +71,8 @@ def _write(tmp_path: Path, mutate) -> Path:
     (lambda r: r.update(join=r.pop("joins")), ".join: unknown field"),
     (lambda r: r["features"][2].update(fil=0), "features[2].fil: unknown field"),
     (lambda r: r["shards"].update(target_mb=64), "shards.target_mb: unknown field"),
+    (lambda r: r["shards"].update(min_train_shards=0), "shards.min_train_shards: expected"),
+    (lambda r: r["features"][4].update(dtype="int64"), "features[4].fill: 'mean' needs dtype"),
 ])
 def test_bad_spec_names_the_field(tmp_path: Path, mutate, message: str) -> None:
     path = _write(tmp_path, mutate)

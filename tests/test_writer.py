@@ -49,6 +49,20 @@ def test_plan_is_pure_arithmetic() -> None:
         plan.shard_of(plan.total)
 
 
+@pytest.mark.parametrize(("train", "least", "expected"), [
+    (300_000, 10, 10),  # a year of flights: 10 train files though ~100 MB fit in one
+    (300_000, 1, 1),
+    (4_500, 10, 4),  # never fewer than 1000 records per shard on average
+    (999, 10, 1),
+    (50_000_000, 10, 150),  # large data: the byte target decides
+])
+def test_train_split_gets_at_least_min_train_shards(train, least, expected) -> None:
+    plan = writer.plan_shards({"train": train, "eval": train // 8, "test": train // 8}, 400.0,
+                              128 * 2**20, least)
+    assert plan.num_shards["train"] == expected
+    assert plan.num_shards["eval"] == shards.num_shards_for(train // 8 * 400, 128 * 2**20)
+
+
 def test_shards_hold_their_rows_sorted_and_are_reproducible(final, tmp_path: Path) -> None:
     frame, stats = final
     config = writer.WriteConfig(target_bytes=200_000)  # the default, deterministic encoder

@@ -130,6 +130,7 @@ def transform_and_write(spec_name: str, validated_uri: str, shard_bytes: int | N
     kind = kinds.kind_of(spec_name)
     spec = kind.stage("load_spec")(spec_name, source_uri=run.get("source_uri"))
     config = WriteConfig(target_bytes=int(shard_bytes or spec.shard_target_bytes),
+                         min_train_shards=spec.min_train_shards,
                          compression=_compression(compression, spec.compression), encoder=encoder)
     vuri = versions.version_uri(run["root"], run["dataset"], version)
     run["target_version"] = version
@@ -251,7 +252,7 @@ def _check_draft(written_uri: str, draft_uri: str, owner: str | None,
                                 "by another run; not publishing")
     for info in manifest["splits"].values():
         for shard in info["shards"]:
-            size = storage.stat(storage.join(written_uri, shard["file"]))["size"]
+            size = storage.stat(versions.shard_uri(written_uri, shard))["size"]
             if size != shard["bytes"]:
                 raise PipelineError(f"{written_uri}/{shard['file']}: {size} bytes stored, "
                                     f"{shard['bytes']} written; not publishing")

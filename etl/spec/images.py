@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from etl.spec.fields import SpecError, check_choice, check_name, check_relpath, get_field
-from etl.spec.load import parse_split, spec_path
-from etl.spec.model import COMPRESSIONS, DEFAULT_SHARD_BYTES, Split
+from etl.spec.load import parse_shards, parse_split, spec_path
+from etl.spec.model import DEFAULT_MIN_TRAIN_SHARDS, DEFAULT_SHARD_BYTES, Split
 
 KIND = "images"
 LAYOUTS = ("folders", "index")
@@ -79,6 +79,7 @@ class ImageSpec:
     augment: dict[str, Any]
     shard_target_bytes: int = DEFAULT_SHARD_BYTES
     compression: str | None = None
+    min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
     description: str = ""
     kind: str = KIND
 
@@ -134,10 +135,6 @@ def load_image_spec(name_or_path: str | Path, source_uri: str | None = None) -> 
     if len(classes) < 2 or len(set(classes)) != len(classes):
         raise SpecError(f"{w}.label.classes: expected two or more distinct class names, "
                         f"got {list(classes)}")
-    shards = get_field(raw, "shards", w, dict, {})
-    target = get_field(shards, "target_bytes", f"{w}.shards", int, DEFAULT_SHARD_BYTES)
-    if target <= 0:
-        raise SpecError(f"{w}.shards.target_bytes: expected a positive byte count, got {target}")
     quar = get_field(raw, "quarantine", w, dict, {})
     frac = get_field(quar, "max_fraction", f"{w}.quarantine", (int, float), DEFAULT_MAX_FRACTION)
     if not 0 <= frac <= 1:
@@ -148,10 +145,8 @@ def load_image_spec(name_or_path: str | Path, source_uri: str | None = None) -> 
         classes=classes, rules=_parse_rules(get_field(raw, "image", w, dict), f"{w}.image"),
         split=parse_split(get_field(raw, "split", w, dict), f"{w}.split"),
         quarantine=Quarantine(max_fraction=float(frac)),
-        augment=get_field(raw, "augment", w, dict, {}), shard_target_bytes=target,
-        compression=check_choice(shards.get("compression"), COMPRESSIONS,
-                                 f"{w}.shards.compression"),
-        description=str(raw.get("description", "")))
+        augment=get_field(raw, "augment", w, dict, {}),
+        description=str(raw.get("description", "")), **parse_shards(raw, w))
 
 
 def _source(d: dict, w: str, override: str | None) -> ImageSource:

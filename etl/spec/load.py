@@ -24,6 +24,7 @@ from etl.spec.fields import (
 from etl.spec.model import (
     COLUMN_TYPES,
     COMPRESSIONS,
+    DEFAULT_MIN_TRAIN_SHARDS,
     DEFAULT_SHARD_BYTES,
     DERIVE_OPS,
     FEATURE_DTYPES,
@@ -237,16 +238,24 @@ def _parse(raw: Any, path: Path) -> Spec:
                             f"or an excluded column")
         seen.add(feat.name)
         features.append(feat)
-    shards = get_field(raw, "shards", w, dict, {})
-    reject_unknown(shards, ("target_bytes", "compression"), f"{w}.shards")
-    target = get_field(shards, "target_bytes", f"{w}.shards", int, DEFAULT_SHARD_BYTES)
-    if target <= 0:
-        raise SpecError(f"{w}.shards.target_bytes: expected a positive byte count, got {target}")
-    compression = check_choice(shards.get("compression"), COMPRESSIONS, f"{w}.shards.compression")
     expectations = check_relpath(get_field(raw, "expectations", w, str), f"{w}.expectations")
     return Spec(name=name, path=path, primary=primary, sources=sources, joins=tuple(joins),
                 key=key, label=label, features=tuple(features), exclude=exclude,
                 split=parse_split(get_field(raw, "split", w, dict), f"{w}.split"),
                 expectations=(path.parent / expectations).resolve(),
-                shard_target_bytes=target, compression=compression,
-                description=str(raw.get("description", "")))
+                description=str(raw.get("description", "")), **parse_shards(raw, w))
+
+
+def parse_shards(raw: dict, w: str) -> dict[str, Any]:
+    """The ``shards`` section (tabular and image specs): target size, compression, minimum."""
+    shards = get_field(raw, "shards", w, dict, {})
+    reject_unknown(shards, ("target_bytes", "compression", "min_train_shards"), f"{w}.shards")
+    target = get_field(shards, "target_bytes", f"{w}.shards", int, DEFAULT_SHARD_BYTES)
+    if target <= 0:
+        raise SpecError(f"{w}.shards.target_bytes: expected a positive byte count, got {target}")
+    least = get_field(shards, "min_train_shards", f"{w}.shards", int, DEFAULT_MIN_TRAIN_SHARDS)
+    if least < 1:
+        raise SpecError(f"{w}.shards.min_train_shards: expected an integer >= 1, got {least}")
+    return {"shard_target_bytes": target, "min_train_shards": least,
+            "compression": check_choice(shards.get("compression"), COMPRESSIONS,
+                                        f"{w}.shards.compression")}

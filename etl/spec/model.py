@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
+# Train shards = 10 x training hosts (the lecture notes' rule), so file-level autosharding gives
+# every reader of several workers files of its own; one host by default.
+DEFAULT_MIN_TRAIN_SHARDS = 10
 FORMATS = ("csv", "parquet", "jsonl")
 COLUMN_TYPES = ("string", "int64", "float64", "timestamp")
 FEATURE_DTYPES = ("float32", "int64", "string")
@@ -109,6 +112,7 @@ class Spec:
     expectations: Path
     shard_target_bytes: int = DEFAULT_SHARD_BYTES
     compression: str | None = None
+    min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
     description: str = ""
 
     @property

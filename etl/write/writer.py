@@ -43,8 +43,12 @@ class WriteConfig:
     target_bytes: int = DEFAULT_SHARD_BYTES
     compression: str | None = None
     encoder: str = "vectorized"  # see ENCODERS
+    min_train_shards: int = 1  # the spec's shards.min_train_shards (10 by default)
     sample_rows: int = 2000
     chunk_rows: int = 32768
+
+
+MIN_RECORDS_PER_SHARD = 1000  # the train-shard minimum never makes files smaller than this
 
 
 @dataclass(frozen=True)
@@ -90,12 +94,21 @@ def measure_record_bytes(sample: pd.DataFrame, columns: list[str], schema: dict[
     return raw / len(records)
 
 
-def plan_shards(split_counts: dict[str, int], record_bytes: float,
-                target_bytes: int) -> ShardPlan:
-    """Shard counts per split from their estimated bytes (pure, testable)."""
+def plan_shards(split_counts: dict[str, int], record_bytes: float, target_bytes: int,
+                min_train_shards: int = 1) -> ShardPlan:
+    """Shard counts per split from their estimated bytes (pure, testable).
+
+    The train split gets at least ``min_train_shards`` files, so several training workers
+    can each read files of their own, but never shards of fewer than
+    ``MIN_RECORDS_PER_SHARD`` records on average: a small dataset keeps fewer, larger files.
+    """
     splits = tuple(split_counts)
     num = {s: shards.num_shards_for(int(split_counts[s] * record_bytes), target_bytes)
            for s in splits}
+    if "train" in num:
+        floor = min(min_train_shards, split_counts["train"] // MIN_RECORDS_PER_SHARD,
+                    shards.DEFAULT_MAX_SHARDS)
+        num["train"] = max(num["train"], floor)
     return ShardPlan(splits=splits, counts=dict(split_counts), num_shards=num,
                      record_bytes=record_bytes)
 
@@ -139,7 +152,7 @@ def write_splits(ddf: dd.DataFrame, dataset: str, version_uri: str, schema: dict
         sample = ddf.head(config.sample_rows, npartitions=-1, compute=True)
     plan = plan_shards(split_counts, measure_record_bytes(sample, columns, schema,
                                                           config.compression),
-                       config.target_bytes)
+                       config.target_bytes, config.min_train_shards)
     assigned = ddf.map_partitions(_assign_shards, plan, meta=_assign_shards(ddf._meta, plan))
     by_shard = assigned.set_index(SHARD_COL, divisions=list(range(plan.total + 1)))
     parts = by_shard.to_delayed()
