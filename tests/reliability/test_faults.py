@@ -256,3 +256,31 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
     assert versions.latest_version(landed_gcs, DATASET) == DAY_VERSION
     after = {n: storage.stat(storage.join(vuri, n))["size"] for n in storage.list_dir(vuri)}
     assert after == before
+
+
+def test_cli_run_waiting_for_a_live_writer_says_so_on_stderr(root: str, root_path: Path) -> None:
+    """Issue 18, as an operator sees it: `python -m etl run` prints who holds the interval."""
+    vuri = versions.version_uri(root, DATASET, NEXT_VERSION)
+    held = versions.acquire_writer_lock(vuri, "manual__someone_else")
+    cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--interval-end", NEXT_END,
+           "--interval-start", NEXT_START, "--run-id", "waiter"]
+    with versions.Heartbeat(held):  # a live writer: this process, beating
+        proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, text=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        lines: list[str] = []
+        try:
+            deadline = time.monotonic() + KILL_WAIT_S
+            while time.monotonic() < deadline and proc.poll() is None:
+                line = proc.stderr.readline()
+                lines.append(line)
+                if "is being written by" in line:
+                    break
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    waiting = [ln for ln in lines if "is being written by" in ln]
+    assert waiting, "".join(lines)[-3000:]
+    assert "WARNING" in waiting[0] and "'manual__someone_else'" in waiting[0]
+    assert "last heartbeat" in waiting[0] and "giving up after" in waiting[0]
+    assert not (root_path / "datasets" / DATASET / NEXT_VERSION / "manifest.json").exists()
