@@ -1,8 +1,8 @@
 """Split statistics as mergeable partials: computed per partition, merged without the rows.
 
 A partial holds, per split: the row count, label counts, and per numeric column the count,
-mean, M2 (sum of squared deviations from the mean), min and max, and per categorical column
-the value counts. Partials merge with Chan et al.'s pairwise update, so merging the partials of
+mean, M2 (sum of squared deviations from the mean), min and max (``etl.moments``), and per categorical column
+the value counts. Partials merge exactly (Chan et al.'s pairwise update), so merging the partials of
 days gives the whole window's mean and variance to float64 rounding, in any grouping and any
 order of days; nothing needs to read the rows again. This is what lets a dataset version be
 composed from parts built on different nights.
@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from etl import moments
 from etl.transform.split import SPLIT_COL
 
 Partial = dict[str, Any]
@@ -26,17 +27,7 @@ Partial = dict[str, Any]
 
 
 def _numeric(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    count = frame.count()
-    mean = frame.mean()
-    m2 = ((frame - mean) ** 2).sum()
-    lo, hi = frame.min(), frame.max()
-    out = {}
-    for col in frame.columns:
-        n = int(count[col])
-        out[col] = {"count": n, "mean": float(mean[col]) if n else 0.0,
-                    "m2": float(m2[col]) if n else 0.0,
-                    "min": float(lo[col]) if n else None, "max": float(hi[col]) if n else None}
-    return out
+    return {col: moments.of(frame[col]) for col in frame.columns}
 
 
 def _counts(series: pd.Series) -> dict[str, int]:
@@ -58,18 +49,6 @@ def partial(prepared: pd.DataFrame, splits: Sequence[str], label: str,
     return out
 
 
-def _merge_numeric(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
-    """Chan et al.: exact in exact arithmetic, stable in float64 (no sum of squares)."""
-    na, nb = a["count"], b["count"]
-    if not na or not nb:
-        return dict(b if nb else a)
-    n = na + nb
-    delta = b["mean"] - a["mean"]
-    return {"count": n, "mean": a["mean"] + delta * nb / n,
-            "m2": a["m2"] + b["m2"] + delta * delta * na * nb / n,
-            "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"])}
-
-
 def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     out = dict(a)
     for k, v in b.items():
@@ -88,7 +67,7 @@ def merge(a: Partial, b: Partial) -> Partial:
         out[split] = {
             "rows": x["rows"] + y["rows"],
             "labels": _add_counts(x["labels"], y["labels"]),
-            "numeric": {c: _merge_numeric(x["numeric"][c], y["numeric"][c])
+            "numeric": {c: moments.merge(x["numeric"][c], y["numeric"][c])
                         if c in x["numeric"] and c in y["numeric"]
                         else x["numeric"].get(c) or y["numeric"][c]
                         for c in sorted(set(x["numeric"]) | set(y["numeric"]))},

@@ -1,15 +1,18 @@
-"""Whole-dataset metric values for dataset-level expectations, computed with Dask.
+"""Whole-dataset metric values for dataset-level expectations, from mergeable partials.
 
 A dataset-level expectation (row count, key uniqueness, mean, null fraction, value
 distribution) is only meaningful over all rows: a duplicate key may sit in two partitions.
 GX tells us which metrics an expectation needs (``get_validation_dependencies``); this module
-computes each one on the Dask frame, sharing work (one value_counts per column, one hash
-count per key) and running everything in a single ``dask.compute``. GX then judges the
-expectation from these values exactly as if it had computed them itself.
+computes, for every partition, a small partial of each (row and non-null counts, a numeric
+summary, value counts, the key hashes), merges the partials in a tree and derives the metric
+values from the merged ones. GX then judges the expectation from these values exactly as if it
+had computed them itself. Partials of any grouping of rows merge to the same values, which is
+what lets a dataset be validated as a whole from parts built at different times.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from etl.errors import PipelineError
+from etl.validation.partials import Key, considered, merge_partials, partition_partials
 from etl.validation.report import jsonable
 
 EXAMPLE_ROWS = 20
@@ -29,48 +33,65 @@ class UnsupportedMetricError(PipelineError):
     """A dataset-level expectation needs a metric this module cannot compute on Dask."""
 
 
+
+
+
+
+
+
+
+
 class _Plan:
-    """Lazy Dask values shared by the metric providers, computed together once."""
+    """The partials the metric providers need, computed per partition and merged once."""
 
     def __init__(self, ddf: dd.DataFrame) -> None:
         self.ddf = ddf
-        self.lazy: dict[tuple, Any] = {}
-        self.values: dict[tuple, Any] = {}
+        self.keys: list[Key] = []
+        self.values: dict[Key, Any] = {}
 
-    def need(self, key: tuple, make: Callable[[], Any]) -> tuple:
-        if key not in self.lazy:
-            self.lazy[key] = make()
+    def need(self, key: Key) -> Key:
+        if key not in self.keys:
+            self.keys.append(key)
         return key
 
     def compute(self) -> None:
-        keys = list(self.lazy)
-        self.values = dict(zip(keys, dask.compute(*[self.lazy[k] for k in keys])))
+        if not self.keys:
+            return
+        keys = list(self.keys)
+        parts = [dask.delayed(partition_partials)(p, keys) for p in self.ddf.to_delayed()]
+        (merged,) = dask.compute(dask.delayed(merge_partials)(parts))
+        if not merged:  # no partition at all: partials of an empty frame
+            merged = partition_partials(self.ddf._meta, keys)
+        self.values = merged
 
 
-def _rows(plan: _Plan) -> tuple:
-    return plan.need(("rows",), lambda: plan.ddf.shape[0])
+def _rows(plan: _Plan) -> Key:
+    return plan.need(("rows",))
 
 
-def _count(plan: _Plan, col: str) -> tuple:
-    return plan.need(("count", col), lambda: plan.ddf[col].count())
+def _count(plan: _Plan, col: str) -> Key:
+    return plan.need(("count", col))
 
 
-def _value_counts(plan: _Plan, col: str) -> tuple:
-    return plan.need(("vc", col), lambda: plan.ddf[col].value_counts(dropna=True))
+def _value_counts(plan: _Plan, col: str) -> Key:
+    return plan.need(("vc", col))
+
+
+def _numeric_value(op: str, p: dict[str, Any]) -> Any:
+    n = p["count"]
+    if op == "sum":
+        return p["sum"]
+    if not n:
+        return None
+    if op == "std":
+        return math.sqrt(p["m2"] / (n - 1)) if n > 1 else None
+    return p[op]  # mean, min, max
 
 
 def _aggregate(op: str) -> Callable[[_Plan, Any], Finalize]:
     def provider(plan: _Plan, mc: Any) -> Finalize:
-        col = mc.metric_domain_kwargs["column"]
-        make = {
-            "mean": lambda: plan.ddf[col].mean(),
-            "min": lambda: plan.ddf[col].min(),
-            "max": lambda: plan.ddf[col].max(),
-            "sum": lambda: plan.ddf[col].sum(),
-            "std": lambda: plan.ddf[col].std(ddof=1),
-        }[op]
-        k = plan.need((op, col), make)
-        return lambda v: jsonable(v[k])
+        k = plan.need(("num", mc.metric_domain_kwargs["column"]))
+        return lambda v: jsonable(_numeric_value(op, v[k]))
 
     return provider
 
@@ -133,43 +154,22 @@ def _counts_metric(kind: str) -> Callable[[_Plan, Any], Finalize]:
     return provider
 
 
-def _considered(sub: pd.DataFrame, ignore_row_if: str) -> np.ndarray:
-    """Rows GX would consider for uniqueness, given its ``ignore_row_if`` rule."""
-    isna = sub.isna()
-    if ignore_row_if == "all_values_are_missing":
-        return ~isna.all(axis=1).to_numpy()
-    if ignore_row_if == "any_value_is_missing":
-        return ~isna.any(axis=1).to_numpy()
-    return np.ones(len(sub), dtype=bool)
 
 
-def _hashes(pdf: pd.DataFrame, cols: list[str], ignore_row_if: str) -> pd.Series:
-    """64-bit hash per considered row of ``cols``."""
-    sub = pdf[cols]
-    hashed = pd.util.hash_pandas_object(sub[_considered(sub, ignore_row_if)], index=False)
-    return pd.Series(hashed.to_numpy(), name="h", dtype="uint64")
 
 
-def _duplicates(plan: _Plan, cols: list[str], ignore_row_if: str) -> tuple[tuple, tuple]:
-    """Lazy (hashes seen more than once with their counts, rows considered).
-
-    A hash of the key per row, counted with a shuffle-free tree reduction over partitions,
-    so two copies of a key in different partitions are counted together.
-    """
-    base = ("dup", tuple(cols), ignore_row_if)
-
-    def hashes() -> dd.Series:
-        return plan.ddf.map_partitions(_hashes, cols, ignore_row_if, meta=("h", "uint64"))
-
-    h = plan.need(base + ("h",), hashes)
-    counts = plan.need(base + ("counts",), lambda: _dup_counts(plan.lazy[h]))
-    total = plan.need(base + ("n",), lambda: plan.lazy[h].shape[0])
-    return counts, total
+def _duplicates(plan: _Plan, cols: list[str], ignore_row_if: str) -> Key:
+    """The sorted 64-bit hashes of every considered row's key, merged over partitions,
+    so two copies of a key in different partitions are counted together."""
+    return plan.need(("hashes", tuple(cols), ignore_row_if))
 
 
-def _dup_counts(h: dd.Series) -> Any:
-    vc = h.value_counts(split_out=max(1, h.npartitions // 4))
-    return vc[vc > 1]
+def _dup_counts(hashes: np.ndarray) -> pd.Series:
+    """Hash -> count, for hashes seen more than once (hashes arrive sorted)."""
+    if not len(hashes):
+        return pd.Series([], dtype="int64")
+    values, counts = np.unique(hashes, return_counts=True)
+    return pd.Series(counts[counts > 1], index=values[counts > 1], dtype="int64")
 
 
 def _dup_examples(ddf: dd.DataFrame, cols: list[str], ignore: str, dup: pd.Series) -> list[dict]:
@@ -179,7 +179,7 @@ def _dup_examples(ddf: dd.DataFrame, cols: list[str], ignore: str, dup: pd.Serie
     def pick(pdf: pd.DataFrame) -> pd.DataFrame:
         sub = pdf[cols]
         h = pd.util.hash_pandas_object(sub, index=False).to_numpy()
-        return sub[_considered(sub, ignore) & np.isin(h, list(wanted))]
+        return sub[considered(sub, ignore) & np.isin(h, list(wanted))]
 
     rows = ddf.map_partitions(pick, meta=ddf._meta[cols]).compute()
     rows = rows.sort_values(cols, kind="stable").head(EXAMPLE_ROWS)
@@ -193,14 +193,14 @@ def _uniqueness(suffix: str) -> Callable[[_Plan, Any], Finalize]:
         ignore = dk.get("ignore_row_if") or (
             "all_values_are_missing" if len(cols) > 1 else "any_value_is_missing"
         )
-        counts, total = _duplicates(plan, cols, ignore)
+        k = _duplicates(plan, cols, ignore)
 
         def finalize(v: dict) -> Any:
-            dup: pd.Series = v[counts]
+            dup = _dup_counts(v[k])
             if suffix == "unexpected_count":
                 return int(dup.sum())
             if suffix == "filtered_row_count":
-                return int(v[total])
+                return len(v[k])
             if suffix == "unexpected_index_query":
                 return None
             if dup.empty:

@@ -1,0 +1,37 @@
+"""Running moments of a numeric column (count, sum, mean, M2, min, max), mergeable exactly.
+
+Shared by the split statistics (etl.transform.stats) and the dataset-level validation metrics
+(etl.validation.metrics): both are computed per part of the data and merged without the rows.
+Merging uses Chan et al.'s pairwise update, stable where a sum of squares would lose the
+variance of values with a large mean. A summary is JSON-able.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+EMPTY: dict[str, Any] = {"count": 0, "sum": 0.0, "mean": 0.0, "m2": 0.0, "min": None,
+                         "max": None}
+
+
+def of(values: pd.Series) -> dict[str, Any]:
+    """The summary of one column's non-missing values (numbers, or text that parses)."""
+    x = pd.to_numeric(values, errors="coerce").astype("float64").dropna()
+    if x.empty:
+        return dict(EMPTY)
+    mean = float(x.mean())
+    return {"count": len(x), "sum": float(x.sum()), "mean": mean,
+            "m2": float(((x - mean) ** 2).sum()), "min": float(x.min()), "max": float(x.max())}
+
+
+def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The summary of both parts' values."""
+    if not a["count"] or not b["count"]:
+        return dict(b if b["count"] else a)
+    n = a["count"] + b["count"]
+    delta = b["mean"] - a["mean"]
+    return {"count": n, "sum": a["sum"] + b["sum"], "mean": a["mean"] + delta * b["count"] / n,
+            "m2": a["m2"] + b["m2"] + delta * delta * a["count"] * b["count"] / n,
+            "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"])}

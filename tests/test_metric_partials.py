@@ -1,0 +1,54 @@
+"""Dataset-level metric partials: any grouping of the rows merges to the whole frame's values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from etl import moments
+from etl.validation.partials import hashes_of, merge_partials, partition_partials
+
+KEYS = [("rows",), ("count", "x"), ("num", "x"), ("vc", "c"),
+        ("hashes", ("k1", "k2"), "all_values_are_missing")]
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    n = 3000
+    x = rng.normal(5e5, 2.0, n)
+    x[rng.random(n) < 0.1] = np.nan
+    df = pd.DataFrame({"x": x, "c": rng.choice(["EWR", "JFK", "LGA", None], n),
+                       "k1": np.arange(n), "k2": rng.choice(["a", "b"], n)})
+    df.loc[[10, 2990], ["k1", "k2"]] = [7, "z"]  # one key twice, far apart: other partitions
+    return df
+
+
+@pytest.mark.parametrize("parts", [1, 3, 10, 300])
+def test_partials_of_any_grouping_merge_to_the_whole(frame, parts):
+    chunks = [frame.iloc[i] for i in np.array_split(np.arange(len(frame)), parts)]
+    got = merge_partials([partition_partials(c, KEYS) for c in chunks])
+    assert got[("rows",)] == len(frame)
+    assert got[("count", "x")] == frame["x"].count()
+    summary = got[("num", "x")]
+    assert summary["count"] == frame["x"].count()
+    assert summary["mean"] == pytest.approx(frame["x"].mean(), rel=1e-12)
+    assert summary["m2"] / (summary["count"] - 1) == pytest.approx(frame["x"].var(), rel=1e-9)
+    assert (summary["min"], summary["max"]) == (frame["x"].min(), frame["x"].max())
+    assert got[("vc", "c")].sort_index().to_dict() == \
+        frame["c"].value_counts().sort_index().to_dict()
+    hashes = got[("hashes", ("k1", "k2"), "all_values_are_missing")]
+    whole = np.sort(hashes_of(frame, ["k1", "k2"], "all_values_are_missing").to_numpy())
+    assert np.array_equal(hashes, whole)
+    values, counts = np.unique(hashes, return_counts=True)
+    assert counts.max() == 2 and (counts == 2).sum() == 1  # the duplicate across partitions
+
+
+def test_empty_parts_merge_cleanly(frame):
+    empty = partition_partials(frame.iloc[:0], KEYS)
+    some = partition_partials(frame.iloc[:5], KEYS)
+    got = merge_partials([empty, some, empty])
+    assert got[("rows",)] == 5
+    assert got[("num", "x")] == moments.merge(moments.EMPTY, some[("num", "x")])
+    assert merge_partials([]) == {}
