@@ -27,7 +27,7 @@ DEMO_INTERVAL_END = "2014-01-01T00:00:00+00:00"
 DEMO_DATASETS = ("flights", "digits")
 DEFAULT_LOG = REPO / ".demo" / "demo.log"
 # A step's own summary lines (etl.pipeline, training) in a DAG test's structlog output.
-SUMMARY = re.compile(r"\[info\s*\] (.+?)\s+\[(?:etl\.pipeline|training\.train\w*)\]")
+SUMMARY = re.compile(r"\[info\s*\] (.+?)\s+\[(?:etl\.pipeline|training\.outputs)\]")
 TAIL_LINES = 40
 
 
