@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
                           start=parse_day(args.start_day) if args.start_day else None,
                           end=parse_day(args.end_day) if args.end_day else None)
             print(f"{report.raw_uri}: {len(report.written)} written, {len(report.unchanged)} "
-                  f"unchanged, {len(report.replaced)} replaced; {report.rows} flights")
+                  f"unchanged, {len(report.replaced)} replaced; {report.rows:,} {args.dataset} "
+                  "records")
         elif args.command == "run":
             return _run(args)
         elif args.command == "extract":
