@@ -79,3 +79,13 @@ def test_validate_summary_states_mode_expectations_failures_quarantine(
     expected = ("validate flights: 327,262 rows, 41 expectations, 1 failed, 12 quarantined "
                 "(quarantine mode), 7.1 s -> file:///x/validated")
     assert caplog.messages == [expected]
+
+
+def test_extract_summary_takes_an_image_fingerprint_count(caplog: pytest.LogCaptureFixture,
+                                                          tmp_path: Path) -> None:
+    """Image runs fingerprint a file *count*, tabular runs a file list: both are summarised."""
+    run = {"dataset": "digits", "fingerprint": {"files": 1797},
+           "interval": {"start": None, "end": "2014-01-01T00:00:00Z"}}
+    with caplog.at_level(logging.INFO, logger="etl.pipeline"):
+        summary.extracted(run, 2.0, tmp_path.as_uri())
+    assert "from 1797 raw file(s)" in caplog.text

@@ -42,7 +42,8 @@ def staged_rows(uri: str) -> int | None:
 
 def extracted(run: dict[str, Any], seconds: float, uri: str) -> None:
     """extract: the window, raw files read, rows staged, time, staging URI."""
-    files = len((run.get("fingerprint") or {}).get("files", []))
+    files = (run.get("fingerprint") or {}).get("files", [])
+    files = files if isinstance(files, int) else len(files)  # image manifests hold a count
     window = run["interval"]
     log.info("extract %s [%s, %s): %s rows from %d raw file(s), %.1f s -> %s", run["dataset"],
              window["start"] or "-inf", window["end"], _n(staged_rows(uri)), files, seconds, uri)
