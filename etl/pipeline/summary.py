@@ -90,5 +90,6 @@ def published(dataset: str, manifest: dict[str, Any], created: bool, uri: str) -
         log.info("publish %s: published version %s, %s examples (%s) -> %s", dataset,
                  manifest["version"], _n(examples), _split_counts(manifest["splits"]), uri)
     else:
-        log.info("publish %s: version %s was already published by another run; nothing new "
-                 "-> %s", dataset, manifest["version"], uri)
+        log.info("publish %s: version %s was already published; nothing new (set "
+                 "force_republish to write a new revision) -> %s", dataset, manifest["version"],
+                 uri)
