@@ -12,10 +12,11 @@ STAMP := $(VENV)/.installed-$(LOCK_HASH)
 export PIPELINE_STORAGE_ROOT ?= file://$(CURDIR)/.data
 export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 
-.PHONY: install demo test test-fast bench lint browser clean help
+.PHONY: install demo standalone test test-fast bench lint browser clean help
 
 help:
 	@echo "make demo   - install, land flights data, run the ETL DAG and the training DAG locally"
+	@echo "make standalone - airflow standalone (UI on :8080) with the DAGs, plugin and pools"
 	@echo "make test   - install and run the whole test suite"
 	@echo "make bench  - throughput/memory benchmarks (writes bench/results.json)"
 
@@ -33,6 +34,14 @@ install: $(STAMP)
 
 demo: install
 	$(BIN)/python scripts/demo.py
+
+# The README's "Airflow standalone" commands: components start as `airflow ...`, so the venv's
+# bin must be on PATH; the pools need a migrated database.
+standalone: install
+	export PATH="$(CURDIR)/$(BIN):$$PATH" AIRFLOW__CORE__DAGS_FOLDER="$(CURDIR)/dags" \
+	  AIRFLOW__CORE__PLUGINS_FOLDER="$(CURDIR)/plugins" AIRFLOW__CORE__LOAD_EXAMPLES=False \
+	  && airflow db migrate && airflow pools set dask 2 "Heavy ETL tasks" \
+	  && airflow pools set gpu 1 "Training: one slot per GPU" && exec airflow standalone
 
 # Chromium (Debian's package) drives the UI tests; installed here when we are root with apt.
 browser:

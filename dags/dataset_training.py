@@ -57,8 +57,9 @@ def build_training_dag(name: str) -> DAG:
         def resolve_version(params: Any = None, triggering_asset_events: Any = None) -> dict:
             events = triggering_asset_events.get(asset, []) if triggering_asset_events else []
             version, version_uri = choose_version(events, params["version"])
-            from etl import versions
+            from etl import logs, versions
 
+            logs.configure(handler=False)
             if version_uri is None:
                 version_uri = versions.resolve(storage_root(), name, version)
             manifest = versions.read_manifest(version_uri)  # raises on an incomplete version
@@ -66,7 +67,9 @@ def build_training_dag(name: str) -> DAG:
 
         @task(queue=GPU_QUEUE, pool=GPU_POOL, execution_timeout=timedelta(hours=6))
         def train(resolved: dict, params: Any = None, run_id: str | None = None) -> dict:
-            from etl import storage
+            from etl import logs, storage
+
+            logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             from training.config import TrainConfig
             from training.train import train as train_model
 

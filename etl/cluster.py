@@ -27,13 +27,21 @@ import dask
 import psutil
 from distributed import Client, LocalCluster, default_client
 
+from etl import logs
+
 log = logging.getLogger(__name__)
 
 DASK_ADDRESS_ENV = "PIPELINE_DASK_ADDRESS"
 DEFAULT_MAX_WORKERS = 4
+# The module whose dask_setup() configures logging in each worker process (etl/logs.py).
+LOGGING_PRELOAD = "etl.logs"
+# The scheduler always serves HTTP (health, metrics); with no dashboard it needs no fixed port,
+# and a free one avoids "Port 8787 is already in use" warnings when steps or runs overlap.
+SCHEDULER_HTTP = {"dashboard_address": "127.0.0.1:0"}
 # What a worker process needs for every ETL stage; the forkserver imports it once.
-WORKER_PRELOAD = ("distributed", "numpy", "pandas", "pyarrow", "dask.dataframe", "etl.sources.extract",
-                  "etl.validation.partition", "etl.transform.tabular", "etl.write.writer")
+WORKER_PRELOAD = (LOGGING_PRELOAD, "distributed", "numpy", "pandas", "pyarrow", "dask.dataframe",
+                  "etl.sources.extract", "etl.validation.partition", "etl.transform.tabular",
+                  "etl.write.writer")
 
 
 @dataclass(frozen=True)
@@ -108,17 +116,20 @@ def dask_client(address: str | None = None,
         yield active
         return
     n = _workers(config)
+    logs.reapply()  # importing distributed reset its logger's level to INFO
     # A daemonic process (a Celery prefork child) may not start worker processes.
     processes = config.processes and not multiprocessing.current_process().daemon
     log.info("starting a LocalCluster: %d worker %s x %d thread(s)", n,
              "process(es)" if processes else "thread pool(s) in this daemonic process",
              config.threads_per_worker)
     method = _start_method(config.preload) if processes else "spawn"
-    nanny = {"env": dict(os.environ)} if processes else {}
+    # Worker processes run etl.logs.dask_setup: libraries at WARNING there too, records named.
+    nanny = {"env": dict(os.environ), "preload": [LOGGING_PRELOAD]} if processes else {}
     with dask.config.set({"distributed.worker.multiprocessing-method": method}), \
             spawnable_main(), LocalCluster(n_workers=n, threads_per_worker=config.threads_per_worker,
                          processes=processes, memory_limit=config.memory_limit,
-                         dashboard_address=None, **nanny) as cluster, Client(cluster) as client:
+                         dashboard_address=None, scheduler_kwargs=SCHEDULER_HTTP,
+                         **nanny) as cluster, Client(cluster) as client:
         yield client
 
 

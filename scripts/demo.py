@@ -3,14 +3,20 @@
 Uses the embedded defaults: storage on a local directory (``PIPELINE_STORAGE_ROOT``,
 ``file://<repo>/.data``) and an Airflow home with SQLite (``AIRFLOW_HOME``, ``<repo>/.airflow``).
 Each DAG runs with ``airflow dags test``, i.e. in this process tree, no scheduler needed.
+
+The terminal gets one progress line per step (and the pipeline's own summary lines); every
+command's full output goes to ``.demo/demo.log`` (``DEMO_LOG``), named on the first line and
+again, with its last lines, when a step fails.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -19,6 +25,14 @@ BIN = Path(sys.executable).parent
 DEMO_INTERVAL_END = "2014-01-01T00:00:00+00:00"
 # Digits shows the image path through the same DAGs (a spec, no DAG code).
 DEMO_DATASETS = ("flights", "digits")
+DEFAULT_LOG = REPO / ".demo" / "demo.log"
+# A step's own summary lines (etl.pipeline, training) in a DAG test's structlog output.
+SUMMARY = re.compile(r"\[info\s*\] (.+?)\s+\[(?:etl\.pipeline|training\.outputs)\]")
+TAIL_LINES = 40
+
+
+class StepFailed(Exception):
+    """A demo step exited non-zero; the message names it and the log."""
 
 
 def _env() -> dict[str, str]:
@@ -33,31 +47,60 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(args: list[str], env: dict[str, str]) -> None:
-    print(f"\n$ {' '.join(args)}", flush=True)
-    subprocess.run(args, env=env, cwd=REPO, check=True)
+def _run(label: str, args: list[str], env: dict[str, str], log_path: Path) -> None:
+    """Run one step with its output appended to the log; print one line (plus summaries)."""
+    print(f"{label} ...", end=" ", flush=True)
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"\n$ {' '.join(args)}\n")
+        log.flush()
+        start = log.tell()
+        t0 = time.monotonic()
+        proc = subprocess.run(args, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                              check=False)
+    with log_path.open(encoding="utf-8", errors="replace") as log:
+        log.seek(start)
+        output = log.read()
+    print(f"{'ok' if proc.returncode == 0 else 'FAILED'} ({time.monotonic() - t0:.0f} s)")
+    for match in SUMMARY.finditer(output):
+        print(f"    {match.group(1)}")
+    if proc.returncode != 0:
+        tail = "\n".join(output.splitlines()[-TAIL_LINES:])
+        raise StepFailed(f"{label}: `{' '.join(args)}` exited with {proc.returncode}; last "
+                         f"{TAIL_LINES} lines of {log_path}:\n{tail}")
 
 
 def main() -> int:
     env = _env()
     root = env["PIPELINE_STORAGE_ROOT"]
-    airflow = str(BIN / "airflow")
-    _run([airflow, "db", "migrate"], env)
+    log_path = Path(env.get("DEMO_LOG", DEFAULT_LOG))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text("", encoding="utf-8")
+    print(f"full logs: {log_path}")
+    airflow, python = str(BIN / "airflow"), str(BIN / "python")
+    _run("airflow db migrate", [airflow, "db", "migrate"], env, log_path)
     for dataset in DEMO_DATASETS:
-        _run([str(BIN / "python"), "-m", "etl", "land", "--root", root, "--dataset", dataset], env)
-        etl_conf = {"interval_end": DEMO_INTERVAL_END}
-        _run([airflow, "dags", "test", f"etl_{dataset}", DEMO_INTERVAL_END,
-              "--conf", json.dumps(etl_conf)], env)
-        _run([airflow, "dags", "test", f"train_{dataset}",
-              "--conf", json.dumps({"version": "latest"})], env)
-    _run([str(BIN / "python"), str(REPO / "scripts" / "summary.py"), "--root", root,
-          *DEMO_DATASETS], env)
+        _run(f"land {dataset}", [python, "-m", "etl", "land", "--root", root, "--dataset",
+                                 dataset], env, log_path)
+        _run(f"ETL DAG etl_{dataset}", [airflow, "dags", "test", f"etl_{dataset}",
+                                        DEMO_INTERVAL_END, "--conf",
+                                        json.dumps({"interval_end": DEMO_INTERVAL_END})],
+             env, log_path)
+        _run(f"training DAG train_{dataset}", [airflow, "dags", "test", f"train_{dataset}",
+                                               "--conf", json.dumps({"version": "latest"})],
+             env, log_path)
+    sys.stdout.flush()
+    subprocess.run([python, str(REPO / "scripts" / "summary.py"), "--root", root,
+                    *DEMO_DATASETS], env=env, cwd=REPO, check=True)
+    print(f"\nfull logs: {log_path}")
     return 0
 
 
 if __name__ == "__main__":
     try:
         sys.exit(main())
+    except StepFailed as exc:
+        print(f"\ndemo failed: {exc}", file=sys.stderr)
+        sys.exit(1)
     except subprocess.CalledProcessError as exc:
         print(f"\ndemo failed: {' '.join(exc.cmd)} exited with {exc.returncode}", file=sys.stderr)
         sys.exit(exc.returncode or 1)

@@ -160,7 +160,9 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from etl import logs
+
+    logs.configure(logging.INFO)  # ours at INFO; TensorFlow, absl, gcsfs... at WARNING
     (run_train if args.command == "train" else run_bench)(args)
     return 0
 

@@ -123,7 +123,25 @@ def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any]) -> None:
 
         storage.with_retries(put, f"upload {run_uri}") if storage.is_gcs(run_uri) else put()
     storage.write_bytes_atomic(storage.join(run_uri, METRICS_FILE), storage.json_bytes(metrics))
-    log.info("published %d files and %s to %s", len(files), METRICS_FILE, run_uri)
+    log.debug("published %d files and %s to %s", len(files), METRICS_FILE, run_uri)
+    log_summary(metrics, run_uri)
+
+
+def _pair(metrics: dict[str, Any], name: str) -> str:
+    model, base = metrics.get("test", {}).get(name), metrics.get("baseline", {}).get(name)
+    if not isinstance(model, float):
+        return ""
+    return f", test {name} {model:.4f}" + (f" (baseline {base:.4f})"
+                                             if isinstance(base, float) else "")
+
+
+def log_summary(metrics: dict[str, Any], run_uri: str) -> None:
+    """The training task's one line: data, epochs, test metrics against the baseline, time."""
+    fit = metrics.get("fit_seconds")
+    log.info("train %s on %s: %s/%s epoch(s) on %s%s%s, fit %s -> %s", metrics.get("dataset"),
+             metrics.get("version"), metrics.get("epochs_run"), metrics.get("epochs"),
+             metrics.get("device"), _pair(metrics, "accuracy"), _pair(metrics, "auc"),
+             f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?", run_uri)
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

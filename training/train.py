@@ -117,7 +117,7 @@ def _fit_and_evaluate(
     test_labels, test = labels_of(test_ds), evaluate_split(model, test_ds)
     base = baseline(test_labels, manifest["statistics"].get("label_counts", {}))
     ev = evaluate_split(model, eval_ds)
-    log.info("test: %s; baseline: %s", test, base)
+    log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
     check_quality(test, base, config.min_margin, TEST_SPLIT)
     parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
     parts.full.export(str(work_dir / "run" / "saved_model"), verbose=False)

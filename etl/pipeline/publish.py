@@ -15,6 +15,7 @@ from typing import Any
 
 from etl import kinds, storage, versions
 from etl.errors import PipelineError, VersionExistsError, VersionLockedError
+from etl.pipeline import summary
 from etl.pipeline.record import DRAFT_FILE, published, read_run, write_run
 from etl.provenance import code_version, iso, run_key
 from etl.spec import Spec
@@ -106,7 +107,7 @@ def _drop_staging(run_dir: str) -> None:
 
 def _finish_existing(run: dict[str, Any], version: str) -> str:
     _drop_staging(run["run_dir"])
-    log.info("version %s of %s already published; nothing written", version, run["dataset"])
+    summary.already_published("transform_and_write", run, version)
     return versions.version_uri(run["root"], run["dataset"], version)
 
 
@@ -158,6 +159,7 @@ def transform_and_write(spec_name: str, validated_uri: str, shard_bytes: int | N
     storage.write_bytes_atomic(storage.join(vuri, DRAFT_FILE),
                                storage.json_bytes({"manifest": manifest, "run": run}))
     write_run(run)
+    summary.written(spec.name, splits, run["timings"]["transform_write_s"], vuri)
     return vuri
 
 
@@ -187,14 +189,14 @@ def _write_shards(kind: kinds.DatasetKind, spec: Spec, validated_uri: str, versi
 def _manifest(spec: Spec, run: dict[str, Any], version: str, config: Any,
               splits: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
     """Every manifest field of docs/INTERFACES.md except created_at (set at publish)."""
-    summary = dict(run.get("validation") or {})
-    summary.update(results="validation/results.json", data_docs="validation/index.html")
+    validation = dict(run.get("validation") or {})
+    validation.update(results="validation/results.json", data_docs="validation/index.html")
     return {
         "format_version": 1, "dataset": spec.name, "version": version,
         "data_interval": run["interval"], "created_at": None, "run_id": run["run_id"],
         "code_version": code_version(), "compression": config.compression,
         "splits": splits, "schema": spec.manifest_schema(), "statistics": stats,
-        "source_fingerprint": run.get("fingerprint", {}), "validation": summary,
+        "source_fingerprint": run.get("fingerprint", {}), "validation": validation,
         "spec": {"name": spec.name, "split": dict(spec.split.fractions),
                  "salt": spec.split.salt, "shard_target_bytes": config.target_bytes,
                  "encoder": config.encoder},
@@ -211,6 +213,7 @@ def publish(spec_name: str, written_uri: str, force: bool = False) -> dict[str, 
     draft_uri = storage.join(written_uri, DRAFT_FILE)
     if not storage.exists(draft_uri):
         manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
+        summary.published(manifest["dataset"], manifest, False, written_uri)
         return {"version_uri": written_uri, "version": manifest["version"], "created": False,
                 "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()}}
     draft = storage.read_json(draft_uri)
@@ -228,7 +231,7 @@ def publish(spec_name: str, written_uri: str, force: bool = False) -> dict[str, 
         created = versions.publish_manifest(written_uri, manifest)
     storage.delete_tree(draft_uri)
     _drop_staging(run["run_dir"])
-    log.info("%s %s", "published" if created else "already published", written_uri)
+    summary.published(run["dataset"], manifest, created, written_uri)
     return {"version_uri": written_uri, "version": manifest["version"], "created": created,
             "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()},
             "timings": run.get("timings", {})}

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from etl import kinds, storage, versions
+from etl.pipeline import summary
 from etl.pipeline.publish import publish, transform_and_write
 from etl.pipeline.record import import_in_background, published, read_run, write_run
 from etl.provenance import iso, run_key, utc
@@ -54,7 +55,7 @@ def extract(spec_name: str, root: str, interval_end: str | datetime,
            "run_dir": run_dir, "force": force, "source_uri": source_uri,
            "existing": not force and published(root, spec.name, version)}
     if run["existing"]:
-        log.info("version %s of %s already published; nothing to extract", version, spec.name)
+        summary.already_published("extract", run, version)
         write_run(run)
         return staged
     storage.delete_tree(staged)  # a retried attempt starts clean
@@ -65,6 +66,7 @@ def extract(spec_name: str, root: str, interval_end: str | datetime,
     run.update(fingerprint=out.fingerprint, lookup_duplicates_dropped=out.lookup_duplicates,
                timings={"extract_s": round(time.monotonic() - t0, 3)})
     write_run(run)
+    summary.extracted(run, run["timings"]["extract_s"], staged)
     return staged
 
 
@@ -77,6 +79,7 @@ def validate(spec_name: str, staged_uri: str, mode: str = "quarantine", *,
     run = read_run(staged_uri)
     validated = storage.join(run["run_dir"], "validated")
     if run.get("existing"):
+        summary.already_published("validate", run, run["version"])
         return validated
     kind = kinds.kind_of(spec_name)
     spec = kind.stage("load_spec")(spec_name, source_uri=run.get("source_uri"))
@@ -97,6 +100,7 @@ def validate(spec_name: str, staged_uri: str, mode: str = "quarantine", *,
     run["validation"] = outcome.summary
     run.setdefault("timings", {})["validate_s"] = round(time.monotonic() - t0, 3)
     write_run(run)
+    summary.validated(run["dataset"], outcome.summary, run["timings"]["validate_s"], validated)
     return validated
 
 

@@ -218,7 +218,7 @@ def extract(root: str, spec: Spec, out_uri: str, start: datetime | None, end: da
     ddf, fp, lookups = build_frame(root, spec, start, end, partition_bytes)
     fs, path = storage.get_fs(out_uri)
     ddf.to_parquet(path, filesystem=fs, write_index=False, overwrite=False)
-    log.info("extracted %d file(s) of %s into %s (%d partitions)", len(fp["files"]), spec.name,
+    log.debug("extracted %d file(s) of %s into %s (%d partitions)", len(fp["files"]), spec.name,
              out_uri, ddf.npartitions)
     return Extracted(uri=out_uri, fingerprint=fp, partitions=ddf.npartitions,
                      lookup_duplicates=lookups)

@@ -135,7 +135,7 @@ def validate_dataset(
     if not summary["success"]:
         failures = [r.to_json_dict() for r in results if not r.success]
         raise ValidationFailed(failure_message(vspec.name, failures, mode, results_uri), summary)
-    log.info(
+    log.debug(  # the step's summary line (etl.pipeline.summary) says this for operators
         "validated %s: %d rows, %d quarantined, timings %s",
         vspec.name,
         counts["evaluated_rows"],

@@ -166,7 +166,7 @@ def write_splits(ddf: dd.DataFrame, dataset: str, version_uri: str, schema: dict
         names.append((split, name))
         tasks.append(dask.delayed(write_partition)(
             part, storage.join(version_uri, name), columns, schema, config))
-    log.info("writing %d shard(s) for %s (%.0f B/record): %s", plan.total, dataset,
+    log.debug("writing %d shard(s) for %s (%.0f B/record): %s", plan.total, dataset,
              plan.record_bytes, plan.num_shards)
     entries = dask.compute(*tasks)
     out: dict[str, list[dict]] = {s: [] for s in plan.splits}

@@ -1,0 +1,108 @@
+"""One logging setup for every process that runs pipeline code: ours at INFO, libraries at WARNING.
+
+An operator reads a task log to learn what the step did (inputs, rows, outcome, time, output
+URI); the pipeline's own loggers say that in a few lines. Third-party libraries log their
+internals at INFO, and in a task process those records reach the output because Airflow's
+root logger is at INFO and routes every propagating record:
+
+- Great Expectations logs ~214 "Skipping registering function ..." records at INFO from
+  ``great_expectations._docs_decorators`` while its modules are *imported* (its public-API
+  doc registry), so the level must be set before GX is imported.
+- distributed's scheduler and nannies run in the task process (LocalCluster) and log every
+  start, connection and retirement at INFO; ``LocalCluster(silence_logs=...)`` only lowers
+  distributed's own stream handlers, not the handler Airflow installs on the root.
+- TensorFlow and absl write C++ and Python INFO lines; ``TF_CPP_MIN_LOG_LEVEL`` must be set
+  before TensorFlow is imported.
+
+``configure`` is called by the command lines (with a handler), by each DAG task body (Airflow
+owns the handlers, so only levels change) and, through ``dask_setup``, by every Dask worker.
+It is idempotent and imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any, TextIO
+
+OWN_LOGGERS = ("etl", "training", "pipeline_ui")
+QUIET_LOGGERS = (
+    "great_expectations", "distributed", "dask", "tornado", "asyncio", "tensorflow", "absl",
+    "keras", "h5py", "fsspec", "gcsfs", "google", "google_auth_httplib2", "urllib3", "requests",
+    "httpx", "httpcore", "aiohttp", "pyarrow", "numexpr", "matplotlib", "PIL", "numba",
+    "tfx_bsl", "apache_beam", "tensorflow_datasets", "bokeh",
+)
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# The level for QUIET_LOGGERS; "NOTSET" leaves them as something else configured them (a
+# debugging session). An environment variable, so Dask worker processes follow their parent.
+LIBRARY_LEVEL_ENV = "PIPELINE_LIBRARY_LOG_LEVEL"
+# Records that are routine at these loggers' own WARNING level: distributed's P2P shuffle
+# plugin logs every shuffle's start and end as a warning (a real failure raises in the task).
+ROUTINE_WARNINGS = ("distributed.shuffle._scheduler_plugin",)
+_HANDLER_NAME = "flightpipe"
+_applied: dict[str, int] = {}  # the library level configure() chose in this process
+
+
+def library_level() -> int:
+    """The level for third-party loggers: ``$PIPELINE_LIBRARY_LOG_LEVEL``, else WARNING."""
+    name = os.environ.get(LIBRARY_LEVEL_ENV, "").strip().upper() or "WARNING"
+    level = logging.getLevelName(name)
+    return level if isinstance(level, int) else logging.WARNING
+
+
+def quiet_libraries(level: int | None = None) -> None:
+    """Raise third-party loggers to ``level`` and keep TensorFlow's C++ INFO lines out."""
+    level = library_level() if level is None else level
+    if level == logging.NOTSET:
+        return
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    for name in ROUTINE_WARNINGS:
+        logging.getLogger(name).setLevel(max(level, logging.ERROR))
+    # Read by TensorFlow when it is imported; an operator's explicit choice wins.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def configure(level: int = logging.INFO, *, handler: bool = True,
+              stream: TextIO | None = None, libraries: int | None = None) -> None:
+    """Pipeline loggers at ``level``, libraries at ``libraries`` (default: ``library_level()``).
+
+    ``handler=False`` is for processes whose handlers belong to someone else (an Airflow task:
+    its records go to the task log through Airflow's root handler).
+    """
+    libraries = library_level() if libraries is None else libraries
+    quiet_libraries(libraries)
+    _applied["libraries"] = libraries
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    if not handler:
+        return
+    root = logging.getLogger()
+    if not any(h.get_name() == _HANDLER_NAME for h in root.handlers):
+        out = logging.StreamHandler(stream or sys.stderr)
+        out.set_name(_HANDLER_NAME)
+        out.setFormatter(logging.Formatter(FORMAT))
+        root.addHandler(out)
+    root.setLevel(libraries or logging.INFO)  # loggers nobody named follow the libraries
+
+
+def reapply() -> None:
+    """Set the library levels again where configure() ran (a no-op elsewhere).
+
+    ``import distributed`` sets its logger to its own config's level (INFO), undoing an
+    earlier configure(); the Dask cluster calls this once distributed is imported.
+    """
+    if "libraries" in _applied:
+        quiet_libraries(_applied["libraries"])
+
+
+def verbose() -> None:
+    """Debugging: libraries keep the levels something else gave them, here and in workers."""
+    os.environ[LIBRARY_LEVEL_ENV] = "NOTSET"
+
+
+def dask_setup(worker: Any = None) -> None:
+    """Dask preload hook (``preload=["etl.logs"]``): workers report warnings only, named."""
+    del worker
+    configure(logging.WARNING)

@@ -1,0 +1,95 @@
+"""One line per step saying what it did: inputs, rows, outcome, time, where the output is.
+
+These lines are what an operator reads in a task log or on the command line; everything the
+libraries say stays at WARNING (etl/logs.py). Each function takes what its step already holds,
+so summarising costs no extra pass over the data (staged rows come from Parquet footers).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from etl import storage
+
+log = logging.getLogger("etl.pipeline")
+
+
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _mb(num_bytes: int) -> str:
+    return f"{num_bytes / 1e6:,.1f} MB"
+
+
+def staged_rows(uri: str) -> int | None:
+    """Rows of a staged Parquet folder, from the file footers; None if they cannot be read."""
+    try:
+        import pyarrow.parquet as pq
+
+        fs, path = storage.get_fs(uri)
+        files = [f for f in fs.find(path) if f.endswith(".parquet")]
+        total = 0
+        for name in files:
+            with fs.open(name, "rb") as handle:
+                total += pq.ParquetFile(handle).metadata.num_rows
+        return total
+    except Exception:
+        log.debug("could not count the rows of %s", uri, exc_info=True)
+        return None
+
+
+def extracted(run: dict[str, Any], seconds: float, uri: str) -> None:
+    """extract: the window, raw files read, rows staged, time, staging URI."""
+    files = (run.get("fingerprint") or {}).get("files", [])
+    files = files if isinstance(files, int) else len(files)  # image manifests hold a count
+    window = run["interval"]
+    log.info("extract %s [%s, %s): %s rows from %d raw file(s), %.1f s -> %s", run["dataset"],
+             window["start"] or "-inf", window["end"], _n(staged_rows(uri)), files, seconds, uri)
+
+
+def already_published(step: str, run: dict[str, Any], version: str) -> None:
+    """A step with nothing to do because the interval's version exists; says why and how."""
+    uri = storage.join(run["root"], "datasets", run["dataset"], version)
+    log.info("%s %s: version %s is already published (%s); nothing to do, set force_republish "
+             "to write a new revision", step, run["dataset"], version, uri)
+
+
+def validated(dataset: str, summary: dict[str, Any], seconds: float, uri: str) -> None:
+    """validate: rows, expectations evaluated and failed, rows quarantined, mode, time, URI."""
+    expectations = summary.get("expectations")
+    if expectations is not None:
+        failed = sum(1 for e in expectations if not e.get("success"))
+        checks = f"{len(expectations)} expectations, {failed} failed"
+    else:  # images: every file decoded and checked against the spec
+        checks = f"image checks, at most {_n(summary.get('max_quarantined'))} quarantined allowed"
+    log.info("validate %s: %s rows, %s, %s quarantined (%s mode), %.1f s -> %s", dataset,
+             _n(summary.get("evaluated_rows")), checks, _n(summary.get("quarantined_rows", 0)),
+             summary.get("mode"), seconds, uri)
+
+
+def _split_counts(splits: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {_n(info['num_examples'])}" for name, info in splits.items())
+
+
+def written(dataset: str, splits: dict[str, Any], seconds: float, uri: str) -> None:
+    """transform_and_write: examples per split, shards, bytes, time, the (unpublished) version."""
+    shards = sum(len(info["shards"]) for info in splits.values())
+    examples = sum(info["num_examples"] for info in splits.values())
+    size = sum(info["num_bytes"] for info in splits.values())
+    log.info("write %s: %s examples (%s) in %d shard(s), %s, %.1f s -> %s (visible once "
+             "published)", dataset, _n(examples), _split_counts(splits), shards, _mb(size),
+             seconds, uri)
+
+
+def published(dataset: str, manifest: dict[str, Any], created: bool, uri: str) -> None:
+    """publish: whether a new version became visible, its size and URI."""
+    examples = sum(info["num_examples"] for info in manifest["splits"].values())
+    if created:
+        log.info("publish %s: published version %s, %s examples (%s) -> %s", dataset,
+                 manifest["version"], _n(examples), _split_counts(manifest["splits"]), uri)
+    else:
+        log.info("publish %s: version %s was already published; nothing new (set "
+                 "force_republish to write a new revision) -> %s", dataset, manifest["version"],
+                 uri)

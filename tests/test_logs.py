@@ -1,0 +1,91 @@
+"""etl.logs: libraries at WARNING wherever pipeline code runs; a summary line per step.
+
+The Great Expectations case runs in a fresh interpreter with the root logger at INFO, as in an
+Airflow task: GX logs its "Skipping registering function" records while it is imported, so the
+test shows both the cause (they appear without the setup) and the fix.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from etl import logs
+from etl.pipeline import summary
+
+REPO = Path(__file__).resolve().parent.parent
+IMPORT_GX = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stdout)  # Airflow's root: INFO
+if sys.argv[1] == "configured":
+    from etl import logs
+    logs.configure(handler=False)
+import great_expectations  # noqa: F401
+"""
+
+
+@pytest.fixture
+def restore_levels():
+    names = (*logs.QUIET_LOGGERS, *logs.ROUTINE_WARNINGS, *logs.OWN_LOGGERS, "")
+    saved = {n: logging.getLogger(n).level for n in names}
+    yield
+    for name, level in saved.items():
+        logging.getLogger(name).setLevel(level)
+    logs._applied.clear()
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("setup", ["bare", "configured"])
+def test_great_expectations_import_chatter_is_gone_once_configured(setup: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", IMPORT_GX, setup], cwd=REPO, text=True,
+                          capture_output=True, timeout=220, check=True)
+    chatter = proc.stdout.count("Skipping registering function")
+    if setup == "bare":
+        assert chatter > 100  # the cause: GX's import-time INFO records
+    else:
+        assert chatter == 0, proc.stdout[-2000:]
+
+
+def test_configure_sets_levels_and_reapply_restores_them(restore_levels: None,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(logs.LIBRARY_LEVEL_ENV, raising=False)
+    logs.configure(handler=False)
+    assert logging.getLogger("great_expectations").level == logging.WARNING
+    assert logging.getLogger("etl").level == logging.INFO
+    assert logging.getLogger("distributed.shuffle._scheduler_plugin").level == logging.ERROR
+    logging.getLogger("distributed").setLevel(logging.INFO)  # what `import distributed` does
+    logs.reapply()
+    assert logging.getLogger("distributed").level == logging.WARNING
+
+
+def test_verbose_leaves_library_levels_alone(restore_levels: None,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(logs.LIBRARY_LEVEL_ENV, "NOTSET")
+    logging.getLogger("gcsfs").setLevel(logging.DEBUG)
+    logs.configure(logging.DEBUG, handler=False)
+    assert logging.getLogger("gcsfs").level == logging.DEBUG
+
+
+def test_validate_summary_states_mode_expectations_failures_quarantine(
+        caplog: pytest.LogCaptureFixture) -> None:
+    result = {"mode": "quarantine", "evaluated_rows": 327262, "quarantined_rows": 12,
+              "expectations": [{"success": True}] * 40 + [{"success": False}]}
+    with caplog.at_level(logging.INFO, logger="etl.pipeline"):
+        summary.validated("flights", result, 7.08, "file:///x/validated")
+    expected = ("validate flights: 327,262 rows, 41 expectations, 1 failed, 12 quarantined "
+                "(quarantine mode), 7.1 s -> file:///x/validated")
+    assert caplog.messages == [expected]
+
+
+def test_extract_summary_takes_an_image_fingerprint_count(caplog: pytest.LogCaptureFixture,
+                                                          tmp_path: Path) -> None:
+    """Image runs fingerprint a file *count*, tabular runs a file list: both are summarised."""
+    run = {"dataset": "digits", "fingerprint": {"files": 1797},
+           "interval": {"start": None, "end": "2014-01-01T00:00:00Z"}}
+    with caplog.at_level(logging.INFO, logger="etl.pipeline"):
+        summary.extracted(run, 2.0, tmp_path.as_uri())
+    assert "from 1797 raw file(s)" in caplog.text
