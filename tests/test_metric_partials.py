@@ -41,7 +41,7 @@ def test_partials_of_any_grouping_merge_to_the_whole(frame, parts):
     hashes = got[("hashes", ("k1", "k2"), "all_values_are_missing")]
     whole = np.sort(hashes_of(frame, ["k1", "k2"], "all_values_are_missing").to_numpy())
     assert np.array_equal(hashes, whole)
-    values, counts = np.unique(hashes, return_counts=True)
+    _, counts = np.unique(hashes, return_counts=True)
     assert counts.max() == 2 and (counts == 2).sum() == 1  # the duplicate across partitions
 
 
