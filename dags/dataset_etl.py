@@ -20,11 +20,14 @@ interval order even when its runs execute concurrently. A re-run whose version a
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
-size, compression and validation mode; invalid values are rejected when the run is created.
+size, compression and validation mode. Values are checked by `extract` before any work: a
+refusal names the Param and what it allows in one sentence. A run whose version already
+exists is green with `publish` **skipped**; its log says why in one line.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -92,8 +95,11 @@ def build_etl_dag(name: str) -> DAG:
 
             result = pipeline.publish(name, written_uri, force=bool(params["force_republish"]))
             if not result.get("created", True):
-                raise AirflowSkipException(f"{result['version_uri']} already published; "
-                                           "set force_republish to publish a new revision")
+                reason = (f"Nothing published: version {result['version']} of {name} already "
+                          f"exists at {result['version_uri']} (no Asset event, no training). "
+                          "Trigger with force_republish to publish a new revision.")
+                logging.getLogger("airflow.task").warning(reason)
+                raise AirflowSkipException(reason)
             yield Metadata(asset, extra={"version_uri": result["version_uri"],
                                          "version": result["version"]})
             return result
