@@ -261,3 +261,23 @@ def real_etl_root(tmp_path_factory) -> tuple[Path, str]:
     copy = tmp_path_factory.mktemp("ui-real-copy") / "root"
     shutil.copytree(_real["root"], copy)
     return copy, str(_real["version"])
+
+
+REAL_IMAGES_END = "2024-01-01T00:00:00+00:00"
+REAL_IMAGES_RUN_ID = f"manual__{REAL_IMAGES_END}"
+
+
+def add_real_digits(root: Path, tmp_path_factory) -> str:
+    """Copy into ``root`` the digits version the real image ETL publishes (run once per session)."""
+    if "digits_root" not in _real:
+        from etl import pipeline
+        from etl.kinds import land
+
+        built = tmp_path_factory.mktemp("ui-real-digits") / "root"
+        land(built.as_uri(), IMAGES_DATASET)
+        result = pipeline.run(IMAGES_DATASET, built.as_uri(), REAL_IMAGES_END,
+                              run_id=REAL_IMAGES_RUN_ID)
+        _real.update(digits_root=built, digits_version=result["version"])
+    shutil.copytree(Path(str(_real["digits_root"])) / "datasets" / IMAGES_DATASET,
+                    root / "datasets" / IMAGES_DATASET, dirs_exist_ok=True)
+    return str(_real["digits_version"])

@@ -112,4 +112,6 @@ def _scalar(value: Any) -> bool:
 
 def cell(value: Any) -> str:
     """One table cell: numbers formatted, anything nested shown compactly."""
+    if isinstance(value, (dict, list)) and not value:
+        return "none"
     return fmt(value) if _scalar(value) else str(value)
