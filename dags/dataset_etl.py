@@ -27,7 +27,6 @@ exists is green with `publish` **skipped**; its log says why in one line.
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +39,7 @@ from flightpipe_dags import (
     etl_params,
     etl_timetable,
     resolve_etl_options,
+    skip_already_published,
     spec_names,
     storage_root,
 )
@@ -89,17 +89,11 @@ def build_etl_dag(name: str) -> DAG:
 
         @task(outlets=[asset], depends_on_past=True, execution_timeout=timedelta(minutes=20))
         def publish(written_uri: str, params: Any = None):
-            from airflow.sdk.exceptions import AirflowSkipException
-
             from etl import pipeline
 
             result = pipeline.publish(name, written_uri, force=bool(params["force_republish"]))
             if not result.get("created", True):
-                reason = (f"Nothing published: version {result['version']} of {name} already "
-                          f"exists at {result['version_uri']} (no Asset event, no training). "
-                          "Trigger with force_republish to publish a new revision.")
-                logging.getLogger("airflow.task").warning(reason)
-                raise AirflowSkipException(reason)
+                skip_already_published(name, result)
             yield Metadata(asset, extra={"version_uri": result["version_uri"],
                                          "version": result["version"]})
             return result

@@ -5,6 +5,7 @@ Called inside task bodies (and by tests); import-light like the rest of this pac
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -136,6 +137,17 @@ def check_training_params(params: Mapping[str, Any]) -> dict[str, Any]:
                          f"{MARGIN_BELOW}, or empty")
     overrides["min_margin"] = margin
     return {k: v for k, v in overrides.items() if v is not None}
+
+
+def skip_already_published(dataset: str, result: Mapping[str, Any]) -> None:
+    """Skip publish saying why in its own log: the run is green but published nothing."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    reason = (f"Nothing published: version {result['version']} of {dataset} already exists at "
+              f"{result['version_uri']} (no Asset event, no training). Trigger with "
+              "force_republish to publish a new revision.")
+    logging.getLogger("airflow.task").warning(reason)
+    raise AirflowSkipException(reason)
 
 
 def choose_version(events: Iterable[Any], requested: str = "latest") -> tuple[str, str | None]:
