@@ -20,7 +20,9 @@ interval order even when its runs execute concurrently. A re-run whose version a
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
-size, compression and validation mode; invalid values are rejected when the run is created.
+size, compression and validation mode. Values are checked by `extract` before any work: a
+refusal names the Param and what it allows in one sentence. A run whose version already
+exists is green with `publish` **skipped**; its log says why in one line.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from flightpipe_dags import (
     etl_params,
     etl_timetable,
     resolve_etl_options,
+    skip_already_published,
     spec_names,
     storage_root,
 )
@@ -90,15 +93,12 @@ def build_etl_dag(name: str) -> DAG:
 
         @task(outlets=[asset], depends_on_past=True, execution_timeout=timedelta(minutes=20))
         def publish(written_uri: str, params: Any = None):
-            from airflow.sdk.exceptions import AirflowSkipException
-
             from etl import logs, pipeline
 
             logs.configure(handler=False)
             result = pipeline.publish(name, written_uri, force=bool(params["force_republish"]))
             if not result.get("created", True):
-                raise AirflowSkipException(f"{result['version_uri']} already published; "
-                                           "set force_republish to publish a new revision")
+                skip_already_published(name, result)
             yield Metadata(asset, extra={"version_uri": result["version_uri"],
                                          "version": result["version"]})
             return result

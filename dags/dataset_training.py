@@ -25,7 +25,7 @@ from flightpipe_dags import (
     GPU_QUEUE,
     RETRY_DEFAULTS,
     START_DATE,
-    TRAIN_OVERRIDES,
+    check_training_params,
     choose_version,
     dataset_asset,
     metrics_summary,
@@ -55,6 +55,7 @@ def build_training_dag(name: str) -> DAG:
     def training() -> None:
         @task(execution_timeout=timedelta(minutes=10))
         def resolve_version(params: Any = None, triggering_asset_events: Any = None) -> dict:
+            check_training_params(params)  # refuse bad form values in one sentence, first
             events = triggering_asset_events.get(asset, []) if triggering_asset_events else []
             version, version_uri = choose_version(events, params["version"])
             from etl import logs, versions
@@ -73,7 +74,7 @@ def build_training_dag(name: str) -> DAG:
             from training.config import TrainConfig
             from training.train import train as train_model
 
-            overrides = {k: params[k] for k in TRAIN_OVERRIDES if params.get(k) is not None}
+            overrides = check_training_params(params)
             result = train_model(resolved["version_uri"], storage.join(storage_root(), "models"),
                                  run_name(run_id or "manual"),
                                  TrainConfig().with_overrides(**overrides))

@@ -196,15 +196,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "land":
-            from etl.kinds import land
+            from etl.kinds import kind_of, land
             from etl.sources.land import parse_day
 
             report = land(args.root, args.dataset, overwrite=args.overwrite, scale=args.scale,
                           start=parse_day(args.start_day) if args.start_day else None,
                           end=parse_day(args.end_day) if args.end_day else None)
             print(f"{report.raw_uri}: {len(report.written)} written, {len(report.unchanged)} "
-                  f"unchanged, {len(report.replaced)} replaced; {report.rows:,} {args.dataset} "
-                  "records")
+                  f"unchanged, {len(report.replaced)} replaced; {report.rows:,} "
+                  f"{kind_of(args.dataset).unit}")
         elif args.command == "run":
             return _run(args)
         elif args.command == "extract":

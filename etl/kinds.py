@@ -27,6 +27,7 @@ class DatasetKind:
     validate(ddf, spec, mode, results_uri=, quarantine_uri=) -> ValidationOutcome;
     prepare(validated_ddf, spec) -> (frame for the shard writer, manifest statistics).
     ``preload`` lists modules worth importing in the background while Dask workers start.
+    ``unit`` is what one landed row is called in messages ("1797 images", not "flights").
     """
 
     name: str
@@ -35,6 +36,7 @@ class DatasetKind:
     extract: str
     validate: str
     prepare: str
+    unit: str = "rows"
     preload: tuple[str, ...] = ()
 
     def stage(self, stage: str) -> Callable[..., Any]:
@@ -52,7 +54,7 @@ KINDS: dict[str, DatasetKind] = {
         name=IMAGES, load_spec="etl.spec.images:load_image_spec",
         land="etl.sources.images:land_images", extract="etl.sources.images:extract",
         validate="etl.validation.images:validate_dataset",
-        prepare="etl.transform.images:prepare_for_write"),
+        prepare="etl.transform.images:prepare_for_write", unit="images"),
 }
 
 

@@ -212,15 +212,13 @@ def test_params_have_titles_and_valid_defaults(dagbag) -> None:
             assert param.schema.get("title") and param.description, (dag_id, key)
 
 
+# The schema checks only what shapes the form (types, choices); ranges and patterns are
+# refused by the first task in one sentence (tests/test_trigger_form.py).
 BAD_ETL = [
-    {"interval_end": "yesterday"}, {"interval_end": "2013-13-45 25:00"},
-    {"window_days": 0}, {"window_days": "7"}, {"shard_mb": 0}, {"compression": "zip"},
-    {"validation_mode": "lenient"}, {"source_uri": "ftp://host/raw"},
-    {"source_uri": "/etc/passwd"}, {"source_uri": "raw/../../x"}, {"compression": "gzip"},
-    {"force_republish": "yes"},
+    {"window_days": "7"}, {"compression": "zip"}, {"validation_mode": "lenient"},
+    {"compression": "gzip"}, {"force_republish": "yes"},
 ]
-BAD_TRAIN = [{"version": "v1"}, {"epochs": 0}, {"batch_size": -1}, {"min_margin": 0.5},
-             {"min_margin": -0.1}]
+BAD_TRAIN = [{"version": 1}, {"epochs": "many"}, {"batch_size": 1.5}, {"min_margin": "x"}]
 
 
 @pytest.fixture(scope="module")

@@ -111,8 +111,24 @@ def manifest(dataset: str, version: str, end: datetime, start: datetime | None, 
                                           "size": 120_345, "mtime": end.isoformat()}]},
         "validation": {"success": True, "evaluated_rows": rows + quarantined,
                        "quarantined_rows": quarantined, "results": "validation/results.json",
-                       "data_docs": "validation/index.html"},
+                       "data_docs": "validation/index.html", "mode": "quarantine",
+                       "timings_s": {"row_level": 0.9, "row_level_task_cpu": 0.6}},
     }
+
+
+def gx_results(text: str = "UA") -> dict:
+    """A GX suite result as ``etl.validation`` stores it: one passed, one failed expectation."""
+    def item(kind: str, column: str, ok: bool, **result: object) -> dict:
+        return {"success": ok, "expectation_config": {"type": kind, "kwargs": {
+            "column": column, "batch_id": "b", "min_value": 0}}, "result": result}
+
+    return {"success": True, "statistics": {"evaluated_expectations": 2},
+            "meta": {"mode": "quarantine", "dataset": "flights"}, "results": [
+                item("expect_column_values_to_not_be_null", "carrier", True, element_count=903,
+                     unexpected_count=0),
+                item("expect_column_values_to_be_between", "distance", False, element_count=903,
+                     unexpected_count=3, unexpected_percent=0.33,
+                     partial_unexpected_list=[-1.0, 99999.0, text])]}
 
 
 def write_version(root: Path, dataset: str, end: datetime, start: datetime | None = None,
@@ -124,7 +140,7 @@ def write_version(root: Path, dataset: str, end: datetime, start: datetime | Non
     doc = manifest(dataset, version, end, start, rows, run_id, text=text)
     for split, frac in SPLITS.items():
         doc["splits"][split] = _shards(vdir, dataset, split, int(rows * frac), 2)
-    _write(vdir / "validation" / "results.json", json.dumps({"success": True, "results": []}))
+    _write(vdir / "validation" / "results.json", json.dumps(gx_results(text)))
     _write(vdir / "validation" / "index.html",
            "<html><head><title>Data Docs</title><link rel='stylesheet' href='static/docs.css'>"
            "</head><body><h1>Validation results</h1>"
@@ -176,6 +192,41 @@ def write_hostile(root: Path) -> str:
     return hostile
 
 
+IMAGES_DATASET = "digits"
+
+
+def write_image_version(root: Path, end: datetime = FIRST_END, rows: int = 120) -> str:
+    """An images version shaped like ``etl`` writes it: a file *count* as the fingerprint,
+    ``{summary, failures}`` as results, no per-expectation list in the manifest."""
+    version = vid(end)
+    vdir = root / "datasets" / IMAGES_DATASET / version
+    summary = {"success": True, "kind": "images", "evaluated_rows": rows + 1,
+               "quarantined_rows": 1, "max_quarantined": 2, "mode": "quarantine",
+               "reasons": {"undecodable": 1}}
+    doc = {"format_version": 1, "dataset": IMAGES_DATASET, "version": version,
+           "data_interval": {"start": None, "end": end.isoformat().replace("+00:00", "Z")},
+           "created_at": end.isoformat(), "run_id": f"manual__{end.isoformat()}",
+           "code_version": "0123abc", "compression": None, "splits": {},
+           "schema": {"key": ["key"], "label": {"name": "label", "dtype": "int64", "classes": 10},
+                      "features": {"image": {"dtype": "string", "kind": "image",
+                                             "shape": [8, 8, 1], "encoding": "png"}}},
+           "statistics": {"computed_on": "train", "numeric": {}, "vocabularies": {},
+                          "images": {"height": [8, 8], "width": [8, 8]}},
+           "source_fingerprint": {"files": rows + 1, "sha256": "ab" * 32,
+                                  "source": f"file://{root}/raw/digits"},
+           "validation": {**summary, "results": "validation/results.json",
+                          "data_docs": "validation/index.html"}}
+    for split, frac in SPLITS.items():
+        doc["splits"][split] = _shards(vdir, IMAGES_DATASET, split, int(rows * frac), 1)
+    failures = [{"key": "k1", "uri": "raw/digits/3/bad.png", "reason": f"undecodable: {XSS}"}]
+    _write(vdir / "validation" / "results.json",
+           json.dumps({"summary": summary, "failures": failures}))
+    _write(vdir / "validation" / "index.html", "<!doctype html><title>Image validation</title>")
+    _write(vdir / "manifest.json", json.dumps(doc, indent=2))
+    add_model_run(root, IMAGES_DATASET, version, "20130102T050000Z")
+    return version
+
+
 def build_catalog_root(root: Path, n_versions: int = 25) -> BuiltRoot:
     """Versions of DATASET (daily), an incomplete one, models on the two newest, hostile data."""
     versions = [write_version(root, DATASET, FIRST_END + timedelta(days=i),
@@ -189,6 +240,7 @@ def build_catalog_root(root: Path, n_versions: int = 25) -> BuiltRoot:
             add_model_run(root, DATASET, version, run, auc=0.7 + i / 100)
     (root / "models" / DATASET / versions[-1] / "20130127T050000Z").mkdir(parents=True)
     hostile = write_hostile(root)
+    write_image_version(root)
     return BuiltRoot(root, versions, incomplete, runs, hostile)
 
 
@@ -209,3 +261,23 @@ def real_etl_root(tmp_path_factory) -> tuple[Path, str]:
     copy = tmp_path_factory.mktemp("ui-real-copy") / "root"
     shutil.copytree(_real["root"], copy)
     return copy, str(_real["version"])
+
+
+REAL_IMAGES_END = "2024-01-01T00:00:00+00:00"
+REAL_IMAGES_RUN_ID = f"manual__{REAL_IMAGES_END}"
+
+
+def add_real_digits(root: Path, tmp_path_factory) -> str:
+    """Copy into ``root`` the digits version the real image ETL publishes (run once per session)."""
+    if "digits_root" not in _real:
+        from etl import pipeline
+        from etl.kinds import land
+
+        built = tmp_path_factory.mktemp("ui-real-digits") / "root"
+        land(built.as_uri(), IMAGES_DATASET)
+        result = pipeline.run(IMAGES_DATASET, built.as_uri(), REAL_IMAGES_END,
+                              run_id=REAL_IMAGES_RUN_ID)
+        _real.update(digits_root=built, digits_version=result["version"])
+    shutil.copytree(Path(str(_real["digits_root"])) / "datasets" / IMAGES_DATASET,
+                    root / "datasets" / IMAGES_DATASET, dirs_exist_ok=True)
+    return str(_real["digits_version"])

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from flightpipe_dags.options import (
     EtlOptions,
+    ParamError,
+    check_training_params,
     choose_version,
     metrics_summary,
     resolve_etl_options,
     run_name,
+    skip_already_published,
 )
 from flightpipe_dags.params import TRAIN_OVERRIDES, etl_params, training_params
 from flightpipe_dags.settings import (
@@ -30,7 +33,7 @@ from flightpipe_dags.settings import (
 
 __all__ = [
     "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
-    "EtlOptions", "choose_version", "dataset_asset", "etl_params", "etl_timetable",
-    "metrics_summary", "resolve_etl_options", "run_name", "spec_names", "storage_root",
-    "training_params",
+    "EtlOptions", "ParamError", "check_training_params", "choose_version", "dataset_asset",
+    "etl_params", "etl_timetable", "metrics_summary", "resolve_etl_options", "run_name",
+    "skip_already_published", "spec_names", "storage_root", "training_params",
 ]

@@ -5,6 +5,7 @@ Called inside task bodies (and by tests); import-light like the rest of this pac
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -13,7 +14,18 @@ from typing import Any
 
 import pendulum
 
-from flightpipe_dags.params import COMPRESSIONS, SOURCE_URI, VALIDATION_MODES
+from flightpipe_dags.params import (
+    BATCH_SIZE_MAX,
+    COMPRESSIONS,
+    EPOCHS_MAX,
+    ISO_DATE_TIME,
+    MARGIN_BELOW,
+    SHARD_MB_MAX,
+    SOURCE_URI,
+    VALIDATION_MODES,
+    VERSION_ID,
+    WINDOW_DAYS_MAX,
+)
 
 
 @dataclass(frozen=True)
@@ -38,10 +50,35 @@ def _parse_utc(value: str, name: str) -> datetime:
     try:
         parsed = pendulum.parse(value)
     except ValueError as exc:  # pendulum's ParserError is a ValueError
-        raise ValueError(f"Param {name}={value!r}: expected an ISO 8601 date-time") from exc
+        raise ParamError(name, value, "an ISO 8601 date or date-time such as "
+                         "2013-01-05 or 2013-01-05T06:00:00Z, or empty") from exc
     if isinstance(parsed, datetime):  # naive values are taken as UTC
         return _plain_utc(pendulum.instance(parsed, tz="UTC"))
-    raise ValueError(f"Param {name}={value!r}: expected a date-time, got {type(parsed).__name__}")
+    raise ParamError(name, value, "a date or date-time, not a duration or time")
+
+
+class ParamError(ValueError):
+    """A refused Param, said in one sentence: which field, what it allows, what it got."""
+
+    def __init__(self, name: str, value: Any, allowed: str) -> None:
+        super().__init__(f"Param {name}={value!r} refused: {name} must be {allowed}.")
+
+
+def _int_in(params: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
+    value = params.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ParamError(name, value, f"a whole number from {low} to {high}, or empty")
+    return value
+
+
+def _choice(params: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: Any) -> Any:
+    value = params.get(name, default)
+    if value is not None and value not in allowed:
+        raise ParamError(name, value, "one of " + ", ".join(allowed)
+                         + (", or empty" if default is None else ""))
+    return value
 
 
 def resolve_etl_options(
@@ -54,29 +91,26 @@ def resolve_etl_options(
     a retry of the same run targets the same version.
     """
     raw_end = params.get("interval_end") or None
+    if raw_end is not None and not re.match(ISO_DATE_TIME, str(raw_end)):
+        raise ParamError("interval_end", raw_end, "an ISO 8601 date or date-time such as "
+                         "2013-01-05 or 2013-01-05T06:00:00Z, or empty")
     if raw_end is not None:
         end = _parse_utc(str(raw_end), "interval_end")
     elif data_interval_end is not None or run_after is not None:
         end = _plain_utc(data_interval_end or run_after)
     else:
         raise ValueError("run has neither a data interval nor run_after; set Param interval_end")
-    window = params.get("window_days")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-        raise ValueError(f"Param window_days={window!r}: expected an integer >= 1 or empty")
+    window = _int_in(params, "window_days", 1, WINDOW_DAYS_MAX)
     source = params.get("source_uri") or None
-    if source is not None and not re.match(SOURCE_URI, source):
-        raise ValueError(f"Param source_uri={source!r}: expected a file://, gs:// or memory:// "
-                         "URI, or a path inside the storage root")
-    shard_mb = params.get("shard_mb")
-    if shard_mb is not None and (isinstance(shard_mb, bool) or not isinstance(shard_mb, int)
-                                 or shard_mb < 1):
-        raise ValueError(f"Param shard_mb={shard_mb!r}: expected an integer >= 1 or empty")
-    compression = params.get("compression")
-    if compression is not None and compression not in COMPRESSIONS:
-        raise ValueError(f"Param compression={compression!r}: expected one of {COMPRESSIONS}")
-    mode = params.get("validation_mode", "quarantine")
-    if mode not in VALIDATION_MODES:
-        raise ValueError(f"Param validation_mode={mode!r}: expected one of {VALIDATION_MODES}")
+    if source is not None and not re.match(SOURCE_URI, str(source)):
+        raise ParamError("source_uri", source, "a file://, gs:// or memory:// URI, or a path "
+                         "inside the storage root without '..' or spaces, or empty")
+    shard_mb = _int_in(params, "shard_mb", 1, SHARD_MB_MAX)
+    compression = _choice(params, "compression", COMPRESSIONS, None)
+    mode = _choice(params, "validation_mode", VALIDATION_MODES, "quarantine")
+    force = params.get("force_republish", False)
+    if not isinstance(force, bool):
+        raise ParamError("force_republish", force, "true or false")
     return EtlOptions(
         interval_end=end,
         interval_start=end - timedelta(days=window) if window else None,
@@ -84,8 +118,36 @@ def resolve_etl_options(
         shard_bytes=shard_mb * 2**20 if shard_mb else None,
         compression=compression.lower() if compression else None,
         validation_mode=mode,
-        force_republish=bool(params.get("force_republish", False)),
+        force_republish=force,
     )
+
+
+def check_training_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The training form's overrides, checked; refusals name the field in one sentence."""
+    version = params.get("version") or "latest"
+    if not isinstance(version, str) or not re.match(VERSION_ID, version):
+        raise ParamError("version", version, "'latest' or a version id such as "
+                         "20130102T000000Z_all")
+    overrides = {"epochs": _int_in(params, "epochs", 1, EPOCHS_MAX),
+                 "batch_size": _int_in(params, "batch_size", 1, BATCH_SIZE_MAX)}
+    margin = params.get("min_margin")
+    if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float))
+                               or not 0 <= margin < MARGIN_BELOW):
+        raise ParamError("min_margin", margin, f"a number from 0 up to (not including) "
+                         f"{MARGIN_BELOW}, or empty")
+    overrides["min_margin"] = margin
+    return {k: v for k, v in overrides.items() if v is not None}
+
+
+def skip_already_published(dataset: str, result: Mapping[str, Any]) -> None:
+    """Skip publish saying why in its own log: the run is green but published nothing."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    reason = (f"Nothing published: version {result['version']} of {dataset} already exists at "
+              f"{result['version_uri']} (no Asset event, no training). Trigger with "
+              "force_republish to publish a new revision.")
+    logging.getLogger("airflow.task").warning(reason)
+    raise AirflowSkipException(reason)
 
 
 def choose_version(events: Iterable[Any], requested: str = "latest") -> tuple[str, str | None]:

@@ -1,6 +1,9 @@
-"""The trigger forms' typed Params, JSON-schema checked before a run is created.
+"""The trigger forms' typed Params.
 
-Import-light like every module of this package: stdlib, pendulum and ``airflow.sdk`` only.
+The JSON schema here carries only what shapes the form (types, choices with readable labels):
+Airflow answers any schema refusal with a raw jsonschema dump (the whole schema and regex), so
+ranges and patterns are checked by ``options`` in each DAG's first task, whose error names the
+field and what it allows in one sentence. Import-light: stdlib, pendulum, ``airflow.sdk`` only.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ SOURCE_URI = r"^(?!.*\.\.)((file|gs|gcs|memory)://\S+|[A-Za-z0-9_{][^\s:]*)$"
 
 
 COMPRESSIONS = ("none", "GZIP")
+# Labels of the compression choices; the form shows "null" for None without one.
+COMPRESSION_LABELS = {"null": "Spec default (shards.compression)", "None": "Spec default "
+                      "(shards.compression)", "none": "none (uncompressed)", "GZIP": "GZIP"}
+WINDOW_DAYS_MAX, SHARD_MB_MAX = 3660, 4096
+EPOCHS_MAX, BATCH_SIZE_MAX, MARGIN_BELOW = 1000, 65536, 0.5
+VERSION_ID = r"^(latest|\d{8}T\d{6}Z_\S+)$"
 
 
 VALIDATION_MODES = ("quarantine", "strict")
@@ -31,30 +40,31 @@ def etl_params() -> dict[str, Param]:
     """Typed Params for the trigger form; JSON-schema checked before a run is created."""
     return {
         "interval_end": Param(
-            None, type=["null", "string"], format="date-time", pattern=ISO_DATE_TIME,
+            None, type=["null", "string"], format="date-time",
             title="Interval end (override)",
             description="UTC end of the data window, ISO 8601. Empty: the run's data "
             "interval end. The version id is derived from it.",
         ),
         "window_days": Param(
-            None, type=["null", "integer"], minimum=1, maximum=3660, title="Window (days)",
+            None, type=["null", "integer"], title="Window (days)",
             description="Days of raw data before the interval end. Empty: everything "
             "landed up to the interval end.",
         ),
         "source_uri": Param(
-            None, type=["null", "string"], pattern=SOURCE_URI, title="Raw source URI (override)",
+            None, type=["null", "string"], title="Raw source URI (override)",
             description="Where the primary source's raw files are, with the spec's partition "
             "placeholder, e.g. gs://bucket/raw/flights/date={date}/flights.csv; absolute "
             "(file://, gs://) or relative to the storage root. Empty: the spec's.",
         ),
         "shard_mb": Param(
-            None, type=["null", "integer"], minimum=1, maximum=4096, title="Shard size (MiB)",
+            None, type=["null", "integer"], title="Shard size (MiB)",
             description="Target uncompressed size of each TFRecord shard. Empty: the spec's "
             "shards.target_bytes.",
         ),
         "compression": Param(
             None, type=["null", "string"], enum=[None, *COMPRESSIONS], title="Shard compression",
-            description="TFRecord compression: none or GZIP. Empty: the spec's "
+            values_display=COMPRESSION_LABELS,
+            description="TFRecord compression: none or GZIP. Spec default: the spec's "
             "shards.compression.",
         ),
         "validation_mode": Param(
@@ -75,21 +85,21 @@ def training_params() -> dict[str, Param]:
     # Keys besides "version" are TrainConfig overrides (TRAIN_OVERRIDES).
     return {
         "version": Param(
-            "latest", type="string", pattern=r"^(latest|\d{8}T\d{6}Z_\S+)$",
+            "latest", type="string",
             title="Dataset version",
             description="Version id to train on, or 'latest'. Ignored when the run was "
             "triggered by a dataset Asset event (the event's version wins).",
         ),
         "epochs": Param(
-            None, type=["null", "integer"], minimum=1, maximum=1000, title="Epochs",
+            None, type=["null", "integer"], title="Epochs",
             description="Training epochs. Empty: the training default.",
         ),
         "batch_size": Param(
-            None, type=["null", "integer"], minimum=1, maximum=65536, title="Batch size",
+            None, type=["null", "integer"], title="Batch size",
             description="Examples per batch. Empty: the training default.",
         ),
         "min_margin": Param(
-            None, type=["null", "number"], minimum=0, exclusiveMaximum=0.5,
+            None, type=["null", "number"],
             title="Quality gate margin",
             description="The model must beat the majority-class baseline's test accuracy and "
             "AUC by this much or nothing is published. Empty: the training default.",

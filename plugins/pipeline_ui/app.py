@@ -1,12 +1,14 @@
 """FastAPI app of the pipeline UI: datasets -> versions -> version / model pages.
 
-Server-rendered HTML (Jinja2, autoescape on, no JavaScript), so it works inside the
-Airflow UI's iframe and every stored value is escaped on the way out. Mounted by the
+Server-rendered HTML (Jinja2, autoescape on), so it works inside the Airflow UI's iframe and
+every stored value is escaped on the way out. One static script (``static/ui.js``, no stored
+data in it) follows Airflow's colour mode and opens Airflow links in the page around the frame. Mounted by the
 Airflow plugin under ``URL_PREFIX``; ``create_app`` also runs standalone for tests.
 """
 
 from __future__ import annotations
 
+import json
 import mimetypes
 import os
 from pathlib import Path
@@ -14,13 +16,15 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from . import present
+from . import present, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
 from .records import DEFAULT_LIMITS
+from .validation import validation_view
 
 URL_PREFIX = "/pipeline"
 HERE = Path(__file__).resolve().parent
@@ -28,9 +32,10 @@ REPO = HERE.parent.parent
 ROOT_ENV = "PIPELINE_STORAGE_ROOT"
 MODELS_ON_DATASET_PAGE = 5
 
-# Our pages need no script at all; stored Data Docs get a sandbox without scripts too.
-PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'self'; "
-            "base-uri 'none'; form-action 'self'")
+# Our pages run only our own static script (no inline code, nothing stored); stored Data
+# Docs get a sandbox without scripts.
+PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+            "frame-ancestors 'self'; base-uri 'none'; form-action 'self'")
 STORED_HTML_CSP = ("sandbox allow-same-origin allow-popups allow-popups-to-escape-sandbox; "
                    "default-src 'self'; style-src 'self' 'unsafe-inline' https:; "
                    "font-src 'self' https: data:; img-src 'self' https: data:; "
@@ -67,6 +72,9 @@ class Urls:
     def version(self, ds: str, v: str) -> str:
         return self._join("datasets", ds, "versions", v)
 
+    def validation(self, ds: str, v: str) -> str:
+        return self._join("datasets", ds, "versions", v, "validation")
+
     def version_file(self, ds: str, v: str, relpath: str) -> str:
         return self._join("datasets", ds, "versions", v, "files") + "/" + quote(relpath)
 
@@ -83,7 +91,8 @@ class Urls:
 def _templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when)
+    env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when,
+                       label=views.label, cell=views.cell)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target)
@@ -117,7 +126,8 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        html = env.get_template(template).render(urls=Urls(request, url_prefix), root=catalog.root,
+        ctx.setdefault("root", catalog.root)  # error pages pass None: anonymous visitors see them
+        html = env.get_template(template).render(urls=Urls(request, url_prefix),
                                                  limits=catalog.limits, **ctx)
         return HTMLResponse(html, status_code=status)
 
@@ -144,9 +154,25 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         return render(request, "version.html", dataset=dataset, version=version, manifest=manifest,
                     shards=listing, models=models, models_total=models_total,
                     schema=present.schema_rows(manifest), raw=present.raw_json(manifest),
-                    extra=present.other_fields(manifest),
+                    extra=[(views.label(k), v) for k, v in present.other_fields(manifest)],
                     expectations=present.expectation_rows(manifest.get("validation") or {}),
-                    flatten=present.flatten)
+                    fingerprint=views.fingerprint(manifest), labelled=views.labelled)
+
+    @app.get("/datasets/{dataset}/versions/{version}/validation", response_class=HTMLResponse,
+             name="validation")
+    def validation(request: Request, dataset: str, version: str) -> Response:
+        manifest = catalog.manifest(dataset, version)
+        relpath = str((manifest.get("validation") or {}).get("results") or "")
+        if not relpath:
+            raise NotFound(f"version {dataset}/{version} stored no validation results")
+        data, _ = catalog.version_file(dataset, version, relpath)
+        try:
+            results = json.loads(data)
+        except ValueError as exc:
+            raise StorageUnavailable(f"{relpath} is not valid JSON: {exc}") from exc
+        view = validation_view(results if isinstance(results, dict) else {})
+        return render(request, "validation.html", dataset=dataset, version=version,
+                      manifest=manifest, view=view, results_path=relpath)
 
     @app.get("/datasets/{dataset}/versions/{version}/files/{path:path}", name="version_file")
     def version_file(dataset: str, version: str, path: str) -> Response:
@@ -161,7 +187,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         card = (present.render_markdown(detail.card, lambda p: urls.model_file(dataset, version, run, p))
                 if detail.card is not None else None)
         return render(request, "model.html", dataset=dataset, version=version, detail=detail,
-                    card=card, metrics=present.flatten(detail.metrics or {}),
+                    card=card, view=views.model_view(detail.metrics),
                     raw=present.raw_json(detail.metrics) if detail.metrics else None)
 
     @app.get("/datasets/{dataset}/versions/{version}/models/{run}/files/{path:path}",
@@ -188,8 +214,17 @@ def _install_handlers(app: FastAPI, render: Any) -> None:
 
     def handler(status: int, title: str) -> Any:
         def handle(request: Request, exc: Exception) -> Response:
-            return render(request, "error.html", status=status, title=title, message=str(exc))
+            return render(request, "error.html", status=status, title=title, message=str(exc),
+                          root=None)
         return handle
+
+    @app.exception_handler(RequestValidationError)
+    def bad_query(request: Request, exc: RequestValidationError) -> Response:
+        # FastAPI's default is a raw 422 JSON body; say which parameter and what it allows.
+        problems = [f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'request'} "
+                    f"{_allowed(e)} (got {str(e.get('input'))[:40]!r})" for e in exc.errors()]
+        return render(request, "error.html", status=400, title="Bad request", root=None,
+                      message="; ".join(problems) + ".")
 
     app.add_exception_handler(NotFound, handler(404, "Not found"))
     app.add_exception_handler(InvalidName, handler(400, "Bad request"))
@@ -204,7 +239,17 @@ def _install_handlers(app: FastAPI, render: Any) -> None:
             login = get_auth_manager().get_url_login(next_url=str(request.url))
             return RedirectResponse(login, status_code=303)
         return render(request, "error.html", status=exc.status_code, title="Error",
-                      message=str(exc.detail))
+                      message=str(exc.detail), root=None)
+
+
+def _allowed(error: dict[str, Any]) -> str:
+    """What a query parameter allows, from pydantic's error context, in a few words."""
+    ctx = error.get("ctx") or {}
+    if "ge" in ctx or "le" in ctx:
+        return f"must be a whole number from {ctx.get('ge', 1)} to {ctx.get('le', '∞')}"
+    if str(error.get("type", "")).startswith("int"):
+        return "must be a whole number"
+    return str(error.get("msg", "is not valid")).lower()
 
 
 def _install_security_headers(app: FastAPI) -> None:

@@ -45,6 +45,7 @@ __all__ = ["Catalog", "InvalidName", "Limits", "NotFound", "Page", "StorageUnava
            "check_name", "check_relpath"]
 T = TypeVar("T")
 
+
 def _basename(entry: Any) -> str:
     """list_dir may give names, URIs or fsspec info dicts; the UI needs the last segment."""
     if isinstance(entry, dict):
@@ -143,8 +144,11 @@ class Catalog:
             self.root, "datasets", check_name(dataset, "dataset")), "dataset path")
 
     def version_uri(self, dataset: str, version: str) -> str:
-        check_name(version, "version")
-        return versions.version_uri(self.root, check_name(dataset, "dataset"), version)
+        dataset, version = check_name(dataset, "dataset"), check_name(version, "version")
+        try:
+            return versions.version_uri(self.root, dataset, version)
+        except ValueError as exc:  # a malformed id names no version: 404, not 500
+            raise NotFound(f"there is no version {version!r} (not a version id)") from exc
 
     def run_uri(self, dataset: str, version: str, run: str) -> str:
         parts = (check_name(dataset, "dataset"), check_name(version, "version"),

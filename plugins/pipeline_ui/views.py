@@ -1,0 +1,117 @@
+"""Readable views of stored documents: labels for raw keys, model runs, fingerprints.
+
+Kept apart from ``present`` (manifest rows, Markdown) so each stays a screenful of rules.
+Every function is tolerant of what a manifest or metrics file of any dataset kind may hold:
+a value of an unexpected shape is shown as stored, never an error page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .present import flatten, fmt
+
+MAX_HISTORY_EPOCHS = 500
+METRIC_SCOPES = ("test", "eval", "baseline")
+# Words a reader should not have to decode; anything else is de-snake-cased.
+_LABELS = {
+    "timings_s": "Timings (s)", "max_quarantined": "Quarantine limit (rows)",
+    "reasons": "Quarantine reasons", "evaluated_rows": "Rows evaluated",
+    "quarantined_rows": "Rows quarantined", "auc": "AUC", "pr_auc": "PR AUC", "cpu": "CPU",
+    "gpu": "GPU", "examples_per_s": "Examples per second", "fit_seconds": "Fit time (s)",
+    "stall_ratio": "Input stall ratio", "min_margin": "Required margin over baseline",
+    "passed_quality_gate": "Passed quality gate", "best_epoch": "Best epoch",
+    "epochs_run": "Epochs run", "resumed_from_epoch": "Resumed from epoch",
+    "version_uri": "Version URI", "model_uri": "Model URI", "code_version": "Code version",
+    "sha256": "SHA-256", "manifest_sha256": "Manifest SHA-256", "lr": "Learning rate",
+    "val_loss": "Eval loss", "val_auc": "Eval AUC", "val_accuracy": "Eval accuracy",
+    "shard_target_bytes": "Shard target (bytes)", "dask": "Dask", "gx": "GX", "id": "ID",
+    "uri": "URI",
+}
+
+
+def label(key: str) -> str:
+    """``timings_s.row_level_task_cpu`` -> ``Timings (s) › Row level task CPU``."""
+    return " › ".join(_label_part(p) for p in str(key).split(".") if p)
+
+
+def _label_part(part: str) -> str:
+    if part in _LABELS:
+        return _LABELS[part]
+    words = [_LABELS.get(w, w) for w in re.split(r"[_\s]+", part) if w]
+    if words and words[-1] == "s" and len(words) > 1:
+        words[-1] = "(s)"
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
+
+
+def labelled(obj: Any, skip: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
+    """Flattened ``(readable label, value)`` rows, leaving out top-level keys in ``skip``."""
+    if not isinstance(obj, dict):
+        return []
+    return [(label(k), v) for k, v in flatten({k: v for k, v in obj.items() if k not in skip})]
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A source fingerprint as images (a file count) and tables (a file list) store it."""
+
+    sha256: Any
+    count: Any
+    source: Any
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+
+def fingerprint(manifest: dict[str, Any]) -> Fingerprint:
+    """``files`` is a list of ``{uri, size, mtime}`` for tables and a count for images."""
+    fp = manifest.get("source_fingerprint")
+    fp = fp if isinstance(fp, dict) else {}
+    files = fp.get("files")
+    listed = [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+    count = len(files) if isinstance(files, list) else files
+    return Fingerprint(fp.get("sha256"), count, fp.get("source"), listed)
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """A run's metrics.json grouped the way a reader compares them."""
+
+    scopes: list[str]  # columns present among test / eval / baseline
+    quality: list[tuple[str, list[Any]]]  # metric label, value per scope
+    facts: list[tuple[str, Any]]
+    hyperparameters: list[tuple[str, Any]]
+    history_keys: list[str]
+    history: list[list[Any]]  # one row per epoch: epoch number, then a value per key
+    history_truncated: bool
+
+
+def model_view(metrics: dict[str, Any] | None) -> ModelView:
+    """Quality metrics side by side (test, eval, baseline), hyperparameters once, history."""
+    metrics = metrics if isinstance(metrics, dict) else {}
+    scopes = [s for s in METRIC_SCOPES if isinstance(metrics.get(s), dict)]
+    names: list[str] = []
+    for scope in scopes:
+        names += [k for k, v in metrics[scope].items() if k not in names and _scalar(v)]
+    quality = [(label(n), [metrics[s].get(n) for s in scopes]) for n in names]
+    history = metrics.get("history") if isinstance(metrics.get("history"), dict) else {}
+    keys = [k for k, v in history.items() if isinstance(v, list)]
+    epochs = max((len(history[k]) for k in keys), default=0)
+    rows = [[i + 1, *(history[k][i] if i < len(history[k]) else None for k in keys)]
+            for i in range(min(epochs, MAX_HISTORY_EPOCHS))]
+    skip = (*scopes, "history", "hyperparameters", "artifacts")
+    return ModelView(scopes, quality, labelled(metrics, skip),
+                     labelled(metrics.get("hyperparameters")), [label(k) for k in keys], rows,
+                     epochs > MAX_HISTORY_EPOCHS)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def cell(value: Any) -> str:
+    """One table cell: numbers formatted, anything nested shown compactly."""
+    if isinstance(value, (dict, list)) and not value:
+        return "none"
+    return fmt(value) if _scalar(value) else str(value)

@@ -1,0 +1,161 @@
+"""Every page of the pipeline UI for every shipped dataset kind, and every link on it (issue 17).
+
+The crawl starts at the datasets page and follows each link the app itself serves; every one
+must answer 200. Links into the Airflow UI (``/dags/...``) are checked for shape here and
+followed for real in tests/test_ui_browser.py. Then each reported defect, one test each.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from html import unescape
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin
+
+import pytest
+import ui_fixtures as uf
+from fastapi.testclient import TestClient
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "plugins"))
+
+from pipeline_ui.app import create_app
+
+MAX_PAGES = 400
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> uf.BuiltRoot:
+    return uf.build_catalog_root(tmp_path_factory.mktemp("ui-pages") / "store", n_versions=3)
+
+
+@pytest.fixture(scope="module")
+def client(built: uf.BuiltRoot) -> TestClient:
+    return TestClient(create_app(built.uri))
+
+
+def links(html: str) -> list[str]:
+    return [unescape(h) for h in re.findall(r'(?:href|src)="([^"]+)"', html)]
+
+
+def crawl(client: TestClient, start: str = "/") -> dict[str, int]:
+    """Breadth-first over the app's own links; returns url -> status, Airflow links apart."""
+    seen: dict[str, int] = {}
+    queue = [start]
+    while queue and len(seen) < MAX_PAGES:
+        url = queue.pop(0)
+        if url in seen:
+            continue
+        r = client.get(url)
+        seen[url] = r.status_code
+        if r.status_code != 200 or not r.headers["content-type"].startswith("text/html"):
+            continue
+        for href in links(r.text):
+            target = urldefrag(urljoin(url, href))[0]
+            if target.startswith("/dags/"):
+                assert re.match(r"^/dags/etl_\w+/runs/[^/]+$", target), target
+                continue
+            if target.startswith("/") and target not in seen:
+                queue.append(target)
+    return seen
+
+
+def test_every_link_on_every_page_resolves(client: TestClient, built: uf.BuiltRoot) -> None:
+    seen = crawl(client)
+    broken = {u: s for u, s in seen.items() if s != 200}
+    assert not broken, broken
+    image = uf.vid(uf.FIRST_END)
+    for kind_pages in (
+        [f"/datasets/flights/versions/{built.versions[-1]}",
+         f"/datasets/flights/versions/{built.versions[-1]}/validation",
+         f"/datasets/flights/versions/{built.versions[-1]}/models/{built.runs[built.versions[-1]][0]}"],
+        ["/datasets/digits", f"/datasets/digits/versions/{image}",
+         f"/datasets/digits/versions/{image}/validation",
+         f"/datasets/digits/versions/{image}/models/20130102T050000Z"],
+    ):
+        assert set(kind_pages) <= set(seen), sorted(seen)
+
+
+def test_image_version_pages_render(client: TestClient) -> None:
+    """digits stores a file count, not a file list, as its source fingerprint (was a 500)."""
+    version = uf.vid(uf.FIRST_END)
+    html = client.get(f"/datasets/digits/versions/{version}").text
+    assert "over 121 files" in html and "Quarantine limit (rows)" in html
+    page = client.get(f"/datasets/digits/versions/{version}/validation")
+    assert page.status_code == 200 and "raw/digits/3/bad.png" in page.text
+    assert "undecodable: &lt;script&gt;" in page.text and "<script>alert" not in page.text
+    assert f'href="/datasets/digits/versions/{version}"' in page.text  # linked back
+
+
+def test_validation_page_shows_each_expectation(client: TestClient, built: uf.BuiltRoot) -> None:
+    version = built.versions[-1]
+    html = client.get(f"/datasets/flights/versions/{version}/validation").text
+    checks = re.findall(r'<tr class="check-row( failed)?">(.*?)</tr>', html, flags=re.DOTALL)
+    assert [bool(f) for f, _ in checks] == [True, False]  # failures first
+    failed = " ".join(unescape(re.sub(r"<[^>]+>", " ", checks[0][1])).split())
+    assert "distance" in failed and "column values to be between" in failed
+    assert "3 (0.33%)" in failed and "903" in failed and '[-1.0, 99999.0, "UA"]' in failed
+    version_page = client.get(f"/datasets/flights/versions/{version}").text
+    assert f'href="/datasets/flights/versions/{version}/validation"' in version_page
+    assert f'href="/datasets/flights/versions/{version}#validation"' in html
+
+
+@pytest.mark.parametrize("url", ["/datasets/flights/versions/not-a-version",
+                                 "/datasets/flights/versions/2013",
+                                 "/datasets/digits/versions/20130102T000000Z_x/validation"])
+def test_malformed_version_ids_are_404_pages(client: TestClient, url: str) -> None:
+    r = client.get(url)
+    assert r.status_code == 404 and '<a class="brand"' in r.text and "<h1>Not found</h1>" in r.text
+
+
+@pytest.mark.parametrize("query", ["page=abc", "page=0", "per_page=x", "page=1.5"])
+def test_bad_query_parameters_are_400_pages(client: TestClient, query: str) -> None:
+    r = client.get(f"/datasets/flights?{query}")
+    assert r.status_code == 400 and r.headers["content-type"].startswith("text/html")
+    message = unescape(re.search(r'class="error-message">([^<]*)<', r.text).group(1))
+    name = query.split("=")[0]
+    assert message.startswith(f"{name} must be a whole number") and "\n" not in message
+
+
+def test_error_pages_do_not_show_the_storage_root(built: uf.BuiltRoot) -> None:
+    anonymous = TestClient(create_app(built.uri, airflow_auth=True))
+    r = anonymous.get("/datasets/flights", headers={"accept": "application/json"})
+    assert r.status_code in (401, 403) and str(built.root) not in r.text
+    r = TestClient(create_app(built.uri)).get("/datasets/nope")
+    assert r.status_code == 404 and str(built.root) not in r.text
+
+
+def test_version_page_uses_readable_labels(client: TestClient, built: uf.BuiltRoot) -> None:
+    html = client.get(f"/datasets/flights/versions/{built.versions[-1]}").text
+    shown = re.sub(r"<pre>.*?</pre>", "", html, flags=re.DOTALL)  # the raw manifest aside
+    assert "Timings (s) › Row level task CPU" in unescape(shown)
+    assert "timings_s" not in shown and "row_level" not in shown
+
+
+def test_model_page_groups_metrics(client: TestClient, built: uf.BuiltRoot) -> None:
+    version, run = built.versions[-1], built.runs[built.versions[-1]][0]
+    html = client.get(f"/datasets/flights/versions/{version}/models/{run}").text
+    head = re.search(r'<table class="grid narrow" id="metric-table">\s*<thead>(.*?)</thead>',
+                     html, flags=re.DOTALL).group(1)
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", head) == ["Metric", "test", "eval", "baseline"]
+    assert len(re.findall(r'<tr class="history-row">', html)) == 3  # a table, not "[3 items]"
+    assert "items]" not in html
+    base = f"/datasets/flights/versions/{version}/models/{run}/files/"
+    assert f'<a href="{base}learning_curves.png"><code>learning_curves.png</code></a>' in html
+    assert '<a href="#raw"><code>metrics.json</code></a>' in html
+
+
+def test_airflow_links_leave_the_frame(client: TestClient, built: uf.BuiltRoot) -> None:
+    html = client.get(f"/datasets/flights/versions/{built.versions[-1]}").text
+    assert re.search(r'<a class="dagrun" target="_top" href="/dags/etl_flights/runs/', html)
+    assert '<script src="/static/ui.js"></script>' in html
+    js = client.get("/static/ui.js")
+    assert js.status_code == 200 and "pushState" in js.text and "popstate" in js.text
+
+
+def test_dark_mode_follows_airflow_and_the_system(client: TestClient) -> None:
+    css = client.get("/static/style.css").text
+    assert ':root[data-theme="dark"]' in css and "prefers-color-scheme: dark" in css
+    js = client.get("/static/ui.js").text
+    assert 'contains("dark")' in js and 'getItem("theme")' in js
