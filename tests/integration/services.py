@@ -50,3 +50,16 @@ def wait_for(what: str, probe: Callable[[], Any], timeout_s: float, *,
         time.sleep(interval_s)
     pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what} "
                 f"(last error: {last_error!r})\n{on_timeout()}", pytrace=False)
+
+
+def query_rows(dsn: str, sql: str, *args: Any) -> list[tuple]:
+    """Rows of one read-only query on the metadata database (no API login needed)."""
+    import psycopg2
+
+    conn = psycopg2.connect(dsn, connect_timeout=10)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall()
+    finally:
+        conn.close()

@@ -27,7 +27,7 @@ from typing import Any
 
 import psutil
 import pytest
-from services import api_server_env, free_port, wait_for
+from services import api_server_env, free_port, query_rows, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")
 
@@ -66,13 +66,7 @@ class MetaDB:
         self.dsn = url.replace("postgresql+psycopg2://", "postgresql://")
 
     def rows(self, sql: str, *args: Any) -> list[tuple]:
-        conn = psycopg2.connect(self.dsn, connect_timeout=10)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, args)
-                return cur.fetchall()
-        finally:
-            conn.close()
+        return query_rows(self.dsn, sql, *args)
 
     def runs(self) -> dict[str, tuple[str, str, str]]:
         """run_id -> (state, run_type, data interval end as YYYY-MM-DD) for the ETL DAG."""

@@ -24,7 +24,7 @@ from urllib.parse import urldefrag, urlsplit
 
 import httpx
 import pytest
-from services import api_server_env, free_port, wait_for
+from services import api_server_env, free_port, query_rows, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]
@@ -110,13 +110,7 @@ class Api:
                              headers={"authorization": f"Bearer {self.token()}"})
 
     def rows(self, sql: str, *args: object) -> list[tuple]:
-        conn = psycopg2.connect(self.dsn, connect_timeout=10)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, args)
-                return cur.fetchall()
-        finally:
-            conn.close()
+        return query_rows(self.dsn, sql, *args)
 
     def runs(self, dag_id: str) -> list[tuple[str, str, str]]:
         return self.rows("SELECT run_id, run_type, state FROM dag_run WHERE dag_id = %s",
