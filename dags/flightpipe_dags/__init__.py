@@ -3,7 +3,8 @@
 A uniquely named package (Airflow puts the DAGs folder on ``sys.path``, so a generic name
 could shadow another module); ``.airflowignore`` keeps the dag-processor from parsing it as
 DAG files. Import-light on purpose: stdlib, pendulum and ``airflow.sdk`` only, nothing that
-touches the metadata database, Variables or connections.
+touches the metadata database, Variables or connections. The specs search path and the
+per-spec scheduling keys come from ``flightpipe_specs`` (shared with etl, stdlib + PyYAML).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from flightpipe_dags.settings import (
     GPU_QUEUE,
     RETRY_DEFAULTS,
     START_DATE,
+    DagSettings,
+    dag_defaults,
     dataset_asset,
+    dataset_settings,
     etl_timetable,
     spec_names,
     storage_root,
@@ -30,7 +34,8 @@ from flightpipe_dags.settings import (
 
 __all__ = [
     "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
-    "EtlOptions", "choose_version", "dataset_asset", "etl_params", "etl_timetable",
+    "DagSettings", "EtlOptions", "choose_version", "dag_defaults", "dataset_asset", "dataset_settings",
+    "etl_params", "etl_timetable",
     "metrics_summary", "resolve_etl_options", "run_name", "spec_names", "storage_root",
     "training_params",
 ]
