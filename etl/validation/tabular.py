@@ -108,7 +108,7 @@ def validate_dataset(
         raise ValueError("results_uri and quarantine_uri are required")
     vspec = ValidationSpec.of(spec)
     suite = vgx.load_suite(vspec.expectations, vspec.columns)
-    _check_dataset_metrics(suite, vspec)
+    check_dataset_metrics(suite, vspec)
     schema = _schema_result(ddf, vspec)
     if not schema.success:
         finish(
@@ -178,7 +178,7 @@ def _evaluate(
     return row_results + dataset_results, levels, counts, valid
 
 
-def _check_dataset_metrics(suite: vgx.SplitSuite, vspec: ValidationSpec) -> None:
+def check_dataset_metrics(suite: vgx.SplitSuite, vspec: ValidationSpec) -> None:
     """Fail on a dataset-level expectation Dask cannot evaluate, before reading any data."""
     fmt = result_format(vspec.key)
     for cfg in suite.dataset:
