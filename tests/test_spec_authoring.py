@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -71,25 +72,27 @@ def test_repo_example_specs_pass_check() -> None:
         assert report.ok, report.problems
 
 
-def test_init_on_flights_day_file_checks_and_runs_through_the_etl(tmp_path, specs, capsys):
+def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, specs, capsys):
     """Real flights raw files landed by ``etl land``; the only decision taken is the label."""
     root = f"file://{tmp_path / 'data'}"
-    land(root, "flights", start=pd.Timestamp("2013-01-02").date(),
-         end=pd.Timestamp("2013-01-03").date())
+    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 3))
     out = _init(capsys, "--name", "flights_day", "--root", root, "--label", "arr_delay",
-                "--source", "raw/flights/date=2013-01-02/flights.csv")
+                "--source", "raw/flights/date={date}/flights.csv")
     assert "Still to decide:" in out and "label: the draft says arr_delay >" in out
     spec = yaml.safe_load((specs / "flights_day" / "spec.yaml").read_text())
     assert spec["label"]["source"] == "arr_delay" and spec["exclude"] == ["arr_delay"]
-    assert spec["sources"]["flights_day"]["columns"]["time_hour"] == "timestamp"
+    source = spec["sources"]["flights_day"]
+    assert source["columns"]["time_hour"] == "timestamp" and source["event_time"] == "time_hour"
+    assert source["partitioning"] == {"placeholder": "date", "format": "%Y-%m-%d",
+                                      "granularity": "day", "require_complete": True}
     assert {"name": "origin", "kind": "categorical", "fill": "UNKNOWN"} in spec["features"]
     suite = json.loads((specs / "flights_day" / "expectations.json").read_text())
     kinds = {(e["type"], e["kwargs"].get("column")) for e in suite["expectations"]}
     assert ("expect_column_values_to_be_in_set", "origin") in kinds
     assert ("expect_compound_columns_to_be_unique", None) in kinds
     assert main(["spec", "check", "flights_day"]) == 0, capsys.readouterr().out
-    result = pipeline.run("flights_day", root, "2013-01-04", run_id="drafted")
-    assert result["created"] and sum(result["splits"].values()) > 800
+    result = pipeline.run("flights_day", root, "2013-01-03", run_id="drafted")
+    assert result["created"] and sum(result["splits"].values()) > 1500  # both days
     manifest = versions.read_manifest(result["version_uri"])
     assert manifest["schema"]["label"]["name"] == "label"
 

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from etl import storage
+from etl.authoring.partitions import matching_files, partitioning, placeholder
 from etl.authoring.profile import MAX_VOCAB, ColumnProfile, find_key, profile_column
 from etl.authoring.suite import draft_suite
 from etl.sources.read import read_source_file
@@ -74,13 +75,19 @@ def _header(raw: bytes, fmt: str) -> list[str]:
     return list(dict.fromkeys(k for ln in lines for k in json.loads(ln)))
 
 
-def read_sample(uri: str, fmt: str, rows: int = DEFAULT_SAMPLE_ROWS) -> pd.DataFrame:
-    """Up to ``rows`` rows of one raw file, every value a string as extraction hands it over."""
-    columns = _header(storage.read_bytes(uri), fmt)
+def read_sample(uris: list[str], fmt: str, rows: int = DEFAULT_SAMPLE_ROWS) -> pd.DataFrame:
+    """Up to ``rows`` rows of the newest files, every value a string as extraction hands over."""
+    columns = _header(storage.read_bytes(uris[-1]), fmt)
     read = {"null_values": NULL_VALUES} if fmt == "csv" else {}
-    source = Source(name="sample", uri=uri, format=fmt, columns=dict.fromkeys(columns, "string"),
-                    read=read)
-    return read_source_file(uri, source).head(rows).reset_index(drop=True)
+    source = Source(name="sample", uri=uris[-1], format=fmt,
+                    columns=dict.fromkeys(columns, "string"), read=read)
+    frames, count = [], 0
+    for uri in reversed(uris):
+        frames.append(read_source_file(uri, source))
+        count += len(frames[-1])
+        if count >= rows:
+            break
+    return pd.concat(frames[::-1], ignore_index=True).tail(rows).reset_index(drop=True)
 
 
 def _usable(columns: list[str], draft: Draft) -> list[str]:
@@ -142,11 +149,13 @@ def draft_spec(name: str, source_uri: str, *, root: str, label: str | None = Non
         raise SpecError(f"--task: expected one of {list(TASKS)}, got {task!r}")
     read_uri, spec_uri = resolve_source(source_uri, root)
     fmt = format_of(source_uri, fmt)
-    frame = read_sample(read_uri, fmt, sample_rows)
+    part = placeholder(read_uri)
+    files, values = matching_files(read_uri) if part else ([read_uri], [])
+    frame = read_sample(files, fmt, sample_rows)
     draft = Draft(name=name, spec={}, suite={})
     frame = frame[_usable(list(frame.columns), draft)]
     profiles = {c: profile_column(c, frame[c]) for c in frame.columns}
-    draft.inferred.append(f"{len(frame)} rows sampled from {read_uri} ({fmt})")
+    draft.inferred.append(f"{len(frame)} rows sampled from {len(files)} of {read_uri} ({fmt})")
     draft.inferred += [f"  {p.name}: {p.type}, {p.nulls} null, {p.distinct} distinct"
                        + (f", [{p.low:g}, {p.high:g}]" if p.numeric else "")
                        + (f", values {list(p.values)[:6]}" if p.values else "")
@@ -160,6 +169,11 @@ def draft_spec(name: str, source_uri: str, *, root: str, label: str | None = Non
     source = {"uri": spec_uri, "format": fmt,
               **({"read": {"null_values": NULL_VALUES}} if fmt == "csv" else {}),
               "columns": {p.name: p.type for p in profiles.values()}}
+    if part:
+        times = [p.name for p in profiles.values() if p.type == "timestamp" and p.nulls == 0]
+        source.update(partitioning(part, values, times, source_uri))
+        draft.decide.append(f"partitioning: one file per {source['partitioning']['granularity']}"
+                            f" of {source['event_time']} (check the event_time column)")
     draft.spec = {
         "name": name, "description": f"Drafted by `python -m etl spec init` from {source_uri}.",
         "sources": {name: source}, "primary": name, "key": list(key),
