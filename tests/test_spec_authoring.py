@@ -178,3 +178,12 @@ def test_bad_specs_fail_check_naming_file_and_field(tmp_path, specs, capsys, cas
     assert main(["spec", "check", "diabetes"]) == 1
     out = capsys.readouterr().out
     assert f"error: {specs / 'diabetes'}" in out and message in out, out
+
+
+def test_without_a_label_the_draft_says_so_and_check_names_the_field(tmp_path, specs, capsys):
+    out = _init(capsys, "--name", "diabetes", "--source",
+                str(_sklearn_csv(tmp_path, "load_diabetes")))
+    assert "label: choose the column to predict" in out
+    report = check_spec("diabetes")
+    missing = f"{specs / 'diabetes' / 'spec.yaml'}.label: required field is missing"
+    assert report.problems == [missing]
