@@ -1,9 +1,11 @@
 """# Dataset ETL: raw zone -> validated, versioned TFRecord shards
 
-One DAG per dataset spec (`etl/specs/<name>/spec.yaml`), id `etl_<name>`.
+One DAG per dataset spec (`<folder>/<name>/spec.yaml` on `PIPELINE_SPECS_PATH`, by default
+`etl/specs`), id `etl_<name>`. The spec may set `schedule`, `start_date`, `catchup`, `owner`
+and `tags`; `PIPELINE_ETL_SCHEDULE` overrides every spec's schedule.
 
 Each run publishes the version for its data interval: the window of raw data that ends at
-the **data interval end** (nightly, daily intervals aligned on 00:00 UTC), by default
+the **data interval end** (by default nightly, daily intervals aligned on 00:00 UTC), by default
 everything landed up to that point (`window_days` narrows it). The version id is derived
 from the interval, never from the wall clock, so a retry or re-run targets the same version.
 
@@ -33,34 +35,32 @@ from typing import Any
 from airflow.sdk import DAG, Metadata, dag, task
 from flightpipe_dags import (
     DASK_POOL,
-    RETRY_DEFAULTS,
-    START_DATE,
+    DagSettings,
+    dag_defaults,
     dataset_asset,
+    dataset_settings,
     etl_params,
     etl_timetable,
     resolve_etl_options,
     skip_already_published,
-    spec_names,
     storage_root,
 )
 
 
 # long: four task bodies of a few lines each, wired in one DAG and read top to bottom
-def build_etl_dag(name: str) -> DAG:
+def build_etl_dag(name: str, settings: DagSettings) -> DAG:
     """Wire extract -> validate -> transform_and_write -> publish for dataset ``name``."""
     asset = dataset_asset(name)
 
     @dag(
         dag_id=f"etl_{name}",
-        schedule=etl_timetable(),
-        start_date=START_DATE,
-        catchup=False,
+        schedule=etl_timetable(settings.schedule),
+        catchup=settings.catchup,
         max_active_runs=1,
         dagrun_timeout=timedelta(hours=8),
-        default_args=RETRY_DEFAULTS,
         params=etl_params(),
         doc_md=__doc__,
-        tags=["etl", name],
+        **dag_defaults(name, settings, "etl"),
     )
     def etl() -> None:
         @task(pool=DASK_POOL, execution_timeout=timedelta(hours=2))
@@ -108,5 +108,5 @@ def build_etl_dag(name: str) -> DAG:
     return etl()
 
 
-for _name in spec_names():
-    globals()[f"etl_{_name}"] = build_etl_dag(_name)
+for _name, _settings in dataset_settings().items():
+    globals()[f"etl_{_name}"] = build_etl_dag(_name, _settings)

@@ -10,8 +10,9 @@ One DAG per dataset spec, id `train_<name>`, scheduled on the dataset Asset
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
 is consumed only by the Celery worker that owns the GPUs (`airflow celery worker --queues gpu`).
-Manual runs take `epochs`, `batch_size` and the quality-gate `min_margin` from the trigger
-form; Asset-triggered runs use the training defaults.
+Training settings come from the spec's `training` block (`epochs`, `batch_size`,
+`learning_rate`, `hidden_units`, `min_margin`, ...), else the training defaults; a manual
+run's trigger form (`epochs`, `batch_size`, `min_margin`) overrides both.
 """
 
 from __future__ import annotations
@@ -23,34 +24,33 @@ from airflow.sdk import DAG, dag, task
 from flightpipe_dags import (
     GPU_POOL,
     GPU_QUEUE,
-    RETRY_DEFAULTS,
-    START_DATE,
+    DagSettings,
     check_training_params,
     choose_version,
+    dag_defaults,
     dataset_asset,
+    dataset_settings,
     metrics_summary,
     run_name,
-    spec_names,
     storage_root,
     training_params,
 )
 
 
-def build_training_dag(name: str) -> DAG:
+def build_training_dag(name: str, settings: DagSettings) -> DAG:
     """Wire resolve_version -> train for dataset ``name``, scheduled on its Asset."""
     asset = dataset_asset(name)
+    spec_training = dict(settings.training)  # the spec's TrainConfig overrides
 
     @dag(
         dag_id=f"train_{name}",
         schedule=[asset],
-        start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
         dagrun_timeout=timedelta(hours=12),
-        default_args={**RETRY_DEFAULTS, "retries": 1},
         params=training_params(),
         doc_md=__doc__,
-        tags=["training", name],
+        **dag_defaults(name, settings, "training", retries=1),
     )
     def training() -> None:
         @task(execution_timeout=timedelta(minutes=10))
@@ -74,7 +74,7 @@ def build_training_dag(name: str) -> DAG:
             from training.config import TrainConfig
             from training.train import train as train_model
 
-            overrides = check_training_params(params)
+            overrides = {**spec_training, **check_training_params(params)}
             result = train_model(resolved["version_uri"], storage.join(storage_root(), "models"),
                                  run_name(run_id or "manual"),
                                  TrainConfig().with_overrides(**overrides))
@@ -86,5 +86,5 @@ def build_training_dag(name: str) -> DAG:
     return training()
 
 
-for _name in spec_names():
-    globals()[f"train_{_name}"] = build_training_dag(_name)
+for _name, _settings in dataset_settings().items():
+    globals()[f"train_{_name}"] = build_training_dag(_name, _settings)

@@ -6,6 +6,10 @@
     python -m etl show     --root file:///tmp/x --dataset flights [--version latest]
     python -m etl retain   --root file:///tmp/x --dataset flights --keep 3
     python -m etl gc       --root file:///tmp/x --dataset flights [--apply]
+    python -m etl spec init --name wine --source raw/wine/wine.csv --label cultivar
+    python -m etl spec check wine
+
+Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/specs).
 
 Step by step (what the DAG does, URIs passed from one step to the next):
 extract -> validate -> write -> publish. ``--root`` defaults to $PIPELINE_STORAGE_ROOT.
@@ -20,6 +24,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from etl.authoring.cli import add_spec_parser, run_spec
 
 DEFAULT_ROOT = f"file://{Path(__file__).resolve().parent.parent / '.data'}"
 
@@ -41,8 +47,8 @@ def _common(p: argparse.ArgumentParser, root: bool = True) -> None:
         p.add_argument("--root", default=os.environ.get("PIPELINE_STORAGE_ROOT", DEFAULT_ROOT),
                        help="storage root URI, file://... or gs://bucket/prefix "
                             "(default: $PIPELINE_STORAGE_ROOT or ./.data)")
-    p.add_argument("--dataset", default="flights", help="spec name under etl/specs/ or a path "
-                                                         "to a spec.yaml (default: flights)")
+    p.add_argument("--dataset", default="flights", help="spec name on $PIPELINE_SPECS_PATH or "
+                                                         "a path to a spec.yaml (default: flights)")
 
 
 def _interval(p: argparse.ArgumentParser) -> None:
@@ -122,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--staging-stale-hours", type=float, default=12.0,
                    help="staging of a run with no live lease and no write for this long is "
                         "dead (default: 12, above the DAG's 8 h run timeout)")
+    add_spec_parser(sub, DEFAULT_ROOT)
     return parser
 
 
@@ -207,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{kind_of(args.dataset).unit}")
         elif args.command == "run":
             return _run(args)
+        elif args.command == "spec":
+            return run_spec(args)
         elif args.command == "extract":
             print(pipeline.extract(args.dataset, args.root, args.interval_end,
                                    args.interval_start, args.run_id, force=args.force,

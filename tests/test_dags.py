@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,10 @@ if "airflow" not in sys.modules:  # Airflow reads its home once, at first import
     })
 
 HEAVY = ("tensorflow", "keras", "dask", "distributed", "great_expectations", "gcsfs",
-         "pandas", "pyarrow", "tfx_bsl", "etl", "training")
+         "pandas", "pyarrow", "tfx_bsl", "training")
+# The only project code a parse may load: where specs live and their scheduling keys (yaml).
+LIGHT_ETL = {"etl", "etl.errors", "etl.log_redaction", "etl.spec", "etl.spec.fields",
+             "etl.spec.folders", "etl.spec.load", "etl.spec.model", "etl.spec.scheduling"}
 ALLOWED_TOP_LEVEL = ("__future__", "pendulum", "airflow.sdk", "flightpipe_dags")
 DAG_FILES = sorted(p for p in DAGS.glob("*.py"))
 
@@ -63,15 +65,16 @@ for path in sorted(folder.glob("*.py")):  # again, file by file, in CPU seconds
 heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2].split(",")))
 print("PARSE_RESULT=" + json.dumps({
     "errors": bag.import_errors, "dags": sorted(bag.dags), "heavy": heavy, "cpu_s": cpu,
+    "etl_modules": sorted(m for m in sys.modules if m.split(".")[0] == "etl"),
     "files": {Path(s.file).name: s.duration.total_seconds() for s in bag.dagbag_stats}}))
 """
 
 
-def parse_in_subprocess(dags_dir: Path) -> dict:
+def parse_in_subprocess(dags_dir: Path, **extra_env: str) -> dict:
     """Parse ``dags_dir`` like the dag-processor does, in a cold interpreter."""
     env = {**os.environ,
            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "sqlite:////nonexistent-dir/unreachable.db",
-           "AIRFLOW__CORE__DAGS_FOLDER": str(dags_dir)}
+           "AIRFLOW__CORE__DAGS_FOLDER": str(dags_dir), **extra_env}
     proc = subprocess.run([sys.executable, "-c", PARSE_SCRIPT, str(dags_dir), ",".join(HEAVY)],
                           check=False, env=env, capture_output=True, text=True, timeout=180)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PARSE_RESULT=")]
@@ -105,6 +108,7 @@ def common():
 def test_dag_files_parse_fast_without_db_or_heavy_imports(parsed: dict) -> None:
     assert parsed["errors"] == {}
     assert parsed["heavy"] == [], f"DAG parsing imported {parsed['heavy']}"
+    assert set(parsed["etl_modules"]) <= LIGHT_ETL, parsed["etl_modules"]
     # CPU seconds, so a busy machine does not fail the test; wall time is in parsed["files"].
     slow = {f: s for f, s in parsed["cpu_s"].items() if s >= 0.5}
     assert not slow, f"DAG files should parse in well under a second: {slow}"
@@ -158,14 +162,60 @@ def test_one_etl_and_one_training_dag_per_spec(dagbag, common) -> None:
 
 
 def test_new_spec_needs_no_dag_code(tmp_path: Path) -> None:
-    shutil.copytree(DAGS, tmp_path / "dags")
-    for name in ("alpha", "beta_2"):
-        (tmp_path / "etl" / "specs" / name).mkdir(parents=True)
-        (tmp_path / "etl" / "specs" / name / "spec.yaml").write_text(f"name: {name}\n")
-    (tmp_path / "etl" / "specs" / "no_spec_here").mkdir()
-    result = parse_in_subprocess(tmp_path / "dags")
+    """Specs in folders outside the repo, named by PIPELINE_SPECS_PATH, get their DAGs."""
+    folders = [tmp_path / "team_a", tmp_path / "team_b"]
+    for folder, name in zip(folders, ("alpha", "beta_2"), strict=True):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "spec.yaml").write_text(f"name: {name}\n")
+    (folders[0] / "no_spec_here").mkdir()
+    result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=os.pathsep.join(map(str, folders)))
     assert result["errors"] == {}
     assert result["dags"] == ["etl_alpha", "etl_beta_2", "train_alpha", "train_beta_2"]
+
+
+def test_per_spec_scheduling_reaches_the_dags(tmp_path: Path) -> None:
+    """schedule, start_date, catchup, owner and tags come from each spec; the env wins."""
+    (tmp_path / "hourly").mkdir()
+    (tmp_path / "hourly" / "spec.yaml").write_text(
+        "name: hourly\nschedule: '30 * * * *'\nstart_date: 2024-03-01\ncatchup: true\n"
+        "owner: ml-team\ntags: [wine, nightly]\ntraining: {epochs: 3, min_margin: 0.05}\n")
+    (tmp_path / "manual").mkdir()
+    (tmp_path / "manual" / "spec.yaml").write_text("name: manual\nschedule: none\n")
+    script = PARSE_SCRIPT.replace('print("PARSE_RESULT="', 'print("DAGS=" + json.dumps({i: {'
+        '"schedule": getattr(d.timetable, "expression", None), "start": d.start_date.isoformat(),'
+        '"catchup": d.catchup, "tags": sorted(d.tags), "owner": d.owner} for i, d in '
+        'bag.dags.items()}))\nprint("PARSE_RESULT="')
+    env = {**os.environ, "PIPELINE_SPECS_PATH": str(tmp_path), "AIRFLOW__CORE__DAGS_FOLDER":
+           str(DAGS), "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "sqlite:////nonexistent/x.db"}
+    env.pop("PIPELINE_ETL_SCHEDULE", None)
+    proc = subprocess.run([sys.executable, "-c", script, str(DAGS), ""], env=env, text=True,
+                          capture_output=True, timeout=180, check=False)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("DAGS=")]
+    assert proc.returncode == 0 and line, proc.stderr[-3000:]
+    dags = json.loads(line[-1].removeprefix("DAGS="))
+    assert dags["etl_hourly"] == {"schedule": "30 * * * *", "catchup": True, "owner": "ml-team",
+                                  "start": "2024-03-01T00:00:00+00:00",
+                                  "tags": ["etl", "hourly", "nightly", "wine"]}
+    assert dags["train_hourly"]["tags"] == ["hourly", "nightly", "training", "wine"]
+    assert dags["train_hourly"]["start"] == "2024-03-01T00:00:00+00:00"
+    assert dags["etl_manual"]["schedule"] is None  # none: manual runs only
+    assert dags["etl_manual"]["start"] == "2013-01-02T00:00:00+00:00"  # the deployment default
+
+
+def test_bad_or_duplicate_specs_fail_the_parse_naming_the_files(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder / "twin").mkdir(parents=True)
+        (tmp_path / folder / "twin" / "spec.yaml").write_text("name: twin\n")
+    result = parse_in_subprocess(
+        DAGS, PIPELINE_SPECS_PATH=f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}")
+    message = " ".join(result["errors"].values())
+    assert str(tmp_path / "a" / "twin" / "spec.yaml") in message
+    assert str(tmp_path / "b" / "twin" / "spec.yaml") in message
+    (tmp_path / "c" / "late").mkdir(parents=True)
+    (tmp_path / "c" / "late" / "spec.yaml").write_text("name: late\nschedule: every day\n")
+    result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=str(tmp_path / "c"))
+    message = " ".join(result["errors"].values())
+    assert "late/spec.yaml.schedule: expected a cron" in message
 
 
 def _edges(dag) -> set[tuple[str, str]]:
@@ -314,8 +364,11 @@ def test_etl_schedule_can_be_overridden_or_switched_off(common, monkeypatch) -> 
     assert common.etl_timetable().expression == "0 2 * * *"
     monkeypatch.setenv("PIPELINE_ETL_SCHEDULE", "none")
     assert common.etl_timetable() is None
+    assert common.etl_timetable("15 3 * * *") is None  # the deployment override wins
     monkeypatch.delenv("PIPELINE_ETL_SCHEDULE")
     assert common.etl_timetable().expression == "0 0 * * *"
+    assert common.etl_timetable("15 3 * * *").expression == "15 3 * * *"  # the spec's
+    assert common.etl_timetable("none") is None
 
 
 def test_interval_start_is_window_before_end(common) -> None:

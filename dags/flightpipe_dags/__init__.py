@@ -3,7 +3,8 @@
 A uniquely named package (Airflow puts the DAGs folder on ``sys.path``, so a generic name
 could shadow another module); ``.airflowignore`` keeps the dag-processor from parsing it as
 DAG files. Import-light on purpose: stdlib, pendulum and ``airflow.sdk`` only, nothing that
-touches the metadata database, Variables or connections.
+touches the metadata database, Variables or connections. The specs search path and the
+per-spec scheduling keys come from ``etl.spec.folders`` / ``etl.spec.scheduling`` (stdlib + PyYAML, nothing heavy).
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from flightpipe_dags.settings import (
     GPU_QUEUE,
     RETRY_DEFAULTS,
     START_DATE,
+    DagSettings,
+    dag_defaults,
     dataset_asset,
+    dataset_settings,
     etl_timetable,
     spec_names,
     storage_root,
@@ -33,7 +37,8 @@ from flightpipe_dags.settings import (
 
 __all__ = [
     "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
-    "EtlOptions", "ParamError", "check_training_params", "choose_version", "dataset_asset",
-    "etl_params", "etl_timetable", "metrics_summary", "resolve_etl_options", "run_name",
-    "skip_already_published", "spec_names", "storage_root", "training_params",
+    "DagSettings", "EtlOptions", "ParamError", "check_training_params", "choose_version",
+    "dag_defaults", "dataset_asset", "dataset_settings", "etl_params", "etl_timetable",
+    "metrics_summary", "resolve_etl_options", "run_name", "skip_already_published",
+    "spec_names", "storage_root", "training_params",
 ]

@@ -92,16 +92,19 @@ def training_params() -> dict[str, Param]:
         ),
         "epochs": Param(
             None, type=["null", "integer"], title="Epochs",
-            description="Training epochs. Empty: the training default.",
+            description="Training epochs. Empty: the spec's training.epochs, else the "
+            "default.",
         ),
         "batch_size": Param(
             None, type=["null", "integer"], title="Batch size",
-            description="Examples per batch. Empty: the training default.",
+            description="Examples per batch. Empty: the spec's training.batch_size, else the "
+            "default.",
         ),
         "min_margin": Param(
             None, type=["null", "number"],
             title="Quality gate margin",
             description="The model must beat the majority-class baseline's test accuracy and "
-            "AUC by this much or nothing is published. Empty: the training default.",
+            "AUC by this much or nothing is published. Empty: the spec's "
+            "training.min_margin, else the default.",
         ),
     }

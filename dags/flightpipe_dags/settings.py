@@ -1,14 +1,18 @@
 """Deployment settings of the dataset DAGs: spec discovery, schedule, pools, storage, Assets.
 
 Kept import-light on purpose: the dag-processor imports this module on every parse, so it
-uses only the standard library, pendulum and ``airflow.sdk``; the pipeline code is imported
-inside task bodies. Nothing here touches the metadata database, Variables or connections.
+uses only the standard library, pendulum, ``airflow.sdk``, ``etl.spec.folders`` and
+``etl.spec.scheduling`` (the specs search path and scheduling keys; stdlib + PyYAML); the
+pipeline code is imported inside task bodies. Nothing here touches the metadata database, Variables or
+connections.
+
+Schedule precedence for ``etl_<name>``: ``$PIPELINE_ETL_SCHEDULE`` (deployment override, e.g.
+``none`` on a staging deployment) > the spec's ``schedule`` > daily at 00:00 UTC.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,10 +20,11 @@ from typing import Any
 import pendulum
 from airflow.sdk import Asset, CronDataIntervalTimetable
 
+from etl.spec.folders import find_specs
+from etl.spec.scheduling import DagSettings, read_settings
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SPECS_DIR = REPO_ROOT / "etl" / "specs"
-SPEC_FILE = "spec.yaml"
-SPEC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+ETL_SCHEDULE_ENV = "PIPELINE_ETL_SCHEDULE"
 
 # The flights data is 2013: the first complete daily interval ends on 2013-01-02.
 START_DATE = pendulum.datetime(2013, 1, 2, tz="UTC")
@@ -37,30 +42,48 @@ RETRY_DEFAULTS: dict[str, Any] = {
 }
 
 
-def spec_names(specs_dir: Path = SPECS_DIR) -> list[str]:
-    """Dataset specs present on disk; one ETL and one training DAG is built for each.
+def spec_names() -> list[str]:
+    """Dataset specs on the specs search path (``$PIPELINE_SPECS_PATH``), one pair of DAGs each.
 
     Only folder names are read (no YAML parsing, no etl import), so a new spec needs no
     DAG code and parsing stays cheap.
     """
-    if not specs_dir.is_dir():
-        return []
-    return sorted(
-        p.name for p in specs_dir.iterdir()
-        if (p / SPEC_FILE).is_file() and SPEC_NAME.match(p.name)
-    )
+    return list(find_specs())
 
 
-def etl_timetable() -> CronDataIntervalTimetable | None:
-    """Daily UTC data intervals, or the cron in ``PIPELINE_ETL_SCHEDULE``; "none": manual only.
+def dataset_settings() -> dict[str, DagSettings]:
+    """Every spec's scheduling keys by dataset name: one small YAML read per spec.
 
-    Deployment-level, read from the environment at parse time (no DB): a staging deployment
-    or a test can switch the nightly runs off while keeping manual triggers.
+    A malformed key raises (naming the file and the field): the DAG file's import error shows
+    it in the UI rather than a dataset silently losing its DAGs.
     """
-    cron = os.environ.get("PIPELINE_ETL_SCHEDULE", "").strip() or ETL_CRON
+    return {name: read_settings(path) for name, path in find_specs().items()}
+
+
+def etl_timetable(spec_schedule: str | None = None) -> CronDataIntervalTimetable | None:
+    """The ETL DAG's data intervals; ``None`` (no timetable) means manual runs only.
+
+    ``$PIPELINE_ETL_SCHEDULE`` wins (a staging deployment or a test switches every nightly run
+    off with ``none``), then the spec's ``schedule``, then daily at 00:00 UTC. Read from the
+    environment and the spec file at parse time, never from the database.
+    """
+    cron = os.environ.get(ETL_SCHEDULE_ENV, "").strip() or spec_schedule or ETL_CRON
     if cron.lower() == "none":
         return None
     return CronDataIntervalTimetable(cron, timezone="UTC")
+
+
+def dag_defaults(name: str, settings: DagSettings, role: str,
+                 retries: int | None = None) -> dict[str, Any]:
+    """``start_date``, ``default_args`` (owner, retries) and ``tags`` of one dataset's DAG."""
+    args = dict(RETRY_DEFAULTS)
+    if settings.owner:
+        args["owner"] = settings.owner
+    if retries is not None:
+        args["retries"] = retries
+    start = pendulum.instance(settings.start_date) if settings.start_date else START_DATE
+    tags = list(dict.fromkeys([role, name, *settings.tags]))
+    return {"start_date": start, "default_args": args, "tags": tags}
 
 
 def storage_root() -> str:

@@ -17,7 +17,13 @@ from typing import Any
 import yaml
 
 from etl.spec.fields import SpecError, check_choice, check_name, check_relpath, get_field
-from etl.spec.load import parse_shards, parse_split, spec_path
+from etl.spec.load import (
+    check_folder_name,
+    check_settings,
+    parse_shards,
+    parse_split,
+    spec_path,
+)
 from etl.spec.model import DEFAULT_MIN_TRAIN_SHARDS, DEFAULT_SHARD_BYTES, Split
 
 KIND = "images"
@@ -128,8 +134,8 @@ def load_image_spec(name_or_path: str | Path, source_uri: str | None = None) -> 
     if not isinstance(raw, dict) or raw.get("kind") != KIND:
         raise SpecError(f"{w}.kind: expected {KIND!r} for an image spec")
     name = get_field(raw, "name", w, str)
-    if path.parent.name != name and path.name == "spec.yaml" and path.parent.parent.name == "specs":
-        raise SpecError(f"{w}.name: {name!r} must match its folder {path.parent.name!r}")
+    check_folder_name(path, name, w)
+    check_settings(raw, w)
     label = get_field(raw, "label", w, dict)
     classes = tuple(str(c) for c in get_field(label, "classes", f"{w}.label", list))
     if len(classes) < 2 or len(set(classes)) != len(classes):

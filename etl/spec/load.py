@@ -21,6 +21,14 @@ from etl.spec.fields import (
     get_field,
     reject_unknown,
 )
+from etl.spec.folders import (
+    DEFAULT_SPECS_DIR,
+    SPEC_FILE,
+    DuplicateSpecError,
+    SpecNotFoundError,
+    search_path,
+    spec_file,
+)
 from etl.spec.model import (
     COLUMN_TYPES,
     COMPRESSIONS,
@@ -41,19 +49,41 @@ from etl.spec.model import (
     Spec,
     Split,
 )
+from etl.spec.scheduling import SETTINGS_KEYS, SpecSettingsError, parse_settings
 
-SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"  # etl/specs
+SPECS_DIR = DEFAULT_SPECS_DIR  # etl/specs: the examples, the default of $PIPELINE_SPECS_PATH
 _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 def spec_path(name_or_path: str | Path) -> Path:
-    """Resolve a dataset name (``flights``) or a path to a spec.yaml."""
+    """Resolve a dataset name (``flights``, found on the specs search path) or a spec.yaml path.
+
+    The search rule lives in ``etl.spec.folders`` so the DAG files list the same specs.
+    """
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")):
         return Path(text).resolve()
     if not _DATASET.match(text):
         raise SpecError(f"dataset name {text!r}: expected lowercase letters, digits and _")
-    return SPECS_DIR / text / "spec.yaml"
+    try:
+        return spec_file(text)
+    except (SpecNotFoundError, DuplicateSpecError) as exc:
+        raise SpecError(str(exc)) from exc
+
+
+def check_folder_name(path: Path, name: str, where: str) -> None:
+    """A spec in a spec folder is found by its folder's name, so ``name`` must be that name."""
+    on_path = path.parent.parent in (*search_path(), DEFAULT_SPECS_DIR)
+    if path.name == SPEC_FILE and on_path and path.parent.name != name:
+        raise SpecError(f"{where}.name: {name!r} must match its folder {path.parent.name!r}")
+
+
+def check_settings(raw: dict, where: str) -> None:
+    """The Airflow scheduling and training keys (read by the DAG files), checked here too."""
+    try:
+        parse_settings(raw, where)
+    except SpecSettingsError as exc:
+        raise SpecError(str(exc)) from exc
 
 
 def load_spec(name_or_path: str | Path, source_uri: str | None = None) -> Spec:
@@ -209,10 +239,13 @@ def _parse(raw: Any, path: Path) -> Spec:
         raise SpecError(f"{w}.kind: {raw['kind']!r} is not a tabular spec (image specs load "
                         f"with etl.spec.images)")
     reject_unknown(raw, ("kind", "name", "description", "sources", "primary", "joins", "key",
-                         "label", "exclude", "features", "split", "expectations", "shards"), w)
+                         "label", "exclude", "features", "split", "expectations", "shards",
+                         *SETTINGS_KEYS), w)
     name = get_field(raw, "name", w, str)
     if not _DATASET.match(name):
         raise SpecError(f"{w}.name: expected lowercase letters, digits and _, got {name!r}")
+    check_folder_name(path, name, w)
+    check_settings(raw, w)
     sources = {n: _parse_source(n, d if isinstance(d, dict) else {}, f"{w}.sources.{n}")
                for n, d in get_field(raw, "sources", w, dict).items()}
     primary = get_field(raw, "primary", w, str)

@@ -114,6 +114,24 @@ class SplitSuite:
     meta: dict
 
 
+def _check_types(raw: Any, path: str | Path) -> None:
+    """Every expectation type exists: GX logs an unknown one and silently drops it."""
+    from great_expectations.exceptions import ExpectationNotFoundError
+    from great_expectations.expectations.registry import get_expectation_impl
+
+    items = raw.get("expectations") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        raise SuiteError(f"{path}.expectations: expected a list of expectations")
+    for i, exp in enumerate(items):
+        kind = exp.get("type") if isinstance(exp, dict) else None
+        try:
+            get_expectation_impl(str(kind))
+        except ExpectationNotFoundError as exc:
+            raise SuiteError(f"{path}: expectation #{i}: type {kind!r} is not a GX 1.x "
+                             f"expectation (expected e.g. expect_column_values_to_be_between)"
+                             ) from exc
+
+
 def load_suite(path: str | Path, columns: Iterable[str]) -> SplitSuite:
     """Read a GX ExpectationSuite JSON file and split it into row and dataset parts.
 
@@ -125,6 +143,7 @@ def load_suite(path: str | Path, columns: Iterable[str]) -> SplitSuite:
         raw = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise SuiteError(f"{path}: cannot read the expectation suite: {exc}") from exc
+    _check_types(raw, path)
     try:
         suite = ExpectationSuite(**{k: v for k, v in raw.items() if k != "notes"})
     except Exception as exc:  # GX raises several types for bad configs

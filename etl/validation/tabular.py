@@ -29,7 +29,7 @@ import dask.dataframe as dd
 
 from etl import storage
 from etl.errors import ValidationFailed
-from etl.spec.load import SPECS_DIR
+from etl.spec.load import spec_path
 from etl.validation import gx as vgx
 from etl.validation import partition as vpart
 from etl.validation import types as vtypes
@@ -72,7 +72,7 @@ class ValidationSpec:
             name = spec["name"]
             path = Path(spec.get("expectations") or "expectations.json")
             if not path.is_absolute():
-                path = Path(spec.get("spec_dir") or SPECS_DIR / name) / path
+                path = Path(spec.get("spec_dir") or spec_path(name).parent) / path
             return cls(name, tuple(spec["key"]), dict(spec["columns"]), path)
         return cls(spec.name, tuple(spec.key), dict(spec.column_types()), Path(spec.expectations))
 
@@ -108,7 +108,7 @@ def validate_dataset(
         raise ValueError("results_uri and quarantine_uri are required")
     vspec = ValidationSpec.of(spec)
     suite = vgx.load_suite(vspec.expectations, vspec.columns)
-    _check_dataset_metrics(suite, vspec)
+    check_dataset_metrics(suite, vspec)
     schema = _schema_result(ddf, vspec)
     if not schema.success:
         finish(
@@ -178,7 +178,7 @@ def _evaluate(
     return row_results + dataset_results, levels, counts, valid
 
 
-def _check_dataset_metrics(suite: vgx.SplitSuite, vspec: ValidationSpec) -> None:
+def check_dataset_metrics(suite: vgx.SplitSuite, vspec: ValidationSpec) -> None:
     """Fail on a dataset-level expectation Dask cannot evaluate, before reading any data."""
     fmt = result_format(vspec.key)
     for cfg in suite.dataset:

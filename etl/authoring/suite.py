@@ -1,0 +1,61 @@
+"""The drafted GX suite: what every row of the sample satisfied, widened by a margin.
+
+Row-level expectations check every row (types, nulls, ranges, value sets); dataset-level ones
+check the whole dataset (rows present, the key unique). Ranges and value sets get ``mostly``
+so that a few odd rows are quarantined while a shifted source fails the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.authoring.profile import ColumnProfile, widen
+
+TYPE_LISTS = {  # as in etl/specs/flights/expectations.json: what the parsed columns can hold
+    "int64": ["int", "int64", "Int64", "int32"],
+    "float64": ["int", "float", "int64", "float64", "Int64", "Float64", "float32"],
+    "timestamp": ["Timestamp", "datetime64[us]", "datetime64[ns]", "datetime64[ms]",
+                  "datetime64[s]"],
+}
+MOSTLY = 0.99
+
+
+def _exp(kind: str, level: str, notes: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"level": level}
+    if notes:
+        meta["notes"] = notes
+    return {"type": kind, "kwargs": kwargs, "meta": meta, "severity": "critical"}
+
+
+def _column_expectations(p: ColumnProfile, margin: float, rows: int) -> list[dict[str, Any]]:
+    out = []
+    if p.type in TYPE_LISTS:
+        out.append(_exp("expect_column_values_to_be_in_type_list", "row", column=p.name,
+                        type_list=TYPE_LISTS[p.type]))
+    if p.nulls == 0:
+        out.append(_exp("expect_column_values_to_not_be_null", "row", column=p.name))
+    if p.numeric and p.low is not None and p.high is not None:
+        lo, hi = widen(p.low, p.high, margin, p.type == "int64")
+        out.append(_exp("expect_column_values_to_be_between", "row",
+                        f"sample range [{p.low:g}, {p.high:g}] of {rows} rows, widened by "
+                        f"{margin:.0%}", column=p.name, min_value=lo, max_value=hi,
+                        mostly=MOSTLY))
+    if p.values:
+        out.append(_exp("expect_column_values_to_be_in_set", "row",
+                        f"the {len(p.values)} values seen in {rows} sampled rows",
+                        column=p.name, value_set=list(p.values), mostly=MOSTLY))
+    return out
+
+
+def draft_suite(name: str, profiles: dict[str, ColumnProfile], key: tuple[str, ...] | None,
+                margin: float) -> dict[str, Any]:
+    """A GX 1.x ExpectationSuite (JSON-able) for the profiled columns."""
+    rows = next(iter(profiles.values())).rows if profiles else 0
+    expectations = [e for p in profiles.values() for e in _column_expectations(p, margin, rows)]
+    expectations.append(_exp("expect_table_row_count_to_be_between", "dataset", min_value=1))
+    if key:
+        expectations.append(_exp("expect_compound_columns_to_be_unique", "dataset",
+                                  "the dataset key; unique on the sample", column_list=list(key)))
+    return {"name": name, "id": None, "expectations": expectations, "notes": None,
+            "meta": {"dataset": name, "notes": f"Drafted by `python -m etl spec init` from "
+                     f"{rows} sampled rows; levels: row = every row, dataset = whole dataset."}}

@@ -1,0 +1,148 @@
+"""Per-spec scheduling and training settings: the keys the DAG files read at parse time.
+
+A spec may say how Airflow runs its dataset: ``schedule`` (a cron, or ``none`` for manual
+runs only), ``start_date``, ``catchup``, ``owner``, ``tags`` and ``training`` (flat
+``TrainConfig.with_overrides`` names, ``min_margin`` included). The DAG files parse every spec
+on every parse, so this reads the YAML once and looks at these keys only; the full spec is
+checked by ``etl.spec`` (which calls ``parse_settings`` too, so both agree on every rule).
+Errors name the file and the field, like every spec error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SETTINGS_KEYS = ("schedule", "start_date", "catchup", "owner", "tags", "training")
+# TrainConfig.with_overrides names a spec may set, with (type, low, high) bounds; a test keeps
+# this in step with training.config (this package may not import training).
+TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
+    "epochs": (int, 1, None), "batch_size": (int, 1, None), "patience": (int, 1, None),
+    "steps_per_epoch": (int, 1, None), "shuffle_buffer": (int, 0, None), "seed": (int, 0, None),
+    "learning_rate": (float, 0, None), "dropout": (float, 0, 1), "min_margin": (float, 0, 0.5),
+    "hidden_units": (list, 1, None), "one_hot_max_vocab": (int, 1, None),
+    "embedding_max_dim": (int, 1, None),
+}
+_CRON_FIELD = r"[0-9A-Za-z*?LW#/,-]+"
+_CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|once)"
+                   rf"|{_CRON_FIELD}(\s+{_CRON_FIELD}){{4}})$")
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster parsing
+
+
+class SpecSettingsError(ValueError):
+    """A scheduling or training key of a spec is malformed; names the file and the field."""
+
+
+@dataclass(frozen=True)
+class DagSettings:
+    """How Airflow runs one dataset; ``None`` means the spec leaves it to the deployment.
+
+    ``schedule``: a cron, ``"none"`` (manual runs only) or None (the deployment's default).
+    """
+
+    schedule: str | None = None
+    start_date: datetime | None = None
+    catchup: bool = False
+    owner: str | None = None
+    tags: tuple[str, ...] = ()
+    training: dict[str, Any] = field(default_factory=dict)
+
+
+def read_settings(path: Path) -> DagSettings:
+    """The settings of the spec file at ``path``: one YAML read, scheduling keys only."""
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpecSettingsError(f"{path}: cannot read the spec: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SpecSettingsError(f"{path}: expected a mapping at the top level")
+    return parse_settings(raw, str(path))
+
+
+def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
+    """Check the settings keys of a parsed spec; ``where`` (the file) prefixes every error."""
+    return DagSettings(
+        schedule=_schedule(raw, f"{where}.schedule"),
+        start_date=_start_date(raw.get("start_date"), f"{where}.start_date"),
+        catchup=_typed(raw.get("catchup", False), bool, f"{where}.catchup", "true or false"),
+        owner=_text(raw.get("owner"), f"{where}.owner"),
+        tags=tuple(_text(t, f"{where}.tags[{i}]") or "" for i, t in
+                   enumerate(_typed(raw.get("tags") or [], list, f"{where}.tags", "a list"))),
+        training=_training(raw.get("training") or {}, f"{where}.training"),
+    )
+
+
+def _typed(value: Any, kind: type, where: str, expected: str) -> Any:
+    if not isinstance(value, kind):
+        raise SpecSettingsError(f"{where}: expected {expected}, got {value!r}")
+    return value
+
+
+def _schedule(raw: dict[str, Any], where: str) -> str | None:
+    if "schedule" not in raw:
+        return None
+    value = raw["schedule"]
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return "none"
+    if not isinstance(value, str) or not _CRON.match(value.strip()):
+        raise SpecSettingsError(f"{where}: expected a cron like '0 0 * * *', a preset like "
+                                f"'@daily', or none (manual runs only), got {value!r}")
+    return value.strip()
+
+
+def _start_date(value: Any, where: str) -> datetime | None:
+    """A date or an ISO date-time; naive values are UTC, like the data intervals."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise SpecSettingsError(f"{where}: expected an ISO date like 2024-01-01, "
+                                    f"got {value!r}") from exc
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    raise SpecSettingsError(f"{where}: expected an ISO date like 2024-01-01, got {value!r}")
+
+
+def _text(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        raise SpecSettingsError(f"{where}: expected a non-empty string of at most 100 "
+                                f"characters, got {value!r}")
+    return value.strip()
+
+
+def _training(d: Any, where: str) -> dict[str, Any]:
+    """Flat TrainConfig overrides, type- and range-checked so a typo fails at parse time."""
+    _typed(d, dict, where, f"a mapping of {sorted(TRAINING_KEYS)}")
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        if key not in TRAINING_KEYS:
+            raise SpecSettingsError(f"{where}.{key}: unknown training setting; expected one "
+                                    f"of {sorted(TRAINING_KEYS)}")
+        kind, low, high = TRAINING_KEYS[key]
+        items = value if kind is list and isinstance(value, list) and value else [value]
+        if not all(_in_bounds(item, kind, low, high) for item in items) or (
+                key == "learning_rate" and value == 0):
+            what = "a non-empty list of integers" if kind is list else kind.__name__
+            bounds = f"{'>' if key == 'learning_rate' else '>='} {low}" + (
+                f" and < {high}" if high is not None else "")
+            raise SpecSettingsError(f"{where}.{key}: expected {what} {bounds}, got {value!r}")
+        out[key] = tuple(value) if kind is list else value
+    return out
+
+
+def _in_bounds(item: Any, kind: type, low: float | None, high: float | None) -> bool:
+    numeric = (int, float) if kind is float else int
+    if isinstance(item, bool) or not isinstance(item, numeric):
+        return False
+    return (low is None or item >= low) and (high is None or item < high)

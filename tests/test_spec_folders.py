@@ -1,0 +1,110 @@
+"""The specs search path and the per-spec scheduling keys shared by etl and the DAG files."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from etl.spec import SpecError, load_spec
+from etl.spec.folders import (
+    DEFAULT_SPECS_DIR,
+    DuplicateSpecError,
+    SpecNotFoundError,
+    find_specs,
+    search_path,
+    spec_file,
+)
+from etl.spec.scheduling import TRAINING_KEYS, SpecSettingsError, parse_settings
+from training.config import TrainConfig
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _spec(folder: Path, name: str, text: str = "") -> Path:
+    (folder / name).mkdir(parents=True, exist_ok=True)
+    path = folder / name / "spec.yaml"
+    path.write_text(f"name: {name}\n{text}")
+    return path
+
+
+def test_default_search_path_is_the_repo_examples(monkeypatch) -> None:
+    monkeypatch.delenv("PIPELINE_SPECS_PATH", raising=False)
+    assert search_path() == [REPO / "etl" / "specs"] == [DEFAULT_SPECS_DIR]
+    assert {"flights", "digits"} <= set(find_specs())
+
+
+def test_folders_from_the_environment_in_order(tmp_path: Path, monkeypatch) -> None:
+    a, b = _spec(tmp_path / "a", "alpha"), _spec(tmp_path / "b", "beta")
+    monkeypatch.setenv("PIPELINE_SPECS_PATH",
+                       os.pathsep.join([str(tmp_path / "a"), "", str(tmp_path / "b"),
+                                        str(tmp_path / "missing")]))
+    assert find_specs() == {"alpha": a, "beta": b}
+    assert spec_file("beta") == b
+    with pytest.raises(SpecNotFoundError, match=r"no spec named 'flights'.*PIPELINE_SPECS_PATH"):
+        spec_file("flights")
+
+
+def test_duplicate_names_across_folders_name_both_files(tmp_path: Path) -> None:
+    first, second = _spec(tmp_path / "a", "twin"), _spec(tmp_path / "b", "twin")
+    with pytest.raises(DuplicateSpecError) as err:
+        find_specs([tmp_path / "a", tmp_path / "b"])
+    assert str(first) in str(err.value) and str(second) in str(err.value)
+
+
+def test_settings_parse_and_default() -> None:
+    s = parse_settings({"schedule": "@daily", "start_date": "2024-01-01", "catchup": True,
+                        "owner": "ml", "tags": ["a"],
+                        "training": {"epochs": 2, "hidden_units": [8, 4], "min_margin": 0}},
+                       "x.yaml")
+    assert s.schedule == "@daily" and s.catchup and s.owner == "ml" and s.tags == ("a",)
+    assert s.start_date == datetime(2024, 1, 1, tzinfo=UTC)
+    assert s.training == {"epochs": 2, "hidden_units": (8, 4), "min_margin": 0}
+    assert parse_settings({}, "x").schedule is None
+    assert parse_settings({"schedule": None}, "x").schedule == "none"
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"schedule": "daily"}, r"x.yaml.schedule: expected a cron"),
+    ({"start_date": "yesterday"}, r"x.yaml.start_date: expected an ISO date"),
+    ({"catchup": "yes"}, r"x.yaml.catchup: expected true or false"),
+    ({"tags": "a"}, r"x.yaml.tags: expected a list"),
+    ({"owner": ""}, r"x.yaml.owner: expected a non-empty string"),
+    ({"training": {"epoch": 3}}, r"x.yaml.training.epoch: unknown training setting"),
+    ({"training": {"epochs": 0}}, r"x.yaml.training.epochs: expected int >= 1"),
+    ({"training": {"min_margin": 0.7}}, r"x.yaml.training.min_margin: expected float"),
+    ({"training": {"learning_rate": 0}}, r"x.yaml.training.learning_rate: expected float > 0"),
+    ({"training": {"hidden_units": []}}, r"x.yaml.training.hidden_units: expected a non-empty"),
+])
+def test_bad_settings_name_the_field(raw: dict, message: str) -> None:
+    with pytest.raises(SpecSettingsError, match=message):
+        parse_settings(raw, "x.yaml")
+
+
+def test_every_training_key_is_a_train_config_override() -> None:
+    """etl.spec.scheduling may not import training, so this keeps the two in step."""
+    samples = {int: 2, float: 0.1, list: (8,)}
+    for key, (kind, _, _) in TRAINING_KEYS.items():
+        TrainConfig().with_overrides(**{key: samples[kind]})
+
+
+def test_spec_loader_checks_settings_and_finds_specs_outside_the_repo(tmp_path, monkeypatch):
+    raw = (REPO / "etl" / "specs" / "flights" / "spec.yaml").read_text()
+    folder = tmp_path / "elsewhere" / "flights_copy"
+    folder.mkdir(parents=True)
+    (folder / "spec.yaml").write_text(raw.replace("name: flights", "name: flights_copy")
+                                      + "\ntraining: {epochs: 2}\n")
+    (folder / "expectations.json").write_bytes(
+        (REPO / "etl" / "specs" / "flights" / "expectations.json").read_bytes())
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(tmp_path / "elsewhere"))
+    spec = load_spec("flights_copy")
+    assert spec.expectations == folder / "expectations.json"  # relative to the spec file
+    (folder / "spec.yaml").write_text(raw.replace("name: flights", "name: other"))
+    with pytest.raises(SpecError, match=r"flights_copy/spec.yaml.name: 'other' must match"):
+        load_spec("flights_copy")
+    (folder / "spec.yaml").write_text(raw.replace("name: flights", "name: flights_copy")
+                                      + "\ntraining: {epochz: 2}\n")
+    with pytest.raises(SpecError, match=r"spec.yaml.training.epochz: unknown training setting"):
+        load_spec("flights_copy")
