@@ -97,3 +97,81 @@ def check_accuracy(test: dict[str, float], base: dict[str, Any], margin: float) 
             f"image model: test accuracy {test['accuracy']:.4f} < baseline "
             f"{base['accuracy']:.4f} + margin {margin} on {base['examples']} examples; "
             "nothing was published")
+
+
+def predictions(model: keras.Model, ds: tf.data.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(labels [n], model outputs [n, k]) of a finite dataset, in one pass, in order."""
+    ys, ps = [], []
+    for x, y in ds:
+        ys.append(y.numpy().reshape(-1))
+        ps.append(np.asarray(model(x, training=False), dtype=np.float64).reshape(len(ys[-1]), -1))
+    if not ys:
+        return np.zeros(0), np.zeros((0, 1))
+    return np.concatenate(ys), np.concatenate(ps)
+
+
+def confusion(labels: np.ndarray, predicted: np.ndarray, classes: int) -> np.ndarray:
+    """counts[true class, predicted class]."""
+    out = np.zeros((classes, classes), dtype=np.int64)
+    np.add.at(out, (labels.astype(np.int64), predicted.astype(np.int64)), 1)
+    return out
+
+
+def class_report(labels: np.ndarray, predicted: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """Accuracy, macro-F1 and per-class precision/recall/F1/support, plus the confusion matrix.
+
+    A class never predicted has precision 0 (and F1 0): macro-F1 then shows what accuracy hides
+    when a model answers the majority class.
+    """
+    matrix = confusion(labels, predicted, len(names))
+    tp = np.diag(matrix).astype(np.float64)
+    support, chosen = matrix.sum(axis=1), matrix.sum(axis=0)
+    precision = np.divide(tp, chosen, out=np.zeros_like(tp), where=chosen > 0)
+    recall = np.divide(tp, support, out=np.zeros_like(tp), where=support > 0)
+    denom = precision + recall
+    f1 = np.divide(2 * precision * recall, denom, out=np.zeros_like(tp), where=denom > 0)
+    present = support > 0
+    return {
+        "accuracy": float(tp.sum() / matrix.sum()) if matrix.sum() else float("nan"),
+        "macro_f1": float(f1[present].mean()) if present.any() else float("nan"),
+        "per_class": {n: {"precision": float(precision[i]), "recall": float(recall[i]),
+                          "f1": float(f1[i]), "support": int(support[i])}
+                      for i, n in enumerate(names)},
+        "confusion_matrix": matrix.tolist(),
+    }
+
+
+def regression_report(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """MAE, RMSE and R² in the target's units (R² 0 = the test mean, below 0 = worse)."""
+    err = pred - y
+    total = float(np.sum((y - y.mean()) ** 2)) if len(y) else 0.0
+    return {"mae": float(np.mean(np.abs(err))) if len(y) else float("nan"),
+            "rmse": float(np.sqrt(np.mean(err**2))) if len(y) else float("nan"),
+            "r2": 1.0 - float(np.sum(err**2)) / total if total else float("nan")}
+
+
+def mean_baseline(y: np.ndarray, train_mean: float) -> dict[str, Any]:
+    """Always predicting the train split's mean target, scored on ``y``."""
+    return {"predicts": float(train_mean), "examples": len(y),
+            **regression_report(y, np.full(len(y), float(train_mean)))}
+
+
+def check_margins(test: dict[str, float], base: dict[str, Any], rules: dict[str, str],
+                  margin: float, what: str) -> None:
+    """Raise unless every metric in ``rules`` beats the baseline by ``margin``.
+
+    rules: metric -> ``higher`` (test >= base + margin) or ``lower_relative`` (test <=
+    base * (1 - margin), for errors whose scale is the target's).
+    """
+    failures = []
+    for name, rule in rules.items():
+        got = test.get(name, float("nan"))
+        need = base[name] + margin if rule == "higher" else base[name] * (1 - margin)
+        ok = got >= need if rule == "higher" else got <= need  # NaN fails either way
+        if not ok:
+            sign = f"+ margin {margin}" if rule == "higher" else f"x (1 - {margin})"
+            failures.append(f"{name} {got:.4f} vs baseline {base[name]:.4f} {sign}")
+    if failures:
+        raise ModelQualityError(
+            f"model does not beat the {what} baseline on the test split ({base['examples']} "
+            f"examples): " + "; ".join(failures) + ". Nothing was published.")
