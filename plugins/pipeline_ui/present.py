@@ -111,7 +111,7 @@ def key_metrics(metrics: dict[str, Any] | None, k: int = 4) -> list[tuple[str, A
         best: tuple[int, str, Any] | None = None
         for key, value in numeric:
             parts = re.split(r"[._/ ]", key.lower())
-            if parts[-1] != name or "baseline" in parts:
+            if name not in (parts[-1], key.lower().rsplit(".", 1)[-1]) or "baseline" in parts:
                 continue
             rank = next(i for i, scope in enumerate(KEY_METRIC_SCOPES) if not scope or scope in parts)
             if best is None or rank < best[0]:
