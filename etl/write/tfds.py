@@ -63,11 +63,12 @@ def features_json(schema: dict[str, Any]) -> dict[str, Any]:
     feats = {name: feature_json(spec) for name, spec in schema.get("features", {}).items()}
     label = schema.get("label")
     if label:
-        if "classes" not in label:
+        # a float label (regression target) is a Scalar; an integer one is a ClassLabel
+        if "classes" not in label and label.get("dtype") != "float32":
             raise ValueError(
                 f"schema label {label.get('name')!r}: 'classes' is needed for ClassLabel"
             )
-        feats[label["name"]] = feature_json(label, is_label=True)
+        feats[label["name"]] = feature_json(label, is_label="classes" in label)
     return {
         "type": f"{_PKG}.features_dict.FeaturesDict",
         "content": {"features": feats},

@@ -23,7 +23,8 @@ MAX_SOURCE_FILES_SHOWN = 50
 MAX_RAW_JSON_CHARS = 200_000
 MAX_EXPECTATIONS_SHOWN = 500
 MAX_OBSERVED_CHARS = 160
-KEY_METRIC_NAMES = ("auc", "accuracy", "loss")
+# Binary, multi-class and regression runs (training/tasks.py): each shows the ones it has.
+KEY_METRIC_NAMES = ("auc", "accuracy", "macro_f1", "rmse", "mae", "r2", "loss")
 KEY_METRIC_SCOPES = ("test", "eval", "")
 # Run ids Airflow itself generates; anything else (a CLI run) has no page to link to.
 _AIRFLOW_RUN_ID = re.compile(r"^(manual|scheduled|backfill|asset_triggered|dataset_triggered)__")
@@ -99,7 +100,8 @@ def flatten(obj: Any, prefix: str = "", limit: int = MAX_FLAT_ROWS) -> list[tupl
 
 
 def key_metrics(metrics: dict[str, Any] | None, k: int = 4) -> list[tuple[str, Any]]:
-    """The few numbers a reader wants first: AUC, accuracy, loss, preferring test over eval."""
+    """The few numbers a reader wants first (AUC, accuracy, macro-F1, RMSE, MAE, R², loss, as
+    the run's task has them), preferring test over eval."""
     if not metrics:
         return []
     chosen: list[tuple[str, Any]] = []
@@ -109,7 +111,7 @@ def key_metrics(metrics: dict[str, Any] | None, k: int = 4) -> list[tuple[str, A
         best: tuple[int, str, Any] | None = None
         for key, value in numeric:
             parts = re.split(r"[._/ ]", key.lower())
-            if parts[-1] != name or "baseline" in parts:
+            if name not in (parts[-1], key.lower().rsplit(".", 1)[-1]) or "baseline" in parts:
                 continue
             rank = next(i for i, scope in enumerate(KEY_METRIC_SCOPES) if not scope or scope in parts)
             if best is None or rank < best[0]:

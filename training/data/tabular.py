@@ -88,6 +88,7 @@ def make_dataset(
     config: InputConfig | None = None,
     training: bool | None = None,
     preprocess: Callable[[dict[str, tf.Tensor]], dict[str, tf.Tensor]] | None = None,
+    target: Callable[[tf.Tensor], tf.Tensor] | None = None,
 ) -> tf.data.Dataset:
     """Batches of ``(feature dict, label [B, 1] float32)`` for one split.
 
@@ -99,6 +100,8 @@ def make_dataset(
         training: Shuffle and repeat forever; default: ``split == "train"``.
         preprocess: Applied to each batch of raw features in the parallel feature map
             (the model's preprocessing part); None keeps the raw values.
+        target: The label task's encoding of the float32 label (e.g. log1p of a regression
+            target); None keeps it as stored.
 
     Raises:
         IncompleteVersionError: the version has no manifest.json.
@@ -122,7 +125,8 @@ def make_dataset(
         ds = ds.apply(tf.data.experimental.assert_cardinality(-(-examples // config.batch_size)))
     specs = feature_specs(manifest)
     ds = ds.map(lambda rec: tf.io.parse_example(rec, specs), num_parallel_calls=config.map_parallel_calls)
-    ds = ds.map(feature_map(manifest, preprocess), num_parallel_calls=config.map_parallel_calls)
+    ds = ds.map(feature_map(manifest, preprocess, target),
+                num_parallel_calls=config.map_parallel_calls)
     if config.cache:
         ds = _cached(ds, manifest, split, config, training)
     ds = ds.prefetch(config.prefetch)
@@ -159,8 +163,10 @@ def read_records(
     ).unbatch()
 
 
-def feature_map(manifest: dict[str, Any], preprocess: Callable | None = None) -> Callable:
-    """Split the label off and, if given, run the model's preprocessing on the batch."""
+def feature_map(manifest: dict[str, Any], preprocess: Callable | None = None,
+                target: Callable | None = None) -> Callable:
+    """Split the label off (float32 [B, 1], ``target`` applied) and, if given, run the
+    model's preprocessing on the batch."""
     label = manifest["schema"]["label"]["name"]
 
     def split_label(batch: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
@@ -168,7 +174,8 @@ def feature_map(manifest: dict[str, Any], preprocess: Callable | None = None) ->
         y = features.pop(label)
         if preprocess is not None:
             features = preprocess(features)
-        return features, tf.expand_dims(tf.cast(y, tf.float32), -1)
+        y = tf.expand_dims(tf.cast(y, tf.float32), -1)
+        return features, target(y) if target is not None else y
 
     return split_label
 

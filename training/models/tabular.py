@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import keras
@@ -35,6 +36,12 @@ class TabularModel(NamedTuple):
     full: keras.Model
 
 
+Head = Callable[[Any, dict[str, Any], dict[str, Any], ModelConfig], Any]
+"""(hidden features, schema, statistics, config) -> the core's output (the task's head)."""
+Serve = Callable[[Any, dict[str, Any]], Any]
+"""(core output, schema.label) -> what the exported model returns (e.g. a target's units)."""
+
+
 def build_model(manifest: dict[str, Any], config: ModelConfig | None = None) -> keras.Model:
     """The full model: raw feature values in (keyed by feature name), probability out."""
     return build_models(manifest, config).full
@@ -44,6 +51,8 @@ def build_models(
     manifest: dict[str, Any],
     config: ModelConfig | None = None,
     core_scope: contextlib.AbstractContextManager | None = None,
+    head: Head | None = None,
+    serve: Serve | None = None,
 ) -> TabularModel:
     """Preprocessing, trainable core and their composition, from the manifest alone.
 
@@ -52,17 +61,17 @@ def build_models(
         config: Hyperparameters; None = the defaults.
         core_scope: Where the trainable variables are created (a distribution strategy's
             scope); preprocessing stays outside it, on the host that runs tf.data.
+        head: The label task's output layer (``training.tasks``); None = binary.
+        serve: Applied to the core's output in the full model only; None = as is.
 
     Raises:
-        ValueError: the label is not binary, or a feature lacks its statistics/vocabulary
-            or has a kind the model cannot encode (each names the feature).
+        ValueError: the head refuses the label (the binary one: classes != 2), or a feature
+            lacks its statistics/vocabulary or has a kind the model cannot encode (each
+            names the feature).
     """
-    config = config or ModelConfig()
+    config, head = config or ModelConfig(), head or binary_head
     schema, stats = manifest["schema"], manifest["statistics"]
     where = f"manifest {manifest.get('dataset')}/{manifest.get('version')}"
-    if schema["label"].get("classes", 2) != 2:
-        raise ValueError(f"{where}: label {schema['label']['name']!r} has "
-                         f"{schema['label']['classes']} classes; this model is binary")
     raw, prepared, sizes = {}, {}, {}
     for name, feat in sorted(schema["features"].items()):
         raw[name] = keras.Input(shape=(), name=name, dtype=feat["dtype"])
@@ -86,19 +95,29 @@ def build_models(
             else:
                 core_inputs[name] = keras.Input(shape=(1,), name=name, dtype="float32")
                 encoded.append(core_inputs[name])
-        core = keras.Model(core_inputs, _head(encoded, schema, stats, config), name=f"{dataset}_core")
-    full = keras.Model(raw, core(preprocess(raw)), name=f"{dataset}_classifier")
+        hidden = _hidden(encoded, config)
+        try:
+            out = head(hidden, schema, stats, config)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+        core = keras.Model(core_inputs, out, name=f"{dataset}_core")
+    served = core(preprocess(raw))
+    full = keras.Model(raw, serve(served, schema["label"]) if serve else served,
+                       name=f"{dataset}_model")
     return TabularModel(preprocess, core, full)
 
 
 def compile_model(
-    model: keras.Model, config: ModelConfig, steps_per_execution: int = 1, jit_compile: bool = False
+    model: keras.Model, config: ModelConfig, steps_per_execution: int = 1,
+    jit_compile: bool = False, loss: Any = None, metrics: list | None = None,
 ) -> keras.Model:
-    """Adam + binary cross-entropy; AUC and accuracy since the label is imbalanced."""
+    """Adam + the task's loss and metrics; None = binary cross-entropy with AUC and accuracy
+    (AUC since the binary label is imbalanced)."""
     model.compile(
         optimizer=keras.optimizers.Adam(config.learning_rate),
-        loss=keras.losses.BinaryCrossentropy(),
-        metrics=[keras.metrics.AUC(name="auc"), keras.metrics.BinaryAccuracy(name="accuracy")],
+        loss=loss or keras.losses.BinaryCrossentropy(),
+        metrics=metrics if metrics is not None else [
+            keras.metrics.AUC(name="auc"), keras.metrics.BinaryAccuracy(name="accuracy")],
         steps_per_execution=steps_per_execution,
         jit_compile=jit_compile,
     )
@@ -119,12 +138,21 @@ def embedding_dim(vocab_size: int, max_dim: int) -> int:
     return max(2, min(max_dim, round(_EMBED_SCALE * vocab_size**_EMBED_POWER)))
 
 
-def _head(encoded: list, schema: dict[str, Any], stats: dict[str, Any], config: ModelConfig) -> Any:
+def _hidden(encoded: list, config: ModelConfig) -> Any:
     x = keras.layers.Concatenate(name="features")(encoded)
     for i, units in enumerate(config.hidden_units):
         x = keras.layers.Dense(units, activation="relu", name=f"dense_{i}")(x)
         if config.dropout:
             x = keras.layers.Dropout(config.dropout, name=f"dropout_{i}")(x)
+    return x
+
+
+def binary_head(x: Any, schema: dict[str, Any], stats: dict[str, Any], config: ModelConfig) -> Any:
+    """One sigmoid unit starting at the train base rate."""
+    del config
+    if schema["label"].get("classes", 2) != 2:
+        raise ValueError(f"label {schema['label']['name']!r} has {schema['label']['classes']} "
+                         f"classes; the binary head needs 2")
     bias = keras.initializers.Constant(prior_logit(stats.get("label_counts", {})))
     return keras.layers.Dense(
         1, activation="sigmoid", bias_initializer=bias, dtype="float32", name=schema["label"]["name"]

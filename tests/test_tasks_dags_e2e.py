@@ -1,0 +1,70 @@
+"""Multi-class and regression through the DAGs: ``etl_<name>`` then ``train_<name>`` with
+``dag.test()``, for the wine and diabetes specs, landed by ``python -m etl land``.
+
+A cold interpreter with its own Airflow home (SQLite) and storage root, like
+tests/test_dags_e2e.py; the DAG files build these DAGs from the spec folders, no DAG code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DAGS = REPO / "dags"
+
+SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from airflow.dag_processing.dagbag import BundleDagBag
+folder, etl_conf, train_conf = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+bag = BundleDagBag(dag_folder=folder, bundle_path=folder, bundle_name="dags-folder")
+out = {}
+for name in ("wine", "diabetes"):
+    etl = bag.dags[f"etl_{name}"].test(logical_date=None, run_conf=etl_conf)
+    train = bag.dags[f"train_{name}"].test(logical_date=None, run_conf=train_conf)
+    out[name] = {"etl": {ti.task_id: ti.state for ti in etl.get_task_instances()},
+                 "train": {ti.task_id: ti.state for ti in train.get_task_instances()}}
+print("E2E_RESULT=" + json.dumps(out))
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(1200)
+def test_multiclass_and_regression_through_the_dags(tmp_path: Path) -> None:
+    root = f"file://{tmp_path / 'data'}"
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"), "PIPELINE_STORAGE_ROOT": root,
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp_path}/airflow.db",
+           "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+           "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("STORAGE_EMULATOR_HOST", None)
+    bin_dir = Path(sys.executable).parent
+    for args in ([str(bin_dir / "airflow"), "db", "migrate"],
+                 [sys.executable, "-m", "etl", "land", "--root", root, "--dataset", "wine"],
+                 [sys.executable, "-m", "etl", "land", "--root", root, "--dataset", "diabetes"]):
+        proc = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    etl_conf = {"interval_end": "2026-01-01T00:00:00+00:00"}
+    train_conf = {"epochs": 40, "batch_size": 32, "min_margin": 0.05}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(DAGS), json.dumps(etl_conf),
+                           json.dumps(train_conf)], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=1100, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("E2E_RESULT=")]
+    assert proc.returncode == 0 and lines, (proc.stdout + proc.stderr)[-6000:]
+    out = json.loads(lines[-1].removeprefix("E2E_RESULT="))
+    for name, task, rule in (("wine", "multiclass", "accuracy"), ("diabetes", "regression", "rmse")):
+        assert set(out[name]["etl"].values()) == {"success"}, out
+        assert out[name]["train"] == {"resolve_version": "success", "train": "success"}, out
+        runs = list((tmp_path / "data" / "models" / name).glob("*/*/metrics.json"))
+        assert len(runs) == 1, runs
+        metrics = json.loads(runs[0].read_text())
+        assert metrics["task"] == task and metrics["passed_quality_gate"]
+        test, base = metrics["test"][rule], metrics["baseline"][rule]
+        assert (test >= base + 0.05) if rule == "accuracy" else (test <= base * 0.95), metrics

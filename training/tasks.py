@@ -1,0 +1,224 @@
+"""Label tasks on the training side: one object per task, chosen once from the manifest.
+
+``schema.label.task`` (``binary`` when absent: versions published before tasks existed) picks
+a ``Task`` that carries every step that depends on it: the label's encoding in the input
+pipeline, the model head and what the exported model returns, loss and metrics, the test
+report, the baseline a model must beat and the gate's rules, plots and the model card's lines.
+``training.train`` calls these and never tests the task itself; a new task is one entry in
+``TASKS``. (The ETL side, label encoding and class checks, is ``etl.transform.labels``.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from training import evaluate, outputs, plots
+from training.config import ModelConfig
+from training.models.tabular import Head, Serve, binary_head
+
+BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
+# Target transforms: (forward in tf.data, inverse in the exported model, inverse in numpy).
+TRANSFORMS: dict[str, tuple[Callable, Callable, Callable]] = {
+    "log1p": (tf.math.log1p, keras.ops.expm1, np.expm1),
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """The training-side stage functions of one label task.
+
+    report(labels, outputs, manifest) -> test metrics beyond the compiled ones (labels as the
+    input pipeline yields them, outputs of the core model); baseline(labels, manifest) -> the
+    baseline's metrics; gate: metric -> ``higher`` | ``lower_relative`` (``evaluate.check_margins``);
+    plots(labels, outputs, manifest, folder) -> PNG files; about(metrics) -> model card lines.
+    """
+
+    name: str
+    head: Head
+    loss: Callable[[], Any]
+    metrics: Callable[[], list]
+    report: Callable[[np.ndarray, np.ndarray, dict[str, Any]], dict[str, Any]]
+    baseline: Callable[[np.ndarray, dict[str, Any]], dict[str, Any]]
+    baseline_name: str
+    gate: dict[str, str]
+    plots: Callable[[np.ndarray, np.ndarray, dict[str, Any], Path], list[Path]]
+    about: Callable[[dict[str, Any]], tuple[str, str]]
+    card_metrics: tuple[str, ...]
+    output: str
+    target: Callable[[dict[str, Any]], Callable | None] = lambda label: None
+    serve: Serve | None = None
+    curves: tuple[str, ...] = field(default=("loss",))
+
+    def check(self, test: dict[str, Any], base: dict[str, Any], margin: float) -> None:
+        """Raise ModelQualityError unless the model beats the baseline by ``margin``."""
+        evaluate.check_margins(test, base, self.gate, margin, self.baseline_name)
+
+
+def task_of(manifest: dict[str, Any]) -> Task:
+    """The task a version's label declares."""
+    name = manifest["schema"]["label"].get("task", BINARY)
+    if name not in TASKS:
+        raise ValueError(f"manifest {manifest.get('dataset')}/{manifest.get('version')}: label "
+                         f"task {name!r} is not one of {sorted(TASKS)}")
+    return TASKS[name]
+
+
+def _names(manifest: dict[str, Any]) -> list[str]:
+    label = manifest["schema"]["label"]
+    return [str(n) for n in label.get("names") or range(int(label.get("classes", 2)))]
+
+
+# --- binary ---------------------------------------------------------------------------------
+
+def _binary_report(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+    del manifest
+    return {"confusion_matrix": evaluate.confusion(y, out[:, 0] >= 0.5, 2).tolist()}
+
+
+def _binary_plots(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any],
+                  folder: Path) -> list[Path]:
+    matrix = evaluate.confusion(y, out[:, 0] >= 0.5, 2).tolist()
+    return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
+
+
+# --- multi-class ----------------------------------------------------------------------------
+
+def _softmax_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
+                  config: ModelConfig) -> Any:
+    """One softmax unit per class, starting at the train class frequencies."""
+    del config
+    k = int(schema["label"].get("classes", 0))
+    if k < 2:
+        raise ValueError(f"label {schema['label']['name']!r}: a multiclass head needs >= 2 "
+                         f"classes, the manifest says {k}")
+    counts = stats.get("label_counts", {})
+    total = sum(int(counts.get(str(i), 0)) for i in range(k)) or 1
+    priors = [math.log(max(int(counts.get(str(i), 0)) / total, 1e-4)) for i in range(k)]
+    return keras.layers.Dense(k, activation="softmax", dtype="float32", name=schema["label"]["name"],
+                              bias_initializer=keras.initializers.Constant(priors))(x)
+
+
+def _multi_report(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+    return evaluate.class_report(y, out.argmax(axis=1), _names(manifest))
+
+
+def _multi_baseline(y: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+    base = evaluate.majority_baseline(y.astype(np.int64),
+                                      manifest["statistics"].get("label_counts", {}))
+    majority = np.full(len(y), base["majority_class"])
+    base["macro_f1"] = evaluate.class_report(y, majority, _names(manifest))["macro_f1"]
+    return base
+
+
+def _multi_plots(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any],
+                 folder: Path) -> list[Path]:
+    matrix = evaluate.confusion(y, out.argmax(axis=1), len(_names(manifest))).tolist()
+    return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
+
+
+def _multi_about(metrics: dict[str, Any]) -> tuple[str, str]:
+    base = metrics["baseline"]
+    return ((f"Multi-class classifier for `{metrics['label']}` over {len(metrics['classes'])} "
+            f"classes ({', '.join(map(str, metrics['classes']))}); it returns one probability "
+            f"per class, in that order."),
+            (f"Majority-class baseline: always predicts class {base['majority_class']} "
+            f"(`{metrics['classes'][base['majority_class']]}`). Quality gate: test accuracy and "
+            f"macro-F1 must each beat the baseline by {metrics['min_margin']}."))
+
+
+# --- regression -----------------------------------------------------------------------------
+
+def _transform(label: dict[str, Any]) -> tuple[Callable, Callable, Callable] | None:
+    return TRANSFORMS.get(label.get("transform") or "")
+
+
+def _target_space(stats: dict[str, Any], label: dict[str, Any]) -> tuple[float, float]:
+    """Mean and std of the learned target: the train moments, through log1p to first order."""
+    moments = stats.get("label") or {}
+    mean, std = float(moments.get("mean", 0.0)), math.sqrt(float(moments.get("var", 1.0)))
+    if _transform(label):
+        return math.log1p(max(mean, 0.0)), std / (1.0 + max(mean, 0.0)) or 1.0
+    return mean, std or 1.0
+
+
+def _linear_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
+                 config: ModelConfig) -> Any:
+    """One linear unit, scaled so its start is the train mean with the train spread."""
+    del config
+    mean, std = _target_space(stats, schema["label"])
+    z = keras.layers.Dense(1, dtype="float32", name="standardized")(x)
+    return keras.layers.Rescaling(std, offset=mean, dtype="float32",
+                                  name=schema["label"]["name"])(z)
+
+
+def _serve_units(out: Any, label: dict[str, Any]) -> Any:
+    found = _transform(label)
+    return found[1](out) if found else out
+
+
+def _units(values: np.ndarray, manifest: dict[str, Any]) -> np.ndarray:
+    found = _transform(manifest["schema"]["label"])
+    return found[2](values) if found else values
+
+
+def _reg_report(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+    return evaluate.regression_report(_units(y, manifest), _units(out[:, 0], manifest))
+
+
+def _reg_baseline(y: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+    mean = float((manifest["statistics"].get("label") or {}).get("mean", float("nan")))
+    return evaluate.mean_baseline(_units(y, manifest), mean)
+
+
+def _reg_plots(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any],
+               folder: Path) -> list[Path]:
+    return plots.plot_regression(_units(y, manifest), _units(out[:, 0], manifest), folder)
+
+
+def _reg_about(metrics: dict[str, Any]) -> tuple[str, str]:
+    base, transform = metrics["baseline"], metrics.get("transform")
+    learned = f" It learns `{transform}` of the target and returns values in the target's " \
+              f"units." if transform else ""
+    return (f"Regressor for `{metrics['label']}`.{learned}",
+            (f"Mean-predictor baseline: always predicts the train mean {base['predicts']:.4g}. "
+            f"Quality gate: test RMSE must be at most the baseline's x (1 - "
+            f"{metrics['min_margin']}). MAE, RMSE and R² are in the target's units."))
+
+
+def _model_target(label: dict[str, Any]) -> Callable | None:
+    """What the core learns: the forward transform of the stored target, if any."""
+    found = _transform(label)
+    return found[0] if found else None
+
+
+TASKS: dict[str, Task] = {
+    BINARY: Task(
+        BINARY, binary_head, keras.losses.BinaryCrossentropy,
+        lambda: [keras.metrics.AUC(name="auc"), keras.metrics.BinaryAccuracy(name="accuracy")],
+        _binary_report, lambda y, m: evaluate.baseline(
+            y.astype(np.int64), m["statistics"].get("label_counts", {})),
+        "majority-class", {"accuracy": "higher", "auc": "higher"}, _binary_plots,
+        outputs.binary_card, ("auc", "accuracy", "loss"),
+        "probability of class 1", curves=("loss", "auc", "accuracy")),
+    MULTICLASS: Task(
+        MULTICLASS, _softmax_head, keras.losses.SparseCategoricalCrossentropy,
+        lambda: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        _multi_report, _multi_baseline, "majority-class",
+        {"accuracy": "higher", "macro_f1": "higher"}, _multi_plots, _multi_about,
+        ("accuracy", "macro_f1", "loss"), "one probability per class, in the order of names",
+        curves=("loss", "accuracy")),
+    REGRESSION: Task(
+        REGRESSION, _linear_head, keras.losses.MeanSquaredError, list, _reg_report,
+        _reg_baseline, "mean-predictor", {"rmse": "lower_relative"}, _reg_plots, _reg_about,
+        ("rmse", "mae", "r2"), "the target in its own units", target=_model_target,
+        serve=_serve_units),
+}
+
