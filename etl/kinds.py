@@ -25,7 +25,8 @@ class DatasetKind:
     load_spec(name, source_uri) -> spec; land(root, dataset, **options) -> LandReport;
     extract(root, spec, staged_uri, start, end, **options) -> Extracted;
     validate(ddf, spec, mode, results_uri=, quarantine_uri=) -> ValidationOutcome;
-    prepare(validated_ddf, spec) -> (frame for the shard writer, manifest statistics).
+    prepare(validated_ddf, spec, previous_label) -> (frame for the shard writer, manifest
+    statistics); ``previous_label`` is the newest published version's ``schema.label``.
     ``preload`` lists modules worth importing in the background while Dask workers start.
     ``unit`` is what one landed row is called in messages ("1797 images", not "flights").
     """

@@ -18,7 +18,8 @@ import yaml
 
 from etl import pipeline, versions
 from etl.errors import ValidationFailed
-from etl.spec import SPECS_DIR
+from etl.sources.bundled import sklearn_frame
+from etl.spec import SPECS_DIR, load_spec
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import make_dataset
 from training.evaluate import ModelQualityError
@@ -147,3 +148,25 @@ def test_ui_model_page_shows_the_tasks_metrics_and_plots(root: str, runs: dict, 
         assert f"/models/run-1/files/plots/{plot}" in html.text
     keys = [k for k, _ in present.key_metrics(runs[name])]
     assert all(f"test.{m}" in keys for m in shown), keys
+
+
+def test_classes_taken_from_a_version_hold_for_later_data(root: str, tmp_path: Path) -> None:
+    """A spec without ``classes``: the first version fixes them; a new class later fails."""
+    raw = yaml.safe_load((SPECS_DIR / "wine" / "spec.yaml").read_text())
+    raw.update(name="wine_later")
+    raw["label"].pop("classes")
+    shutil.copy(SPECS_DIR / "wine" / "expectations.json", tmp_path / "expectations.json")
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw))
+    frame = sklearn_frame(load_spec("wine"))
+    raw_dir = Path(root.removeprefix("file://")) / "raw" / "wine_later"
+    raw_dir.mkdir(parents=True)
+    frame[frame["cultivar"] != "class_2"].to_csv(raw_dir / "early.csv", index=False)
+    frame.to_csv(raw_dir / "full.csv", index=False)
+    spec = str(tmp_path / "spec.yaml")
+    first = pipeline.run(spec, root, END, source_uri="raw/wine_later/early.csv")
+    names = versions.read_manifest(first["version_uri"])["schema"]["label"]["names"]
+    assert names == ["class_0", "class_1"]
+    with pytest.raises(ValidationFailed) as info:
+        pipeline.run(spec, root, "2026-01-02", source_uri="raw/wine_later/full.csv")
+    assert "'class_2'" in str(info.value) and first["version"] in str(info.value)
+    assert versions.list_versions(root, "wine_later") == [first["version"]]

@@ -171,7 +171,8 @@ def _write_shards(kind: kinds.DatasetKind, spec: Spec, validated_uri: str, versi
     from etl.write import writer
 
     fs, path = storage.get_fs(validated_uri)
-    final, stats = kind.stage("prepare")(dd.read_parquet(path, filesystem=fs), spec)
+    final, stats = kind.stage("prepare")(dd.read_parquet(path, filesystem=fs), spec,
+                                         _previous_label(version_uri))
     entries = writer.write_splits(final, spec.name, version_uri, manifest_schema(spec, stats),
                                   stats["split_counts"], config)
     splits = {}
@@ -184,6 +185,17 @@ def _write_shards(kind: kinds.DatasetKind, spec: Spec, validated_uri: str, versi
                          "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
                                     for e in shard_list]}
     return splits, stats
+
+
+def _previous_label(version_uri: str) -> dict[str, Any] | None:
+    """``schema.label`` (with its version id) of the dataset's newest published version."""
+    dataset_uri = version_uri.rstrip("/").rsplit("/", 1)[0]
+    root, dataset = dataset_uri.rsplit("/", 2)[0], dataset_uri.rsplit("/", 1)[1]
+    latest = versions.latest_version(root, dataset)
+    if latest is None:
+        return None
+    label = versions.read_manifest(versions.version_uri(root, dataset, latest))["schema"]["label"]
+    return {**label, "version": latest}
 
 
 def manifest_schema(spec: Spec, stats: dict[str, Any]) -> dict[str, Any]:

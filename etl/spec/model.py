@@ -87,6 +87,7 @@ class Label:
     task: str = BINARY
     names: tuple[str, ...] = ()
     transform: str | None = None
+    names_from: str = ""  # where inherited classes came from (a message, not in the schema)
 
     def schema(self) -> dict[str, Any]:
         """The manifest's ``schema.label`` (classes, names, transform only where set)."""

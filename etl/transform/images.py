@@ -16,8 +16,12 @@ def _split_partition(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:
     return part.assign(**{HASH_COL: hashes, SPLIT_COL: assign_split(hashes, spec.split.fractions)})
 
 
-def prepare_for_write(raw: dd.DataFrame, spec: ImageSpec) -> tuple[dd.DataFrame, dict[str, Any]]:
-    """(frame for ``writer.write_splits``, statistics for the manifest)."""
+def prepare_for_write(raw: dd.DataFrame, spec: ImageSpec,
+                      previous_label: dict[str, Any] | None = None,
+                      ) -> tuple[dd.DataFrame, dict[str, Any]]:
+    """(frame for ``writer.write_splits``, statistics for the manifest); image classes always
+    come from the spec, so ``previous_label`` is not needed."""
+    del previous_label
     final = raw.map_partitions(_split_partition, spec, meta=_split_partition(raw._meta, spec))
     if spec.label_name != "label":
         final = final.rename(columns={"label": spec.label_name})

@@ -9,7 +9,7 @@ transform calls these and never tests the task itself; a new task is one entry i
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,9 @@ class LabelTask:
     summary: how ``etl.transform.stats`` summarizes it (``counts`` or ``moments``);
     resolve(label, per-split label counts, where) -> the manifest's ``schema.label`` (the
     classes, checked against every split; raises ValidationFailed naming unknown values);
-    store(prepared label, schema.label) -> the Example column.
+    store(prepared label, schema.label) -> the Example column;
+    inherit(label, previous version's schema.label or None) -> the label this version uses
+    (classes not listed in the spec stay those of the first version that took them).
     """
 
     name: str
@@ -40,6 +42,7 @@ class LabelTask:
     summary: str
     resolve: Callable[[Label, dict[str, dict[str, int]], str], dict[str, Any]]
     store: Callable[[pd.Series, dict[str, Any]], pd.Series]
+    inherit: Callable[[Label, dict[str, Any] | None], Label] = lambda label, previous: label
 
 
 def _binary(label: Label, source: pd.Series, source_type: str) -> pd.Series:
@@ -76,7 +79,7 @@ def _resolve_classes(label: Label, counts: dict[str, dict[str, int]],
         for value in sorted(set(seen) - known):
             unknown.setdefault(value, []).append(f"{split}: {seen[value]}")
     if unknown:
-        origin = (f"{where}.label.classes {names}" if label.names
+        origin = (label.names_from or f"{where}.label.classes {names}" if label.names
                   else f"the train split's classes {names} ({where}.label lists none)")
         shown = "; ".join(f"{v!r} ({', '.join(n)} rows)" for v, n in list(unknown.items())[:_SHOWN])
         raise ValidationFailed(
@@ -87,6 +90,17 @@ def _resolve_classes(label: Label, counts: dict[str, dict[str, int]],
         raise ValidationFailed(f"label {label.name!r}: the train split has {len(names)} "
                                f"class(es) {names}; a classifier needs at least 2")
     return {**label.schema(), "classes": len(names), "names": names}
+
+
+def _inherit_classes(label: Label, previous: dict[str, Any] | None) -> Label:
+    """Classes the spec does not list are fixed by the newest published version, so a class
+    that appears later fails the run instead of silently renumbering the classes."""
+    if label.names or not previous or not previous.get("names"):
+        return label
+    names = tuple(str(n) for n in previous["names"])
+    return replace(label, names=names, classes=len(names),
+                   names_from=f"the classes {list(names)} of the published version "
+                              f"{previous.get('version', '?')} (the spec lists none)")
 
 
 def _store_int(values: pd.Series, schema: dict[str, Any]) -> pd.Series:
@@ -106,7 +120,8 @@ def _store_float(values: pd.Series, schema: dict[str, Any]) -> pd.Series:
 
 TASKS: dict[str, LabelTask] = {
     BINARY: LabelTask(BINARY, _binary, COUNTS, _fixed_classes, _store_int),
-    MULTICLASS: LabelTask(MULTICLASS, _class_text, COUNTS, _resolve_classes, _store_index),
+    MULTICLASS: LabelTask(MULTICLASS, _class_text, COUNTS, _resolve_classes, _store_index,
+                          _inherit_classes),
     REGRESSION: LabelTask(REGRESSION, _as_float, MOMENTS, _fixed_classes, _store_float),
 }
 

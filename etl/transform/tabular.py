@@ -8,6 +8,7 @@ only, computed by Dask aggregations in one pass; they also fill the ``fill: mean
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import dask
@@ -178,8 +179,14 @@ def finalize(prepared: dd.DataFrame, spec: Spec,
     return prepared.map_partitions(finalize_partition, spec, label_schema, meta=meta)
 
 
-def prepare_for_write(raw: dd.DataFrame, spec: Spec) -> tuple[dd.DataFrame, dict[str, Any]]:
-    """(frame for ``etl.write.writer.write_splits``, train statistics for the manifest)."""
+def prepare_for_write(raw: dd.DataFrame, spec: Spec, previous_label: dict[str, Any] | None = None
+                      ) -> tuple[dd.DataFrame, dict[str, Any]]:
+    """(frame for ``etl.write.writer.write_splits``, train statistics for the manifest).
+
+    ``previous_label``: ``schema.label`` of the newest published version, if any (its classes
+    hold for a multiclass label whose spec lists none).
+    """
+    spec = replace(spec, label=task_of(spec.label).inherit(spec.label, previous_label))
     prepared = prepare(raw, spec)
     stats = statistics(prepared, raw, spec)
     return finalize(prepared, spec, stats["label_schema"]), stats
