@@ -88,4 +88,4 @@ def test_extract_summary_takes_an_image_fingerprint_count(caplog: pytest.LogCapt
            "interval": {"start": None, "end": "2014-01-01T00:00:00Z"}}
     with caplog.at_level(logging.INFO, logger="etl.pipeline"):
         summary.extracted(run, 2.0, tmp_path.as_uri())
-    assert "from 1797 raw file(s)" in caplog.text
+    assert "from 1,797 raw file(s)" in caplog.text

@@ -148,10 +148,13 @@ def _pair(metrics: dict[str, Any], name: str) -> str:
 def log_summary(metrics: dict[str, Any], run_uri: str) -> None:
     """The training task's one line: data, epochs, test metrics against the baseline, time."""
     fit = metrics.get("fit_seconds")
-    log.info("train %s on %s: %s/%s epoch(s) on %s%s%s, fit %s -> %s", metrics.get("dataset"),
-             metrics.get("version"), metrics.get("epochs_run"), metrics.get("epochs"),
-             metrics.get("device"), _pair(metrics, "accuracy"), _pair(metrics, "auc"),
-             f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?", run_uri)
+    run, most = metrics.get("epochs_run"), metrics.get("epochs")
+    epochs = f"{run}/{most}" if most else f"{run}"
+    device = f" on {metrics['device']}" if metrics.get("device") else ""
+    log.info("train %s on %s: %s epoch(s)%s%s%s, fit %s -> %s", metrics.get("dataset"),
+             metrics.get("version"), epochs, device, _pair(metrics, "accuracy"),
+             _pair(metrics, "auc"), f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?",
+             run_uri)
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

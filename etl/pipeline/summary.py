@@ -45,8 +45,10 @@ def extracted(run: dict[str, Any], seconds: float, uri: str) -> None:
     files = (run.get("fingerprint") or {}).get("files", [])
     files = files if isinstance(files, int) else len(files)  # image manifests hold a count
     window = run["interval"]
-    log.info("extract %s [%s, %s): %s rows from %d raw file(s), %.1f s -> %s", run["dataset"],
-             window["start"] or "-inf", window["end"], _n(staged_rows(uri)), files, seconds, uri)
+    span = (f"[{window['start']}, {window['end']})" if window["start"]
+            else f"up to {window['end']}")
+    log.info("extract %s %s: %s rows from %s raw file(s), %.1f s -> %s", run["dataset"], span,
+             _n(staged_rows(uri)), _n(files), seconds, uri)
 
 
 def already_published(step: str, run: dict[str, Any], version: str) -> None:
