@@ -7,15 +7,12 @@ days of 2013, so it neither sees nor changes the Airflow settings of other test 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-DAGS = REPO / "dags"
+from dagtest import DAGS, REPO, airflow_env
 
 E2E_SCRIPT = r"""
 import json, sys, time
@@ -50,13 +47,7 @@ print("E2E_RESULT=" + json.dumps(out, default=str))
 @pytest.mark.timeout(600)
 def test_etl_then_training_end_to_end_with_dag_test(tmp_path: Path) -> None:
     """Both DAGs through dag.test() on three days of 2013, in a fresh Airflow home."""
-    root = f"file://{tmp_path / 'data'}"
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"), "PIPELINE_STORAGE_ROOT": root,
-           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp_path}/airflow.db",
-           "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-           "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-           "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env.pop("STORAGE_EMULATOR_HOST", None)
+    env, root = airflow_env(tmp_path)
     bin_dir = Path(sys.executable).parent
     for args in ([str(bin_dir / "airflow"), "db", "migrate"],
                  [sys.executable, "-m", "etl", "land", "--root", root, "--start-day", "2013-01-01",

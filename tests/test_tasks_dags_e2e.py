@@ -8,15 +8,12 @@ tests/test_dags_e2e.py; the DAG files build these DAGs from the spec folders, no
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-DAGS = REPO / "dags"
+from dagtest import DAGS, REPO, airflow_env
 
 SCRIPT = r"""
 import json, sys
@@ -37,13 +34,7 @@ print("E2E_RESULT=" + json.dumps(out))
 @pytest.mark.e2e
 @pytest.mark.timeout(1200)
 def test_multiclass_and_regression_through_the_dags(tmp_path: Path) -> None:
-    root = f"file://{tmp_path / 'data'}"
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"), "PIPELINE_STORAGE_ROOT": root,
-           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp_path}/airflow.db",
-           "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-           "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-           "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env.pop("STORAGE_EMULATOR_HOST", None)
+    env, root = airflow_env(tmp_path)
     bin_dir = Path(sys.executable).parent
     for args in ([str(bin_dir / "airflow"), "db", "migrate"],
                  [sys.executable, "-m", "etl", "land", "--root", root, "--dataset", "wine"],
