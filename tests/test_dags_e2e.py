@@ -7,12 +7,11 @@ days of 2013, so it neither sees nor changes the Airflow settings of other test 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from dagtest import DAGS, REPO, airflow_env
+from dagtest import airflow_env, prepare, run_script
 
 E2E_SCRIPT = r"""
 import json, sys, time
@@ -48,22 +47,12 @@ print("E2E_RESULT=" + json.dumps(out, default=str))
 def test_etl_then_training_end_to_end_with_dag_test(tmp_path: Path) -> None:
     """Both DAGs through dag.test() on three days of 2013, in a fresh Airflow home."""
     env, root = airflow_env(tmp_path)
-    bin_dir = Path(sys.executable).parent
-    for args in ([str(bin_dir / "airflow"), "db", "migrate"],
-                 [sys.executable, "-m", "etl", "land", "--root", root, "--start-day", "2013-01-01",
-                  "--end-day", "2013-01-04"]):
-        proc = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True,
-                              timeout=300, check=False)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+    prepare(env, [sys.executable, "-m", "etl", "land", "--root", root, "--start-day",
+                  "2013-01-01", "--end-day", "2013-01-04"])
     etl_conf = {"interval_end": "2013-01-04T00:00:00+00:00", "window_days": 3, "shard_mb": 1}
     # One epoch on ~2,500 flights: the gate only asks to match the majority baseline.
     train_conf = {"epochs": 1, "batch_size": 256, "min_margin": 0.0}
-    proc = subprocess.run([sys.executable, "-c", E2E_SCRIPT, str(DAGS), json.dumps(etl_conf),
-                           json.dumps(train_conf)], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=540, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("E2E_RESULT=")]
-    assert proc.returncode == 0 and lines, (proc.stdout + proc.stderr)[-6000:]
-    out = json.loads(lines[-1].removeprefix("E2E_RESULT="))
+    out = run_script(E2E_SCRIPT, env, etl_conf, train_conf, timeout=540)
     assert out["etl"] == dict.fromkeys(
         ("extract", "validate", "transform_and_write", "publish"), "success"), out
     version = "20130104T000000Z_20130101T000000Z"

@@ -8,12 +8,11 @@ tests/test_dags_e2e.py; the DAG files build these DAGs from the spec folders, no
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from dagtest import DAGS, REPO, airflow_env
+from dagtest import airflow_env, prepare, run_script
 
 SCRIPT = r"""
 import json, sys
@@ -35,21 +34,11 @@ print("E2E_RESULT=" + json.dumps(out))
 @pytest.mark.timeout(1200)
 def test_multiclass_and_regression_through_the_dags(tmp_path: Path) -> None:
     env, root = airflow_env(tmp_path)
-    bin_dir = Path(sys.executable).parent
-    for args in ([str(bin_dir / "airflow"), "db", "migrate"],
-                 [sys.executable, "-m", "etl", "land", "--root", root, "--dataset", "wine"],
-                 [sys.executable, "-m", "etl", "land", "--root", root, "--dataset", "diabetes"]):
-        proc = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True,
-                              timeout=300, check=False)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+    prepare(env, [sys.executable, "-m", "etl", "land", "--root", root, "--dataset", "wine"],
+            [sys.executable, "-m", "etl", "land", "--root", root, "--dataset", "diabetes"])
     etl_conf = {"interval_end": "2026-01-01T00:00:00+00:00"}
     train_conf = {"epochs": 40, "batch_size": 32, "min_margin": 0.05}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(DAGS), json.dumps(etl_conf),
-                           json.dumps(train_conf)], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=1100, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("E2E_RESULT=")]
-    assert proc.returncode == 0 and lines, (proc.stdout + proc.stderr)[-6000:]
-    out = json.loads(lines[-1].removeprefix("E2E_RESULT="))
+    out = run_script(SCRIPT, env, etl_conf, train_conf, timeout=1100)
     for name, task, rule in (("wine", "multiclass", "accuracy"), ("diabetes", "regression", "rmse")):
         assert set(out[name]["etl"].values()) == {"success"}, out
         assert out[name]["train"] == {"resolve_version": "success", "train": "success"}, out
