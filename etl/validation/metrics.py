@@ -33,36 +33,27 @@ class UnsupportedMetricError(PipelineError):
     """A dataset-level expectation needs a metric this module cannot compute on Dask."""
 
 
-
-
-
-
-
-
-
-
 class _Plan:
-    """The partials the metric providers need, computed per partition and merged once."""
+    """The partials the metric providers need; ``examples`` is the frame (typed, lazily read)
+    where rows carrying duplicated keys are looked up, or None when no rows are at hand."""
 
-    def __init__(self, ddf: dd.DataFrame) -> None:
-        self.ddf = ddf
+    def __init__(self, columns: Sequence[str], examples: dd.DataFrame | None = None) -> None:
+        self.columns = list(columns)
+        self.examples = examples
         self.keys: list[Key] = []
-        self.values: dict[Key, Any] = {}
+        self.finals: dict[str, dict[Any, Finalize]] = {}
 
     def need(self, key: Key) -> Key:
         if key not in self.keys:
             self.keys.append(key)
         return key
 
-    def compute(self) -> None:
-        if not self.keys:
-            return
-        keys = list(self.keys)
-        parts = [dask.delayed(partition_partials)(p, keys) for p in self.ddf.to_delayed()]
-        (merged,) = dask.compute(dask.delayed(merge_partials)(parts))
-        if not merged:  # no partition at all: partials of an empty frame
-            merged = partition_partials(self.ddf._meta, keys)
-        self.values = merged
+    def values(self, merged: dict[Key, Any]) -> dict[str, dict[str, Any]]:
+        """{expectation label: {metric configuration id: value}} from merged partials."""
+        return {label: {i: f(merged) for i, f in fs.items()} for label, fs in self.finals.items()}
+
+
+MetricPlan = _Plan
 
 
 def _rows(plan: _Plan) -> Key:
@@ -102,12 +93,12 @@ def _row_count(plan: _Plan, mc: Any) -> Finalize:
 
 
 def _columns(plan: _Plan, mc: Any) -> Finalize:
-    cols = list(plan.ddf.columns)
+    cols = list(plan.columns)
     return lambda v: cols
 
 
 def _column_count(plan: _Plan, mc: Any) -> Finalize:
-    n = len(plan.ddf.columns)
+    n = len(plan.columns)
     return lambda v: n
 
 
@@ -154,10 +145,6 @@ def _counts_metric(kind: str) -> Callable[[_Plan, Any], Finalize]:
     return provider
 
 
-
-
-
-
 def _duplicates(plan: _Plan, cols: list[str], ignore_row_if: str) -> Key:
     """The sorted 64-bit hashes of every considered row's key, merged over partitions,
     so two copies of a key in different partitions are counted together."""
@@ -172,8 +159,13 @@ def _dup_counts(hashes: np.ndarray) -> pd.Series:
     return pd.Series(counts[counts > 1], index=values[counts > 1], dtype="int64")
 
 
-def _dup_examples(ddf: dd.DataFrame, cols: list[str], ignore: str, dup: pd.Series) -> list[dict]:
+def _dup_examples(ddf: Any, cols: list[str], ignore: str,
+                  dup: pd.Series) -> list[dict]:
     """Rows carrying the first duplicated keys: a second, cheap pass (filter by hash)."""
+    if callable(ddf):  # built only when a duplicate is found: e.g. read from stored parts
+        ddf = ddf()
+    if ddf is None:
+        return []
     wanted = set(dup.sort_index().index[:EXAMPLE_ROWS].tolist())
 
     def pick(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -205,7 +197,7 @@ def _uniqueness(suffix: str) -> Callable[[_Plan, Any], Finalize]:
                 return None
             if dup.empty:
                 return []
-            rows = _dup_examples(plan.ddf, cols, ignore, dup)
+            rows = _dup_examples(plan.examples, cols, ignore, dup)
             return (
                 rows
                 if suffix == "unexpected_index_list" or len(cols) > 1
@@ -252,6 +244,31 @@ def unsupported(metric_names: Sequence[str]) -> list[str]:
     return sorted(set(metric_names) - set(_PROVIDERS))
 
 
+def plan_metrics(
+    columns: Sequence[str],
+    needed: Sequence[tuple[str, Sequence[Any]]],
+    examples: dd.DataFrame | None = None,
+) -> MetricPlan:
+    """Which partials the expectations need (``plan.keys``); nothing is read yet.
+
+    Args:
+        columns: the dataset's columns (for the table.columns metrics).
+        needed: (expectation label, its GX MetricConfigurations) pairs.
+        examples: where rows with duplicated keys are looked up for the messages.
+    """
+    plan = _Plan(columns, examples)
+    for label, configs in needed:
+        for mc in configs:
+            provider = _PROVIDERS.get(mc.metric_name)
+            if provider is None:
+                raise UnsupportedMetricError(
+                    f"{label}: needs metric {mc.metric_name!r}, which etl.validation.metrics "
+                    f"cannot compute on the whole dataset (supported: {sorted(_PROVIDERS)})"
+                )
+            plan.finals.setdefault(label, {})[mc.id] = provider(plan, mc)
+    return plan
+
+
 def compute_metrics(
     ddf: dd.DataFrame, needed: Sequence[tuple[str, Sequence[Any]]]
 ) -> dict[str, dict[str, Any]]:
@@ -264,16 +281,15 @@ def compute_metrics(
     Returns:
         {label: {metric configuration id: value}}, ready for ``metrics_validate``.
     """
-    plan = _Plan(ddf)
-    finals: dict[str, dict[Any, Finalize]] = {}
-    for label, configs in needed:
-        for mc in configs:
-            provider = _PROVIDERS.get(mc.metric_name)
-            if provider is None:
-                raise UnsupportedMetricError(
-                    f"{label}: needs metric {mc.metric_name!r}, which etl.validation.metrics "
-                    f"cannot compute on the whole dataset (supported: {sorted(_PROVIDERS)})"
-                )
-            finals.setdefault(label, {})[mc.id] = provider(plan, mc)
-    plan.compute()
-    return {label: {i: f(plan.values) for i, f in fs.items()} for label, fs in finals.items()}
+    plan = plan_metrics(ddf.columns, needed, ddf)
+    return plan.values(compute_partials(ddf, plan.keys))
+
+
+def compute_partials(ddf: dd.DataFrame, keys: Sequence[Key]) -> dict[Key, Any]:
+    """The merged partials of every partition of ``ddf``, in one Dask computation."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    parts = [dask.delayed(partition_partials)(p, keys) for p in ddf.to_delayed()]
+    (merged,) = dask.compute(dask.delayed(merge_partials)(parts))
+    return merged or partition_partials(ddf._meta, keys)  # no partition: an empty frame's

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from etl import moments
+from etl.validation.report import jsonable
 
 Key = tuple
 
@@ -76,3 +77,46 @@ def hashes_of(pdf: pd.DataFrame, cols: list[str], ignore_row_if: str) -> pd.Seri
     sub = pdf[cols]
     hashed = pd.util.hash_pandas_object(sub[considered(sub, ignore_row_if)], index=False)
     return pd.Series(hashed.to_numpy(), name="h", dtype="uint64")
+
+
+def _key_json(key: Key) -> list:
+    return [list(k) if isinstance(k, tuple) else k for k in key]
+
+
+def _key_of(data: list) -> Key:
+    return tuple(tuple(k) if isinstance(k, list) else k for k in data)
+
+
+def to_stored(partials: dict[Key, Any]) -> tuple[list, dict[str, np.ndarray]]:
+    """(JSON-able entries, named uint64 arrays) of one part's partials, for storing beside
+    the data they describe; ``from_stored`` is the inverse (value counts keep their values,
+    timestamps as ISO text)."""
+    entries, arrays = [], {}
+    for i, (key, value) in enumerate(partials.items()):
+        kind = key[0]
+        if kind == "hashes":
+            name = f"k{i}"
+            arrays[name] = np.asarray(value, dtype=np.uint64)
+            stored: Any = {"array": name}
+        elif kind == "vc":
+            stored = {"values": [jsonable(v) for v in value.index],
+                      "counts": [int(c) for c in value.to_numpy()]}
+        else:
+            stored = jsonable(value)
+        entries.append({"key": _key_json(key), "value": stored})
+    return entries, arrays
+
+
+def from_stored(entries: Sequence[dict], arrays: Any) -> dict[Key, Any]:
+    """The partials ``to_stored`` wrote (``arrays``: a mapping such as an open ``np.load``)."""
+    out: dict[Key, Any] = {}
+    for entry in entries:
+        key, value = _key_of(entry["key"]), entry["value"]
+        if key[0] == "hashes":
+            value = np.asarray(arrays[value["array"]], dtype=np.uint64)
+        elif key[0] == "vc":
+            # named as pandas names a fresh value_counts(): GX reads the "count" column
+            value = pd.Series(value["counts"], name="count", dtype="int64",
+                              index=pd.Index(value["values"], dtype=object, name=key[1]))
+        out[key] = value
+    return out

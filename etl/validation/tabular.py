@@ -33,15 +33,21 @@ from etl.spec.load import spec_path
 from etl.validation import gx as vgx
 from etl.validation import partition as vpart
 from etl.validation import types as vtypes
-from etl.validation.metrics import compute_metrics, unsupported
+from etl.validation.metrics import compute_partials, unsupported
 from etl.validation.modes import check_mode
 from etl.validation.report import (
     ValidationOutcome,
     columns_message,
-    columns_of,
     describe,
     failure_message,
     finish,
+)
+from etl.validation.window import (
+    by_name,
+    combine_row,
+    dataset_checks,
+    judge_dataset,
+    result_format,
 )
 
 log = logging.getLogger(__name__)
@@ -79,15 +85,6 @@ class ValidationSpec:
     def kinds(self) -> dict[str, str]:
         """Column -> parse kind (int/float/timestamp/string) for the partition views."""
         return {c: vtypes.KINDS.get(t, "string") for c, t in self.columns.items()}
-
-
-def result_format(key: Sequence[str]) -> dict:
-    """SUMMARY results with example rows identified by the dataset key."""
-    return {
-        "result_format": "SUMMARY",
-        "partial_unexpected_count": vgx.PARTIAL_COUNT,
-        "unexpected_index_column_names": list(key),
-    }
 
 
 def validate_dataset(
@@ -156,7 +153,7 @@ def _evaluate(
     t0 = time.perf_counter()
     reports = _row_level(ddf, vspec, suite, quarantine_uri)
     row_results = [
-        _combine(cfg, [r.partials[i] for r in reports], vspec.key, mode)
+        combine_row(cfg, [r.partials[i] for r in reports], vspec.key, mode)
         for i, cfg in enumerate(suite.row)
     ]
     t1 = time.perf_counter()
@@ -200,11 +197,7 @@ def _schema_result(ddf: dd.DataFrame, vspec: ValidationSpec):
     }
     needed = vgx.required_metrics(cfg, result_format(vspec.key))
     metrics = {mc.id: list(ddf.columns) for mc in needed}
-    return vgx.combined_result(cfg, _by_name(needed, metrics), result_format(vspec.key))
-
-
-def _by_name(needed: Sequence[Any], by_id: Mapping[Any, Any]) -> dict[str, Any]:
-    return {mc.metric_name: by_id[mc.id] for mc in needed}
+    return vgx.combined_result(cfg, by_name(needed, metrics), result_format(vspec.key))
 
 
 def _row_level(
@@ -216,24 +209,6 @@ def _row_level(
     args = (suite.name, list(suite.row), vspec.kinds(), list(vspec.key), quarantine_uri)
     tasks = [task(part, i, *args) for i, part in enumerate(parts)]
     return list(dask.compute(*tasks))
-
-
-def _combine(cfg: dict, partials: Sequence[vpart.Partial], key: Sequence[str], mode: str):
-    """Sum one expectation's partition results and let GX judge the totals."""
-    errors = [p.error for p in partials if p.error]
-    if errors:
-        return vgx.failed_result(cfg, f"{errors[0]} (in {len(errors)} partition(s))")
-    if mode == "strict":
-        kwargs = dict(cfg["kwargs"], mostly=1.0)
-        cfg = dict(cfg, kwargs=kwargs, meta={**cfg.get("meta", {}), "strict_mode": True})
-    totals = {
-        "element_count": sum(p.element_count for p in partials),
-        "missing_count": sum(p.missing_count for p in partials),
-        "unexpected_count": sum(p.unexpected_count for p in partials),
-        "values": [v for p in partials for v in p.values][: vgx.PARTIAL_COUNT],
-        "examples": [e for p in partials for e in p.examples][: vgx.PARTIAL_COUNT],
-    }
-    return vgx.judge_row(cfg, totals, result_format(key))
 
 
 def _valid_frame(
@@ -250,21 +225,11 @@ def _dataset_level(valid: dd.DataFrame, vspec: ValidationSpec, suite: vgx.SplitS
     """Judge dataset-level expectations on metrics Dask computes over all surviving rows."""
     if not suite.dataset:
         return []
-    used = {c for cfg in suite.dataset for c in columns_of(cfg["kwargs"])}
-    if any(cfg["type"].startswith("expect_table_column") for cfg in suite.dataset):
-        used = set(valid.columns)  # checks on the column list itself see every column
-    cols = [c for c in valid.columns if c in used] or list(vspec.key)  # parse only these
-    kinds = {c: k for c, k in vspec.kinds().items() if c in cols}
-    typed = valid[cols].map_partitions(
-        vtypes.typed_frame, kinds, meta=vtypes.typed_frame(valid._meta[cols], kinds)
+    checks = dataset_checks(suite, list(valid.columns), vspec.key)
+    kinds = {c: k for c, k in vspec.kinds().items() if c in checks.columns}
+    typed = valid[list(checks.columns)].map_partitions(
+        vtypes.typed_frame, kinds, meta=vtypes.typed_frame(valid._meta[list(checks.columns)],
+                                                           kinds)
     )
-    fmt = result_format(vspec.key)
-    needed = [
-        (f"{describe(cfg)} (#{i})", vgx.required_metrics(cfg, fmt))
-        for i, cfg in enumerate(suite.dataset)
-    ]
-    values = compute_metrics(typed, needed)
-    return [
-        vgx.combined_result(cfg, _by_name(mcs, values.get(label, {})), fmt)
-        for (label, mcs), cfg in zip(needed, suite.dataset)
-    ]
+    checks.plan.examples = typed
+    return judge_dataset(checks, compute_partials(typed, checks.keys), vspec.key)
