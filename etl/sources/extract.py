@@ -82,9 +82,17 @@ def _listed_periods(root: str, source: Source, end: datetime) -> dict[datetime, 
 
 def window_files(root: str, source: Source, start: datetime | None, end: datetime) -> list[str]:
     """URIs of the files holding events in [start, end), checking none is missing."""
+    return [uri for _, uri in window_partitions(root, source, start, end)]
+
+
+def window_partitions(root: str, source: Source, start: datetime | None,
+                      end: datetime) -> list[tuple[datetime | None, str]]:
+    """(period start, file URI) of each landed partition of the window, in period order;
+    one ``(None, uri)`` for an unpartitioned source. Raises SourceFilesError as
+    ``window_files`` does."""
     part = source.partitioning
     if part is None:
-        return [_source_uri(root, source)]
+        return [(None, _source_uri(root, source))]
     step = _period_step(part.granularity)
     first = _floor(start, part.granularity) if start else None
     if first is not None and (end - first) / step <= MAX_LISTED_PERIODS:
@@ -110,7 +118,13 @@ def window_files(root: str, source: Source, start: datetime | None, end: datetim
         shown = ", ".join(m.strftime(part.format) for m in missing[:10])
         raise SourceFilesError(f"source {source.name!r}: {len(missing)} partition(s) of the "
                                f"window missing ({source.uri}): {shown}")
-    return [present[p] for p in sorted(present)]
+    return [(p, present[p]) for p in sorted(present)]
+
+
+def period_end(period: datetime, source: Source) -> datetime:
+    """Where a partition that starts at ``period`` ends."""
+    assert source.partitioning is not None
+    return period + _period_step(source.partitioning.granularity)
 
 
 def fingerprint(uris: list[str]) -> dict[str, Any]:
@@ -189,14 +203,28 @@ def _join_one(left: pd.DataFrame, right: pd.DataFrame, keys: list[str],
     return out.drop(columns=[c for c in out.columns if c.startswith(_JOIN_PREFIX)])
 
 
+def read_lookups(root: str, spec: Spec) -> tuple[list[pd.DataFrame], dict[str, int], list[str]]:
+    """(each join's right side, duplicates dropped per lookup, the lookup files' URIs)."""
+    dropped: dict[str, int] = {}
+    rights = [_lookup(root, spec, i, dropped) for i in range(len(spec.joins))]
+    return rights, dropped, [_source_uri(root, spec.sources[j.source]) for j in spec.joins]
+
+
+def joined_part(uris: list[str], spec: Spec, start: datetime | None, end: datetime,
+                rights: list[pd.DataFrame]) -> pd.DataFrame:
+    """The rows of some primary files inside [start, end), joined, in the spec's columns."""
+    df = _read_group(uris, spec.primary_source, start, end)
+    for join, right in zip(spec.joins, rights):
+        df = _join_one(df, right, list(join.on), _ts_keys(spec, join))
+    return df[list(spec.column_types())]
+
+
 def build_frame(root: str, spec: Spec, start: datetime | None, end: datetime,
                 partition_bytes: int = PARTITION_BYTES) -> tuple[dd.DataFrame, dict, dict]:
     """The lazy extracted frame plus the source fingerprint and dropped lookup duplicates."""
     primary = spec.primary_source
     files = window_files(root, primary, start, end)
-    lookups: dict[str, int] = {}
-    rights = [_lookup(root, spec, i, lookups) for i in range(len(spec.joins))]
-    lookup_uris = [_source_uri(root, spec.sources[j.source]) for j in spec.joins]
+    rights, lookups, lookup_uris = read_lookups(root, spec)
     fp = fingerprint(files + lookup_uris)
     primary_files = [f for f in fp["files"] if f["uri"] in set(files)]
     groups = group_files(sorted(primary_files, key=lambda f: f["uri"]), partition_bytes)

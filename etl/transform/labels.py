@@ -34,7 +34,9 @@ class LabelTask:
     classes, checked against every split; raises ValidationFailed naming unknown values);
     store(prepared label, schema.label) -> the Example column;
     inherit(label, previous version's schema.label or None) -> the label this version uses
-    (classes not listed in the spec stay those of the first version that took them).
+    (classes not listed in the spec stay those of the first version that took them);
+    fixed(label) -> whether the stored values are known before any data is read (False for
+    classes still to be taken from the train split).
     """
 
     name: str
@@ -43,6 +45,7 @@ class LabelTask:
     resolve: Callable[[Label, dict[str, dict[str, int]], str], dict[str, Any]]
     store: Callable[[pd.Series, dict[str, Any]], pd.Series]
     inherit: Callable[[Label, dict[str, Any] | None], Label] = lambda label, previous: label
+    fixed: Callable[[Label], bool] = lambda label: True
 
 
 def _binary(label: Label, source: pd.Series, source_type: str) -> pd.Series:
@@ -121,7 +124,7 @@ def _store_float(values: pd.Series, schema: dict[str, Any]) -> pd.Series:
 TASKS: dict[str, LabelTask] = {
     BINARY: LabelTask(BINARY, _binary, COUNTS, _fixed_classes, _store_int),
     MULTICLASS: LabelTask(MULTICLASS, _class_text, COUNTS, _resolve_classes, _store_index,
-                          _inherit_classes),
+                          _inherit_classes, lambda label: bool(label.names)),
     REGRESSION: LabelTask(REGRESSION, _as_float, MOMENTS, _fixed_classes, _store_float),
 }
 

@@ -113,6 +113,10 @@ def write_tfds_metadata(version_uri: str, manifest: dict[str, Any]) -> list[str]
 
     Returns [] (and logs why) for GZIP versions, which TFDS cannot read.
     """
+    if any(s.get("segment") for info in manifest["splits"].values() for s in info["shards"]):
+        log.debug("%s: composed of segments; each segment folder holds its TFDS metadata "
+                  "(tfds.builder_from_directories)", version_uri)
+        return []
     if shards.normalize_compression(manifest.get("compression")):
         log.warning(
             "%s: GZIP shards; TFDS reads only plain TFRecords, no TFDS metadata", version_uri

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gzip
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,14 +130,18 @@ def _deterministic_order(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame
 
 
 def write_partition(part: pd.DataFrame, uri: str, columns: list[str], schema: dict[str, Any],
-                    config: WriteConfig) -> dict[str, Any]:
-    """Encode and write one shard; runs on a worker."""
+                    config: WriteConfig,
+                    on_record: Callable[[bytes], None] | None = None) -> dict[str, Any]:
+    """Encode and write one shard; runs on a worker. ``on_record`` sees every record."""
     ordered = _deterministic_order(part, columns)
     encode_fn = _encoder(config.encoder)
 
     def records() -> Iterator[bytes]:
         for i in range(0, len(ordered), config.chunk_rows):
-            yield from encode_fn(ordered.iloc[i:i + config.chunk_rows][columns], schema)
+            for record in encode_fn(ordered.iloc[i:i + config.chunk_rows][columns], schema):
+                if on_record is not None:
+                    on_record(record)
+                yield record
 
     return shards.write_shard(uri, records(), config.compression)
 
@@ -173,3 +177,37 @@ def write_splits(ddf: dd.DataFrame, dataset: str, version_uri: str, schema: dict
     for (split, name), entry in zip(names, entries):
         out[split].append({**entry, "file": name})
     return out
+
+
+def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict[str, Any],
+                splits: list[str], config: WriteConfig,
+                on_record: Callable[[str, bytes], None] | None = None) -> dict[str, list[dict]]:
+    """Every split's shards of one in-memory frame (a segment), written by this process.
+
+    The same plan and row order as ``write_splits``, without Dask: one frame small enough
+    for one task. ``on_record(split, record)`` sees every record written.
+    """
+    _encoder(config.encoder)
+    columns = [*schema["features"], schema["label"]["name"]]
+    counts = frame[SPLIT_COL].value_counts()
+    plan = plan_shards({s: int(counts.get(s, 0)) for s in splits},
+                       measure_record_bytes(frame.head(config.sample_rows), columns, schema,
+                                            config.compression),
+                       config.target_bytes, config.min_train_shards)
+    assigned = _assign_shards(frame, plan)
+    out: dict[str, list[dict]] = {s: [] for s in plan.splits}
+    for index, part in _by_shard(assigned, plan.total):
+        split, i = plan.shard_of(index)
+        name = shards.shard_filename(dataset, split, i, plan.num_shards[split],
+                                     config.compression)
+        seen = None if on_record is None else (lambda r, s=split: on_record(s, r))
+        entry = write_partition(part, storage.join(folder_uri, name), columns, schema, config,
+                                seen)
+        out[split].append({**entry, "file": name})
+    return out
+
+
+def _by_shard(assigned: pd.DataFrame, total: int) -> Iterator[tuple[int, pd.DataFrame]]:
+    groups = dict(tuple(assigned.groupby(SHARD_COL, sort=True)))
+    for index in range(total):
+        yield index, groups.get(index, assigned.iloc[:0])

@@ -1,0 +1,91 @@
+"""Segments: the immutable, validated, encoded output of one raw partition.
+
+A segment lives in ``<root>/datasets/<dataset>/segments/<segment id>/`` as a TFDS-format
+folder (shards, ``dataset_info.json``, ``features.json``) plus ``segment.json``, written last
+and created only if absent: a folder without it is unfinished and no reader looks inside.
+Versions list the segments of their window (each shard entry names its ``segment``), so a
+segment is written once and shared by every version whose window holds it.
+
+The id is ``<partition>-<digest>``: the partition (``20130101``, ``all``) and a digest of
+everything the segment's bytes depend on (the raw files with their sizes and generations,
+the lookups, the spec and suite, the label's classes, the format). A re-delivered day gets a
+new id, so a published segment is never rewritten. Import-light: no dask, GX or TF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from etl import storage
+from etl.versions.ids import _PLAIN_NAME, SEGMENTS_DIR, dataset_uri
+
+SEGMENT_FILE = "segment.json"
+SEGMENT_FORMAT = 1
+SEGMENT_LOCK = "_WRITER"
+_MOD = 2**256
+
+
+def segment_id(partition: str, material: Mapping[str, Any]) -> str:
+    """``<partition>-<16 hex>`` from a JSON-able description of what the bytes depend on."""
+    blob = json.dumps({"format": SEGMENT_FORMAT, **material}, sort_keys=True, default=str)
+    seg = f"{partition}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
+    if not _PLAIN_NAME.match(seg):
+        raise ValueError(f"segment id {seg!r}: the partition label must be a plain name")
+    return seg
+
+
+def segments_uri(root: str, dataset: str) -> str:
+    return storage.join(dataset_uri(root, dataset), SEGMENTS_DIR)
+
+
+def segment_uri(root: str, dataset: str, seg: str) -> str:
+    if not isinstance(seg, str) or not _PLAIN_NAME.match(seg) or ".." in seg:
+        raise ValueError(f"segment id {seg!r}: expected a plain name (letters, digits, ._=-)")
+    return storage.join(segments_uri(root, dataset), seg)
+
+
+def read_segment(uri: str) -> dict[str, Any] | None:
+    """The segment's ``segment.json``, or None while it is absent (unbuilt or unfinished)."""
+    try:
+        meta = storage.read_json(storage.join(uri, SEGMENT_FILE))
+    except FileNotFoundError:
+        return None
+    fmt = meta.get("format_version") if isinstance(meta, dict) else None
+    if not isinstance(fmt, int) or fmt > SEGMENT_FORMAT or not isinstance(meta.get("splits"),
+                                                                          dict):
+        raise ValueError(f"{uri}/{SEGMENT_FILE}: expected a format_version <= {SEGMENT_FORMAT} "
+                         f"segment with a 'splits' object, got format_version={fmt!r}")
+    return meta
+
+
+def list_segments(root: str, dataset: str) -> list[str]:
+    """Ids of the dataset's finished segments (those with ``segment.json``)."""
+    base = segments_uri(root, dataset)
+    return sorted(name for name in storage.list_dir(base)
+                  if storage.exists(storage.join(base, name, SEGMENT_FILE)))
+
+
+def referenced(manifest: Mapping[str, Any]) -> set[str]:
+    """The segments a version manifest lists (empty for a version with its own shards)."""
+    return {shard["segment"] for info in manifest.get("splits", {}).values()
+            for shard in info.get("shards", []) if shard.get("segment")}
+
+
+def record_digest(record: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(record).digest(), "big")
+
+
+def content_hash(digests: Iterable[int]) -> str:
+    """Order-free hash of a multiset of records: the sum of their sha256 values mod 2**256.
+
+    The same records give the same hash however they are grouped into segments and shards,
+    and the hashes of parts combine with ``combine_content`` without reading a record.
+    """
+    return f"{sum(digests) % _MOD:064x}"
+
+
+def combine_content(hashes: Iterable[str]) -> str:
+    return f"{sum(int(h, 16) for h in hashes) % _MOD:064x}"
