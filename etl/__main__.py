@@ -34,9 +34,15 @@ def format_shards(manifest: dict[str, Any]) -> str:
     """The shard table of a manifest: file, records, bytes, per split with totals."""
     lines = [f"{'shard':<52} {'records':>10} {'bytes':>13}"]
     order = {"train": 0, "eval": 1, "validation": 1, "test": 2}
+    composed = manifest.get("layout") == "segments"
     for split, info in sorted(manifest["splits"].items(), key=lambda kv: order.get(kv[0], 3)):
-        for shard in info["shards"]:
-            lines.append(f"{shard['file']:<52} {shard['records']:>10} {shard['bytes']:>13}")
+        if composed:  # one line per split: a year of daily segments is a thousand shards
+            segs = len({s["segment"] for s in info["shards"]})
+            where = f"  {len(info['shards'])} shard(s) in {segs} segment(s)"
+            lines.append(where)
+        else:
+            lines += [f"{shard['file']:<52} {shard['records']:>10} {shard['bytes']:>13}"
+                      for shard in info["shards"]]
         lines.append(f"{'  ' + split + ' total':<52} {info['num_examples']:>10} "
                      f"{info['num_bytes']:>13}")
     return "\n".join(lines)
@@ -96,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
     _write_opts(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON only")
+    p.add_argument("--incremental", action="store_true",
+                   help="build only the window's missing segments (one per raw partition) and "
+                        "compose the version from them (tabular specs)")
     p = sub.add_parser("extract", help="stage the interval's raw data as Parquet")
     _common(p)
     _interval(p)
@@ -173,10 +182,18 @@ def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
 def _run(args: argparse.Namespace) -> int:
     from etl import pipeline, versions
 
-    result = pipeline.run(args.dataset, args.root, args.interval_end, args.interval_start,
-                          args.run_id, mode=args.mode, shard_bytes=args.shard_bytes,
-                          compression=args.compression, force=args.force, encoder=args.encoder,
-                          source_uri=args.source_uri, dask_address=args.dask_address)
+    options = {"mode": args.mode, "shard_bytes": args.shard_bytes,
+               "compression": args.compression, "force": args.force,
+               "source_uri": args.source_uri, "dask_address": args.dask_address}
+    if args.incremental and args.encoder != "vectorized":
+        raise SystemExit("--incremental writes segments with the byte-deterministic "
+                         f"'vectorized' encoder only, got --encoder {args.encoder}")
+    if args.incremental:
+        result = pipeline.run_incremental(args.dataset, args.root, args.interval_end,
+                                          args.interval_start, args.run_id, **options)
+    else:
+        result = pipeline.run(args.dataset, args.root, args.interval_end, args.interval_start,
+                              args.run_id, encoder=args.encoder, **options)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -79,6 +79,11 @@ def _active_client() -> Client | None:
         return None
 
 
+def cluster_at_hand() -> bool:
+    """A scheduler is named ($PIPELINE_DASK_ADDRESS) or a client is already open here."""
+    return bool(os.environ.get(DASK_ADDRESS_ENV)) or _active_client() is not None
+
+
 @contextmanager
 def spawnable_main() -> Iterator[None]:
     """Hide a script ``__main__`` from the worker processes started meanwhile.

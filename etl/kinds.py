@@ -29,6 +29,7 @@ class DatasetKind:
     statistics); ``previous_label`` is the newest published version's ``schema.label``.
     ``preload`` lists modules worth importing in the background while Dask workers start.
     ``unit`` is what one landed row is called in messages ("1797 images", not "flights").
+    ``incremental``: the kind can build a version from segments (``etl.pipeline.incremental``).
     """
 
     name: str
@@ -39,6 +40,7 @@ class DatasetKind:
     prepare: str
     unit: str = "rows"
     preload: tuple[str, ...] = ()
+    incremental: bool = False  # builds versions from per-partition segments (etl run --incremental)
 
     def stage(self, stage: str) -> Callable[..., Any]:
         """The function behind ``stage`` (one of the fields above), imported now."""
@@ -50,7 +52,8 @@ KINDS: dict[str, DatasetKind] = {
     TABULAR: DatasetKind(
         name=TABULAR, load_spec="etl.spec.load:load_spec", land="etl.sources.land:land",
         extract="etl.sources.extract:extract", validate="etl.validation.tabular:validate_dataset",
-        prepare="etl.transform.tabular:prepare_for_write", preload=("etl.validation.tabular",)),
+        prepare="etl.transform.tabular:prepare_for_write", preload=("etl.validation.tabular",),
+        incremental=True),
     IMAGES: DatasetKind(
         name=IMAGES, load_spec="etl.spec.images:load_image_spec",
         land="etl.sources.images:land_images", extract="etl.sources.images:extract",

@@ -3,11 +3,16 @@
 ``extract -> validate -> transform_and_write -> publish``, or ``run`` for all four on one Dask
 client. Modules: ``steps`` (land, extract, validate, run), ``publish`` (shards under the writer
 lock, then the manifest last) and ``record`` (the run record that travels between steps).
+``run_incremental`` builds a version from per-partition segments instead: ``segment_plan``
+(the window's segments), ``segment_build`` (one segment in one Dask task), ``compose`` (the
+window judged and its manifest from the segments' stored partials), ``incremental``.
 """
 
 from __future__ import annotations
 
+from etl.pipeline.incremental import run_incremental
 from etl.pipeline.publish import publish, transform_and_write
 from etl.pipeline.steps import extract, land, run, validate
 
-__all__ = ["extract", "land", "publish", "run", "transform_and_write", "validate"]
+__all__ = ["extract", "land", "publish", "run", "run_incremental", "transform_and_write",
+           "validate"]

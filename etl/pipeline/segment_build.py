@@ -1,0 +1,215 @@
+"""Building one segment, inside one Dask task: read, validate, transform, encode, write.
+
+The task reads the partition's raw files and joins the broadcast lookups, evaluates the
+row-level expectations on every row (rejected rows go to the segment's quarantine), computes
+the mergeable partials the window needs later (dataset-level metric partials, the key hashes,
+split statistics), encodes the rows and writes the shards, the TFDS metadata and, last,
+``segment.json`` -- created only if absent. All of it happens under the segment's lease, so
+two runs that need the same segment build it once; a killed build leaves a folder without
+``segment.json``, which no reader trusts and the next builder clears.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from etl import storage
+from etl.errors import LeaseHeldError, PipelineError
+from etl.provenance import code_version, iso
+from etl.sources.extract import joined_part
+from etl.spec import Spec
+from etl.transform import tabular
+from etl.transform.labels import task_of
+from etl.validation import partials as vpartials
+from etl.validation import partition as vpart
+from etl.validation.report import jsonable
+from etl.validation.types import typed_frame
+from etl.versions import lease, segments
+from etl.write import tfds as tfds_meta
+from etl.write import writer
+
+log = logging.getLogger(__name__)
+
+PARTIALS_NPZ = "metric_partials.npz"
+KEYS_FILE = "keys.parquet"
+WAIT_S = 600.0  # another run building the same segment usually finishes within this
+POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    """One segment to build: its id and folder, its raw files and its part of the window."""
+
+    segment: str
+    uri: str
+    partition: str
+    files: tuple[str, ...]
+    start: datetime | None
+    end: datetime
+    fingerprint: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What every segment of a run shares: the spec (label resolved), suite and knobs."""
+
+    spec: Spec
+    label_schema: dict[str, Any]
+    schema: dict[str, Any]  # the manifest's schema (features + resolved label)
+    suite_name: str
+    row_configs: tuple[dict, ...]
+    kinds: dict[str, str]
+    metric_keys: tuple
+    metric_columns: tuple[str, ...]
+    key_columns: tuple[str, ...]
+    write: writer.WriteConfig
+    run_id: str
+    material: dict[str, Any] = field(default_factory=dict)
+
+
+def build_segment(task: SegmentTask, ctx: BuildContext,
+                  rights: list[pd.DataFrame]) -> dict[str, Any]:
+    """The segment's ``segment.json``: read if it exists, else built under its lease."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        meta = segments.read_segment(task.uri)
+        if meta is not None:
+            return meta
+        try:
+            held = lease.acquire(storage.join(task.uri, segments.SEGMENT_LOCK), ctx.run_id)
+            break
+        except LeaseHeldError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(POLL_S)
+    with lease.Heartbeat(held) as beat:
+        try:
+            meta = segments.read_segment(task.uri)
+            if meta is None:
+                _clear(task.uri)
+                meta = _build(task, ctx, rights)
+                body = storage.json_bytes(meta)
+                beat.check()  # still ours: only then does the segment become visible
+                if not storage.create_if_absent(storage.join(task.uri, segments.SEGMENT_FILE),
+                                                body):
+                    meta = segments.read_segment(task.uri)
+        finally:
+            lease.release(beat.stop())
+    return meta
+
+
+def _clear(uri: str) -> None:
+    """What a killed builder left (it never wrote segment.json), except our lease."""
+    for name in storage.list_dir(uri, include_temp=True):
+        if name != segments.SEGMENT_LOCK:
+            storage.delete_tree(storage.join(uri, name))
+
+
+def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> dict[str, Any]:
+    t0, cpu0 = time.monotonic(), time.process_time()
+    spec = ctx.spec
+    report, valid = _valid_rows(task, ctx, rights, storage.join(task.uri, "quarantine"))
+    typed = typed_frame(valid[list(ctx.metric_columns)],
+                        {c: ctx.kinds[c] for c in ctx.metric_columns})
+    entries, arrays = vpartials.to_stored(vpartials.partition_partials(typed, ctx.metric_keys))
+    _write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
+    if ctx.key_columns:
+        _write_keys(storage.join(task.uri, KEYS_FILE), typed[list(ctx.key_columns)])
+    prepared = tabular.prepare_partition(valid, spec)
+    stats = tabular.split_partial(prepared, spec)
+    _check_classes(spec, ctx.label_schema, stats, task.uri)
+    final = tabular.finalize_partition(prepared, spec, ctx.label_schema)
+    digests: dict[str, list[int]] = {}
+    written = writer.write_frame(
+        final, spec.name, task.uri, ctx.schema, [s for s, _ in spec.split.fractions], ctx.write,
+        lambda split, rec: digests.setdefault(split, []).append(segments.record_digest(rec)))
+    splits = {split: {"num_examples": sum(e["records"] for e in entries_),
+                      "num_bytes": sum(e["bytes"] for e in entries_),
+                      "content_hash": segments.content_hash(digests.get(split, [])),
+                      "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
+                                 for e in entries_]}
+              for split, entries_ in written.items()}
+    meta = {
+        "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
+        "segment": task.segment, "partition": task.partition,
+        "data_interval": {"start": iso(task.start), "end": iso(task.end)},
+        "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
+        "code_version": code_version(), "compression": ctx.write.compression,
+        "schema": ctx.schema, "splits": splits, "source_fingerprint": task.fingerprint,
+        "built_from": ctx.material,
+        "validation": {
+            "rows": report.rows, "quarantined_rows": len(report.bad_positions),
+            "quarantine_file": report.quarantine_file and f"quarantine/{report.quarantine_file}",
+            "row_partials": [jsonable(asdict(p)) for p in report.partials],
+            "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
+            "keys_file": KEYS_FILE if ctx.key_columns else None,
+        },
+        "statistics_partial": stats,
+        "dropped_rows": {spec.label.drop_reason: int(len(valid) - len(prepared))},
+        "timings": {"wall_s": round(time.monotonic() - t0, 3),
+                    "cpu_s": round(time.process_time() - cpu0, 3)},
+    }
+    tfds_meta.write_tfds_metadata(task.uri, {**meta, "version": task.segment})
+    return meta
+
+
+def _valid_rows(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
+                quarantine_uri: str) -> tuple[vpart.PartitionReport, pd.DataFrame]:
+    """The partition's rows inside the window, joined; row-level checks; the rows that passed."""
+    raw = joined_part(list(task.files), ctx.spec, task.start, task.end, rights)
+    report = vpart.validate_partition(raw, 0, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
+                                      list(ctx.spec.key), quarantine_uri)
+    return report, vpart.keep_valid(raw, report, list(ctx.spec.key))
+
+
+def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
+                     scratch_uri: str) -> dict[str, Any]:
+    """The split statistics of a segment's valid rows, nothing kept: how a run learns the
+    train split's classes before any segment is encoded (quarantine goes to ``scratch_uri``)."""
+    _, valid = _valid_rows(task, ctx, rights, scratch_uri)
+    return tabular.split_partial(tabular.prepare_partition(valid, ctx.spec), ctx.spec)
+
+
+def _check_classes(spec: Spec, label_schema: dict[str, Any], stats: dict[str, Any],
+                   uri: str) -> None:
+    """Class values outside the classes fail here (ValidationFailed names them), before a
+    record is encoded; a label without classes has nothing to check."""
+    if label_schema.get("names"):
+        counts = {s: (stats.get(s) or {}).get("labels", {}) for s in stats}
+        task_of(spec.label).resolve(spec.label, counts, f"{spec.path} (segment {uri})")
+
+
+def _write_npz(uri: str, arrays: dict[str, np.ndarray]) -> None:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    storage.write_bytes_atomic(uri, buf.getvalue())
+
+
+def _write_keys(uri: str, keys: pd.DataFrame) -> None:
+    buf = io.BytesIO()
+    keys.reset_index(drop=True).to_parquet(buf, index=False)
+    storage.write_bytes_atomic(uri, buf.getvalue())
+
+
+def read_metric_partials(uri: str, meta: dict[str, Any]) -> dict:
+    """The dataset-level metric partials a segment stored."""
+    validation = meta["validation"]
+    with np.load(io.BytesIO(storage.read_bytes(storage.join(uri, validation["metric_arrays"]))),
+                 allow_pickle=False) as arrays:
+        return vpartials.from_stored(validation["metric_partials"], arrays)
+
+
+def read_keys(uri: str, meta: dict[str, Any]) -> pd.DataFrame:
+    """The typed key columns of a segment's valid rows (to name duplicated keys)."""
+    name = meta["validation"].get("keys_file")
+    if not name:
+        raise PipelineError(f"{uri}: the segment stored no keys")
+    return pd.read_parquet(io.BytesIO(storage.read_bytes(storage.join(uri, name))))
