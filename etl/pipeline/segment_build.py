@@ -24,13 +24,13 @@ import pandas as pd
 from etl import storage
 from etl.errors import LeaseHeldError, PipelineError
 from etl.provenance import code_version, iso
-from etl.sources.extract import joined_part
+from etl.sources.extract import joined_part, outside
 from etl.spec import Spec
 from etl.transform import tabular
 from etl.transform.labels import task_of
 from etl.validation import partials as vpartials
 from etl.validation import partition as vpart
-from etl.validation.report import jsonable
+from etl.validation.report import jsonable, write_parquet
 from etl.validation.types import typed_frame
 from etl.versions import lease, segments
 from etl.write import tfds as tfds_meta
@@ -52,9 +52,10 @@ class SegmentTask:
     uri: str
     partition: str
     files: tuple[str, ...]
-    start: datetime | None
-    end: datetime
+    start: datetime | None  # the part of the window it holds (None: unbounded)
+    end: datetime | None
     fingerprint: dict[str, Any]
+    period: tuple[datetime, datetime] | None = None  # the partition's own span, if partitioned
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ def _clear(uri: str) -> None:
 def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> dict[str, Any]:
     t0, cpu0 = time.monotonic(), time.process_time()
     spec = ctx.spec
-    report, valid = _valid_rows(task, ctx, rights, storage.join(task.uri, "quarantine"))
+    report, valid, misfiled = _valid_rows(task, ctx, rights,
+                                          storage.join(task.uri, "quarantine"))
     typed = typed_frame(valid[list(ctx.metric_columns)],
                         {c: ctx.kinds[c] for c in ctx.metric_columns})
     entries, arrays = vpartials.to_stored(vpartials.partition_partials(typed, ctx.metric_keys))
@@ -146,7 +148,8 @@ def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> 
         "schema": ctx.schema, "splits": splits, "source_fingerprint": task.fingerprint,
         "built_from": ctx.material,
         "validation": {
-            "rows": report.rows, "quarantined_rows": len(report.bad_positions),
+            "rows": report.rows + misfiled,
+            "quarantined_rows": len(report.bad_positions) + misfiled, "misfiled_rows": misfiled,
             "quarantine_file": report.quarantine_file and f"quarantine/{report.quarantine_file}",
             "row_partials": [jsonable(asdict(p)) for p in report.partials],
             "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
@@ -162,19 +165,35 @@ def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> 
 
 
 def _valid_rows(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
-                quarantine_uri: str) -> tuple[vpart.PartitionReport, pd.DataFrame]:
-    """The partition's rows inside the window, joined; row-level checks; the rows that passed."""
-    raw = joined_part(list(task.files), ctx.spec, task.start, task.end, rights)
+                quarantine_uri: str) -> tuple[vpart.PartitionReport, pd.DataFrame, int]:
+    """(row-level report, the rows that passed, rows quarantined for their event time).
+
+    A row whose event time lies outside its file's partition is misfiled: it is quarantined
+    with that reason, never silently dropped; rows of the partition outside the window (a
+    window that cuts a day) are not this segment's.
+    """
+    source = ctx.spec.primary_source
+    raw = joined_part(list(task.files), ctx.spec, rights)
+    misfiled = outside(raw, source, *task.period) if task.period else outside(raw, source,
+                                                                            None, None)
+    if misfiled.any():
+        lo, hi = task.period or (None, None)
+        bad = raw[misfiled].copy()
+        bad[vpart.REASON_COLUMN] = (f"{source.event_time} outside the partition "
+                                    f"{task.partition} [{iso(lo)}, {iso(hi)}) of its file")
+        bad[vpart.PARTITION_COLUMN] = 0
+        write_parquet(bad, quarantine_uri, "misfiled-00000.parquet")
+    raw = raw[~misfiled & ~outside(raw, source, task.start, task.end)].reset_index(drop=True)
     report = vpart.validate_partition(raw, 0, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
                                       list(ctx.spec.key), quarantine_uri)
-    return report, vpart.keep_valid(raw, report, list(ctx.spec.key))
+    return report, vpart.keep_valid(raw, report, list(ctx.spec.key)), int(misfiled.sum())
 
 
 def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
                      scratch_uri: str) -> dict[str, Any]:
     """The split statistics of a segment's valid rows, nothing kept: how a run learns the
     train split's classes before any segment is encoded (quarantine goes to ``scratch_uri``)."""
-    _, valid = _valid_rows(task, ctx, rights, scratch_uri)
+    _, valid, _ = _valid_rows(task, ctx, rights, scratch_uri)
     return tabular.split_partial(tabular.prepare_partition(valid, ctx.spec), ctx.spec)
 
 

@@ -10,6 +10,7 @@ run would build, and a re-delivered day or an edited spec gets a new id.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -65,24 +66,37 @@ def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
     primary = spec.primary_source
     rights, dropped, lookup_uris = read_lookups(root, spec)
     shared = {"dataset": spec.name, "spec": spec_digest(spec),
-              "lookups": fingerprint(lookup_uris)["sha256"] if lookup_uris else None,
+              "lookups": _digest(_relative(root, fingerprint(lookup_uris)["files"]))
+              if lookup_uris else None,
               "label": label_schema}
     tasks = []
     for period, uri in window_partitions(root, primary, start, end):
-        fp = fingerprint([uri])
+        fp, span = fingerprint([uri]), None
         if period is None:
             label, lo, hi, whole = "all", start, end, primary.event_time is None
         else:
+            span = (period, period_end(period, primary))
             stop = period_end(period, primary)
             lo, hi = max(period, start) if start else period, min(stop, end)
             label = period.strftime(_PERIOD_LABEL[primary.partitioning.granularity])
             whole = primary.event_time is None or (lo, hi) == (period, stop)
-        material = {**shared, "partition": label, "files": fp["files"],
+        material = {**shared, "partition": label, "files": _relative(root, fp["files"]),
                     "clip": None if whole else [iso(lo), iso(hi)]}
         seg = segments.segment_id(label, material)
         tasks.append(SegmentTask(seg, segments.segment_uri(root, spec.name, seg), label, (uri,),
-                                 lo, hi, {**fp, "lookups": shared["lookups"]}))
+                                 lo, hi, {**fp, "lookups": shared["lookups"]}, span))
     return WindowPlan(tuple(tasks), rights, dropped, suite, checks, vspec)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _relative(root: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """File entries keyed by their path under the root: a copied root keeps its segment ids."""
+    base = root.rstrip("/") + "/"
+    return [{**f, "uri": f["uri"].removeprefix(base)}
+            for f in files]
 
 
 def context(spec: Spec, plan: WindowPlan, label_schema: dict[str, Any], config: WriteConfig,

@@ -157,11 +157,22 @@ def _read_group(uris: list[str], source: Source, start: datetime | None,
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if source.event_time is None:
         return df
+    return df[~outside(df, source, start, end)].reset_index(drop=True)
+
+
+def outside(df: pd.DataFrame, source: Source, start: datetime | None,
+            end: datetime | None) -> pd.Series:
+    """Rows whose event time parses and falls outside [start, end) (unparseable ones stay,
+    so validation rejects them with a reason); all False without an event time."""
+    if source.event_time is None:
+        return pd.Series(False, index=df.index)
     ts = pd.to_datetime(df[source.event_time], utc=True, errors="coerce", format="ISO8601")
-    inside = ts < pd.Timestamp(end)
+    inside = pd.Series(True, index=df.index)
+    if end is not None:
+        inside &= ts < pd.Timestamp(end)
     if start is not None:
         inside &= ts >= pd.Timestamp(start)
-    return df[inside | ts.isna()].reset_index(drop=True)
+    return ~inside & ts.notna()
 
 
 def _lookup(root: str, spec: Spec, index: int, dropped: dict[str, int]) -> pd.DataFrame:
@@ -210,10 +221,10 @@ def read_lookups(root: str, spec: Spec) -> tuple[list[pd.DataFrame], dict[str, i
     return rights, dropped, [_source_uri(root, spec.sources[j.source]) for j in spec.joins]
 
 
-def joined_part(uris: list[str], spec: Spec, start: datetime | None, end: datetime,
-                rights: list[pd.DataFrame]) -> pd.DataFrame:
-    """The rows of some primary files inside [start, end), joined, in the spec's columns."""
-    df = _read_group(uris, spec.primary_source, start, end)
+def joined_part(uris: list[str], spec: Spec, rights: list[pd.DataFrame]) -> pd.DataFrame:
+    """Every row of some primary files, joined, in the spec's columns (no time filter)."""
+    frames = [read_source_file(u, spec.primary_source) for u in uris]
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     for join, right in zip(spec.joins, rights):
         df = _join_one(df, right, list(join.on), _ts_keys(spec, join))
     return df[list(spec.column_types())]
