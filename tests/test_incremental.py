@@ -206,3 +206,31 @@ def test_tfds_builder_from_directories_loads_a_composed_version(landed: Path,
         s: manifest["splits"][s]["num_examples"] for s in ("train", "eval", "test")}
     assert sum(1 for _ in loaded.as_dataset(split="eval")) == manifest["splits"]["eval"][
         "num_examples"]
+
+
+def test_compaction_merges_small_days_and_keeps_every_record(landed: Path, tmp_path: Path,
+                                                             monkeypatch) -> None:
+    from etl.pipeline import compact
+
+    monkeypatch.setattr(compact, "FAN_IN", 2)  # merge two small days at a time
+    plain = _root(landed, tmp_path / "plain")
+    ref = versions.read_manifest(
+        pipeline.run_incremental("flights", plain, DAYS[-1], run_id="p")["version_uri"])
+    assert len(ref["segments"]) == 2  # FAN_IN 2 merged days 1-2; day 3 waits for a partner
+    nightly = _root(landed, tmp_path / "nightly")
+    listed = []
+    for n, end in enumerate(DAYS, start=1):
+        res = pipeline.run_incremental("flights", nightly, end, run_id=f"n{n}")
+        listed.append([s["segment"] for s in versions.read_manifest(res["version_uri"])[
+            "segments"]])
+    assert [len(x) for x in listed] == [1, 1, 2]
+    assert listed[1][0].startswith("20130101_20130102-") and listed[2][0] == listed[1][0]
+    assert listed[0][0] in _segment_ids(nightly)  # version 1 still lists the plain day
+    last = versions.read_manifest(res["version_uri"])
+    assert [s["segment"] for s in ref["segments"]] == [s["segment"] for s in last["segments"]]
+    for split in ("train", "eval", "test"):
+        assert last["splits"][split]["content_hash"] == _record_hash(res["version_uri"], last,
+                                                                     split)
+        assert last["splits"][split]["num_examples"] == ref["splits"][split]["num_examples"]
+    _close(last["statistics"], ref["statistics"])
+    assert versions.verify_shards(res["version_uri"], last) == 6

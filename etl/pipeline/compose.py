@@ -65,8 +65,8 @@ def judge(spec: Spec, plan: WindowPlan, metas: Metas, mode: str,
         "quarantined_rows": sum(m["validation"]["quarantined_rows"] for m in built),
         "partitions": len(built),
         "segments": len(built),
-        "quarantine_files": [f"segments/{m['segment']}/{m['validation']['quarantine_file']}"
-                             for m in built if m["validation"].get("quarantine_file")],
+        "quarantine_files": [f"segments/{m['segment']}/{name}" for m in built
+                             for name in m["validation"].get("quarantine_files", [])],
     }
     summary = finish(spec.name, plan.suite.name, mode, results, levels, counts, results_uri)
     if not summary["success"]:

@@ -21,6 +21,7 @@ from typing import Any
 from etl import kinds, storage, versions
 from etl.errors import PipelineError
 from etl.pipeline import summary
+from etl.pipeline.compact import compact_window
 from etl.pipeline.compose import compose_manifest, judge
 from etl.pipeline.publish import (
     LOCK_WAIT_S,
@@ -128,6 +129,9 @@ def _build_window(spec: Spec, run: dict[str, Any], vuri: str, config: WriteConfi
         gone = [uri for uri, meta in metas if meta is None]
         raise PipelineError(f"{len(gone)} segment(s) of the window vanished during the run "
                             f"(deleted by gc or retain?): {gone[:3]}")
+    merged = compact_window(run["root"], spec.name, [m for _, m in metas], config.target_bytes,
+                            run["run_id"])
+    metas = [(segments.segment_uri(run["root"], spec.name, m["segment"]), m) for m in merged]
     run["timings"]["build_s"] = round(time.monotonic() - t0, 3)
     _log_built(spec.name, [built[t.segment] for t in todo], run["timings"]["build_s"], plan)
     return spec, plan, metas

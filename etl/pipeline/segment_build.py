@@ -150,7 +150,8 @@ def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> 
         "validation": {
             "rows": report.rows + misfiled,
             "quarantined_rows": len(report.bad_positions) + misfiled, "misfiled_rows": misfiled,
-            "quarantine_file": report.quarantine_file and f"quarantine/{report.quarantine_file}",
+            "quarantine_files": [f"quarantine/{name}" for name in (
+                "misfiled-00000.parquet" if misfiled else None, report.quarantine_file) if name],
             "row_partials": [jsonable(asdict(p)) for p in report.partials],
             "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
             "keys_file": KEYS_FILE if ctx.key_columns else None,

@@ -1,0 +1,251 @@
+"""Compaction: consecutive small segments merged into one, so a year of days is not 1000 files.
+
+A window's segments are read left to right; a run of consecutive small ones (each under half
+the shard target) is merged once it holds ``FAN_IN`` segments or about the target's bytes.
+The merged segment is a new segment (its id digests its inputs), never a rewrite: versions
+that list the inputs keep them. Its records are the inputs' records, copied byte for byte
+(no re-encoding), and before ``segment.json`` is written the per-split record counts and
+content hashes are checked against the inputs'. Its partials are the inputs' merged, so the
+window is judged the same from either. A merged segment can be merged again later (a few
+levels cover years), and ``leaves`` (the daily segments it holds) let a later window use it
+wherever its leaves appear in order.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from etl import storage
+from etl.errors import PipelineError
+from etl.pipeline.segment_build import read_keys, read_metric_partials
+from etl.provenance import code_version, iso
+from etl.transform import stats as stats_mod
+from etl.validation import partials as vpartials
+from etl.versions import lease, segments
+from etl.write import shards
+from etl.write import tfds as tfds_meta
+
+log = logging.getLogger("etl.pipeline")
+
+FAN_IN = 16  # small segments merged at once: about log16(days) levels
+
+
+def leaves(meta: dict[str, Any]) -> list[str]:
+    return list(meta.get("leaves") or [meta["segment"]])
+
+
+def _bytes(meta: dict[str, Any]) -> int:
+    return sum(info["num_bytes"] for info in meta["splits"].values())
+
+
+def substitute(root: str, dataset: str, metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The window's segments with the longest existing merges of consecutive ones put in."""
+    merged: dict[str, list[dict[str, Any]]] = {}
+    for seg in segments.list_segments(root, dataset):
+        if "_" not in seg.rsplit("-", 1)[0]:
+            continue  # merged ids read <first>_<last>-<digest>: no need to open the others
+        meta = segments.read_segment(segments.segment_uri(root, dataset, seg))
+        if meta and meta.get("leaves"):
+            merged.setdefault(meta["leaves"][0], []).append(meta)
+    flat = [leaf for m in metas for leaf in leaves(m)]
+    by_leaf = {m["segment"]: m for m in metas if not m.get("leaves")}
+    out, i = [], 0
+    while i < len(flat):
+        fits = [m for m in merged.get(flat[i], [])
+                if flat[i:i + len(m["leaves"])] == m["leaves"]]
+        best = max(fits, key=lambda m: len(m["leaves"]), default=None)
+        if best is None:
+            best = by_leaf.get(flat[i]) or next(m for m in metas if flat[i] in leaves(m))
+            step = len(leaves(best))
+        else:
+            step = len(best["leaves"])
+        out.append(best)
+        i += step
+    return out
+
+
+def groups(metas: list[dict[str, Any]], target_bytes: int) -> Iterator[list[dict[str, Any]]]:
+    """Runs of consecutive small segments of one level that are due for a merge.
+
+    Only equals merge (days with days, merges of days with their likes), so a window built
+    night by night and one built at once end up merged the same way.
+    """
+    run: list[dict[str, Any]] = []
+    for meta in metas:
+        if _bytes(meta) >= target_bytes // 2:
+            run = []
+            continue
+        if run and run[-1].get("level", 0) != meta.get("level", 0):
+            run = []
+        run.append(meta)
+        if len(run) >= FAN_IN or sum(_bytes(m) for m in run) >= target_bytes:
+            yield run
+            run = []
+
+
+def compact_window(root: str, dataset: str, metas: list[dict[str, Any]], target_bytes: int,
+                   run_id: str) -> list[dict[str, Any]]:
+    """Merge what is due, level by level, until nothing is; returns the window's segments."""
+    current = substitute(root, dataset, metas)
+    while True:
+        due = list(groups(current, target_bytes))
+        if not due:
+            return current
+        for run in due:
+            merge_segments(root, dataset, run, target_bytes, run_id)
+        current = substitute(root, dataset, current)
+
+
+def merged_id(run: list[dict[str, Any]]) -> str:
+    ids = [leaf for m in run for leaf in leaves(m)]
+    first, last = run[0]["partition"].split("_")[0], run[-1]["partition"].split("_")[-1]
+    return segments.segment_id(f"{first}_{last}", {"leaves": ids})
+
+
+def merge_segments(root: str, dataset: str, run: list[dict[str, Any]], target_bytes: int,
+                   run_id: str) -> dict[str, Any]:
+    """One merged segment from consecutive ones, under its lease; verified before visible."""
+    seg = merged_id(run)
+    uri = segments.segment_uri(root, dataset, seg)
+    existing = segments.read_segment(uri)
+    if existing is not None:
+        return existing
+    held = lease.acquire(storage.join(uri, segments.SEGMENT_LOCK), run_id)
+    with lease.Heartbeat(held) as beat:
+        try:
+            for name in storage.list_dir(uri, include_temp=True):
+                if name != segments.SEGMENT_LOCK:
+                    storage.delete_tree(storage.join(uri, name))
+            meta = _merge(root, dataset, seg, uri, run, target_bytes, run_id)
+            beat.check()
+            storage.create_if_absent(storage.join(uri, segments.SEGMENT_FILE),
+                                     storage.json_bytes(meta))
+        finally:
+            lease.release(beat.stop())
+    log.info("compact %s: %d segment(s) (%s) merged into %s", dataset, len(run),
+             f"{run[0]['partition']} .. {run[-1]['partition']}", seg)
+    return segments.read_segment(uri) or meta
+
+
+def _inputs(root: str, dataset: str, run: list[dict[str, Any]]) -> list[str]:
+    return [segments.segment_uri(root, dataset, m["segment"]) for m in run]
+
+
+def _copy_split(uris: list[str], run: list[dict[str, Any]], split: str, out_uri: str,
+                dataset: str, compression: str | None, target_bytes: int) -> dict[str, Any]:
+    """The inputs' records of one split, in input order, into shards of about the target."""
+    total = sum((m["splits"].get(split) or {}).get("num_bytes", 0) for m in run)
+    count = shards.num_shards_for(total, target_bytes)
+    records = (r for uri, m in zip(uris, run) for shard in (m["splits"].get(split) or {}).get(
+        "shards", []) for r in shards.iter_records(storage.join(uri, shard["file"]), compression))
+    n = sum((m["splits"].get(split) or {}).get("num_examples", 0) for m in run)
+    per = -(-n // count) if n else 0
+    digests: list[int] = []
+    entries = []
+    for i in range(count):
+        take = itertools.islice(records, max(0, min(per, n - i * per)))
+        name = shards.shard_filename(dataset, split, i, count, compression)
+        part = (digests.append(segments.record_digest(r)) or r for r in take)
+        entries.append(shards.write_shard(storage.join(out_uri, name), part, compression))
+    return {"num_examples": sum(e["records"] for e in entries),
+            "num_bytes": sum(e["bytes"] for e in entries),
+            "content_hash": segments.content_hash(digests),
+            "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
+                       for e in entries]}
+
+
+def _merge(root: str, dataset: str, seg: str, uri: str, run: list[dict[str, Any]],
+           target_bytes: int, run_id: str) -> dict[str, Any]:
+    uris = _inputs(root, dataset, run)
+    first = run[0]
+    splits = {split: _copy_split(uris, run, split, uri, dataset, first["compression"],
+                                 target_bytes) for split in first["splits"]}
+    for split, info in splits.items():
+        want = [(m["splits"].get(split) or {}) for m in run]
+        expected = (sum(w.get("num_examples", 0) for w in want),
+                    segments.combine_content(w["content_hash"] for w in want if w))
+        if (info["num_examples"], info["content_hash"]) != expected:
+            raise PipelineError(f"compaction into {uri}: split {split!r} holds "
+                                f"{info['num_examples']} records (hash {info['content_hash']}), "
+                                f"its inputs {expected}; nothing published")
+    meta = {**_merged_facts(uris, run), "format_version": segments.SEGMENT_FORMAT,
+            "dataset": dataset, "segment": seg,
+            "partition": f"{first['partition'].split('_')[0]}_"
+                         f"{run[-1]['partition'].split('_')[-1]}",
+            "leaves": [leaf for m in run for leaf in leaves(m)],
+            "level": run[0].get("level", 0) + 1,
+            "compacted_from": [m["segment"] for m in run],
+            "data_interval": {"start": first["data_interval"]["start"],
+                              "end": run[-1]["data_interval"]["end"]},
+            "created_at": iso(datetime.now(UTC)), "run_id": run_id,
+            "code_version": code_version(), "compression": first["compression"],
+            "schema": first["schema"], "splits": splits, "built_from": first.get("built_from")}
+    _store_partials(uri, uris, run, meta)
+    tfds_meta.write_tfds_metadata(uri, {**meta, "version": seg})
+    return meta
+
+
+def _merged_facts(uris: list[str], run: list[dict[str, Any]]) -> dict[str, Any]:
+    """Statistics, dropped rows, fingerprint and row-level partials of the inputs together."""
+    dropped: dict[str, int] = {}
+    for m in run:
+        for reason, n in m.get("dropped_rows", {}).items():
+            dropped[reason] = dropped.get(reason, 0) + int(n)
+    rows = [list(p) for p in zip(*(m["validation"]["row_partials"] for m in run))]
+    return {
+        "statistics_partial": stats_mod.merge_all(m["statistics_partial"] for m in run),
+        "dropped_rows": dropped,
+        "source_fingerprint": {
+            "files": [f for m in run for f in m["source_fingerprint"].get("files", [])],
+            "lookups": run[0]["source_fingerprint"].get("lookups")},
+        "validation": {
+            "rows": sum(m["validation"]["rows"] for m in run),
+            "quarantined_rows": sum(m["validation"]["quarantined_rows"] for m in run),
+            "row_partials": [_sum_row(p) for p in rows],
+        },
+    }
+
+
+def _sum_row(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    from etl.validation.gx import PARTIAL_COUNT
+
+    errors = [p["error"] for p in parts if p.get("error")]
+    return {"element_count": sum(p["element_count"] for p in parts),
+            "missing_count": sum(p["missing_count"] for p in parts),
+            "unexpected_count": sum(p["unexpected_count"] for p in parts),
+            "values": [v for p in parts for v in p["values"]][:PARTIAL_COUNT],
+            "examples": [e for p in parts for e in p["examples"]][:PARTIAL_COUNT],
+            "error": errors[0] if errors else None}
+
+
+def _store_partials(uri: str, uris: list[str], run: list[dict[str, Any]],
+                    meta: dict[str, Any]) -> None:
+    """Merged metric partials, the inputs' keys and quarantine, into the merged segment."""
+    merged = vpartials.merge_partials([read_metric_partials(u, m) for u, m in zip(uris, run)])
+    entries, arrays = vpartials.to_stored(merged)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    storage.write_bytes_atomic(storage.join(uri, "metric_partials.npz"), buf.getvalue())
+    meta["validation"].update(metric_partials=entries, metric_arrays="metric_partials.npz",
+                              keys_file=None, quarantine_files=[])
+    # rejected rows stay readable when the inputs are gone
+    if all(m["validation"].get("keys_file") for m in run):
+        keys = pd.concat([read_keys(u, m) for u, m in zip(uris, run)], ignore_index=True)
+        out = io.BytesIO()
+        keys.to_parquet(out, index=False)
+        storage.write_bytes_atomic(storage.join(uri, "keys.parquet"), out.getvalue())
+        meta["validation"]["keys_file"] = "keys.parquet"
+    for u, m in zip(uris, run):
+        for name in m["validation"].get("quarantine_files") or []:
+            dst = f"quarantine/{m['partition'].split('_')[0]}-{name.rsplit('/', 1)[-1]}"
+            storage.write_bytes_atomic(storage.join(uri, dst),
+                                       storage.read_bytes(storage.join(u, name)))
+            meta["validation"]["quarantine_files"].append(dst)
