@@ -234,3 +234,33 @@ def test_compaction_merges_small_days_and_keeps_every_record(landed: Path, tmp_p
         assert last["splits"][split]["num_examples"] == ref["splits"][split]["num_examples"]
     _close(last["statistics"], ref["statistics"])
     assert versions.verify_shards(res["version_uri"], last) == 6
+
+
+def test_retain_and_gc_delete_only_segments_no_version_lists(landed: Path, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    from etl.pipeline.gc import collect_garbage
+
+    root = _root(landed, tmp_path)
+    v1 = pipeline.run_incremental("flights", root, DAYS[1], run_id="v1")
+    day = Path(root[7:], "raw/flights/date=2013-01-02/flights.csv")
+    day.write_text("".join(day.read_text().splitlines(keepends=True)[:-1]))  # re-delivered
+    v2 = pipeline.run_incremental("flights", root, DAYS[1], run_id="v2", force=True)
+    old = set(_segment_ids(root)) - {s["segment"] for s in versions.read_manifest(
+        v2["version_uri"])["segments"]}
+    assert len(old) == 1  # the first delivery of day 2, listed by v1 only
+    assert versions.retain(root, "flights", keep=1) == [v1["version"]]
+    assert old <= set(_segment_ids(root))  # younger than the grace period: maybe a live run's
+    killed = segments.segment_uri(root, "flights", "20130105-0000000000000000")
+    storage.write_bytes_atomic(storage.join(killed, "flights-train.tfrecord-00000-of-00001"),
+                               b"half")
+    report = collect_garbage(root, "flights", staging_stale_s=0.0)
+    found = {x.uri: x.why for x in report.leftovers}
+    assert "unfinished segment" in found[killed]
+    assert set(found) >= {segments.segment_uri(root, "flights", s) for s in old}
+    collect_garbage(root, "flights", apply=True, staging_stale_s=0.0)
+    assert not storage.exists(killed) and not old & set(_segment_ids(root))
+    kept = versions.read_manifest(v2["version_uri"])
+    assert versions.verify_shards(v2["version_uri"], kept) == 6  # what v2 lists is all there
+    monkeypatch.setattr(segments, "GRACE_S", 0.0)
+    assert versions.retain(root, "flights", keep=1) == []
+    assert {s["segment"] for s in kept["segments"]} == set(_segment_ids(root))

@@ -46,29 +46,28 @@ def _bytes(meta: dict[str, Any]) -> int:
     return sum(info["num_bytes"] for info in meta["splits"].values())
 
 
-def substitute(root: str, dataset: str, metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The window's segments with the longest existing merges of consecutive ones put in."""
-    merged: dict[str, list[dict[str, Any]]] = {}
+def merged_index(root: str, dataset: str) -> dict[str, list[dict[str, Any]]]:
+    """The dataset's merged segments by their first leaf."""
+    index: dict[str, list[dict[str, Any]]] = {}
     for seg in segments.list_segments(root, dataset):
         if "_" not in seg.rsplit("-", 1)[0]:
             continue  # merged ids read <first>_<last>-<digest>: no need to open the others
         meta = segments.read_segment(segments.segment_uri(root, dataset, seg))
         if meta and meta.get("leaves"):
-            merged.setdefault(meta["leaves"][0], []).append(meta)
-    flat = [leaf for m in metas for leaf in leaves(m)]
-    by_leaf = {m["segment"]: m for m in metas if not m.get("leaves")}
+            index.setdefault(meta["leaves"][0], []).append(meta)
+    return index
+
+
+def cover(leaf_ids: list[str], index: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The segments that hold ``leaf_ids`` in order: the longest merge wherever one fits,
+    the leaf itself elsewhere. A run needs to build only the leaves left uncovered."""
     out, i = [], 0
-    while i < len(flat):
-        fits = [m for m in merged.get(flat[i], [])
-                if flat[i:i + len(m["leaves"])] == m["leaves"]]
+    while i < len(leaf_ids):
+        fits = [m for m in index.get(leaf_ids[i], [])
+                if leaf_ids[i:i + len(m["leaves"])] == m["leaves"]]
         best = max(fits, key=lambda m: len(m["leaves"]), default=None)
-        if best is None:
-            best = by_leaf.get(flat[i]) or next(m for m in metas if flat[i] in leaves(m))
-            step = len(leaves(best))
-        else:
-            step = len(best["leaves"])
-        out.append(best)
-        i += step
+        out.append(best["segment"] if best else leaf_ids[i])
+        i += len(best["leaves"]) if best else 1
     return out
 
 
@@ -94,14 +93,20 @@ def groups(metas: list[dict[str, Any]], target_bytes: int) -> Iterator[list[dict
 def compact_window(root: str, dataset: str, metas: list[dict[str, Any]], target_bytes: int,
                    run_id: str) -> list[dict[str, Any]]:
     """Merge what is due, level by level, until nothing is; returns the window's segments."""
-    current = substitute(root, dataset, metas)
+    known = {m["segment"]: m for m in metas}
+    current = metas
     while True:
         due = list(groups(current, target_bytes))
         if not due:
             return current
         for run in due:
-            merge_segments(root, dataset, run, target_bytes, run_id)
-        current = substitute(root, dataset, current)
+            merged = merge_segments(root, dataset, run, target_bytes, run_id)
+            known[merged["segment"]] = merged
+        index: dict[str, list[dict[str, Any]]] = {}
+        for meta in known.values():
+            if meta.get("leaves"):
+                index.setdefault(meta["leaves"][0], []).append(meta)
+        current = [known[s] for s in cover([x for m in current for x in leaves(m)], index)]
 
 
 def merged_id(run: list[dict[str, Any]]) -> str:

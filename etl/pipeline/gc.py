@@ -1,8 +1,9 @@
 """``python -m etl gc``: find and remove what dead runs of a dataset left behind.
 
 Leftovers are temp files (``.tmp-*``), drafts and writer leases inside published versions,
-unpublished version folders whose writer is dead or gone, and staging folders of runs that
-are dead or done. A published version's files and anything a live lease holder (recent
+unpublished version folders whose writer is dead or gone, staging folders of runs that are
+dead or done, segment folders a killed build left without ``segment.json``, and segments no
+version lists that were built longer ago than any run lives. A published version's files and anything a live lease holder (recent
 heartbeat) uses are never touched. An unpublished folder is cleared only while gc itself holds
 its writer lease (which breaks a dead holder's by compare-and-delete), so a writer that takes
 the version at the same moment finds the lease taken and waits, instead of losing its shards.
@@ -17,9 +18,10 @@ import time
 from dataclasses import dataclass, field
 
 from etl import storage, versions
-from etl.errors import VersionExistsError, VersionLockedError
+from etl.errors import LeaseHeldError, VersionExistsError, VersionLockedError
 from etl.pipeline.record import DRAFT_FILE, RUN_FILE
 from etl.provenance import run_key
+from etl.versions import lease, segments
 from etl.versions.ids import is_version_id
 
 log = logging.getLogger("etl.pipeline")
@@ -61,6 +63,7 @@ def collect_garbage(root: str, dataset: str, *, apply: bool = False,
             _published(report, uri, apply)
         else:
             _unpublished(report, uri, apply)
+    _segments(report, root, dataset, staging_stale_s, apply)
     staging = storage.safe_join(root, "staging", dataset)
     for version in storage.list_dir(staging):
         for key in storage.list_dir(storage.join(staging, version)):
@@ -138,6 +141,37 @@ def _staging(report: Report, root: str, dataset: str, version: str, key: str,
         _remove(report, uri, f"staging untouched for more than {stale_s / 3600:.0f} h", apply)
         return
     report.kept.append(Leftover(uri, "staging of a run that may be live (recently written)"))
+
+
+def _segments(report: Report, root: str, dataset: str, stale_s: float, apply: bool) -> None:
+    """Unfinished segment folders of dead builders; finished ones no version lists (old)."""
+    owner = f"gc:{socket.gethostname()}:{os.getpid()}"
+    for seg in segments.unfinished(root, dataset):
+        uri = segments.segment_uri(root, dataset, seg)
+        lock = storage.join(uri, segments.SEGMENT_LOCK)
+        holder = lease.current_holder(lock)
+        if holder and lease.dead_reason(holder) is None:
+            report.kept.append(Leftover(uri, f"segment being built by {lease.describe(holder)}"))
+            continue
+        why = "unfinished segment (no segment.json), its builder is gone"
+        if apply:
+            try:
+                held = lease.acquire(lock, owner)
+            except LeaseHeldError as exc:  # a builder came in meanwhile
+                report.kept.append(Leftover(uri, f"taken meanwhile: {exc}"))
+                continue
+            for name in storage.list_dir(uri, include_temp=True):
+                if name != segments.SEGMENT_LOCK:
+                    storage.delete_tree(storage.join(uri, name))
+            lease.release(held)
+            storage.remove_empty_dir(uri)
+        report.leftovers.append(Leftover(uri, why))
+    for seg in segments.unused(root, dataset, stale_s):
+        uri = segments.segment_uri(root, dataset, seg)
+        report.leftovers.append(Leftover(uri, "segment no version lists, built over "
+                                              f"{stale_s / 3600:.0f} h ago"))
+        if apply:
+            segments.delete_segment(root, dataset, seg)
 
 
 def _published_by(root: str, dataset: str, version: str, run_id: str) -> bool:

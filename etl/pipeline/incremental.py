@@ -21,7 +21,7 @@ from typing import Any
 from etl import kinds, storage, versions
 from etl.errors import PipelineError
 from etl.pipeline import summary
-from etl.pipeline.compact import compact_window
+from etl.pipeline.compact import compact_window, cover, merged_index
 from etl.pipeline.compose import compose_manifest, judge
 from etl.pipeline.publish import (
     LOCK_WAIT_S,
@@ -119,12 +119,15 @@ def _build_window(spec: Spec, run: dict[str, Any], vuri: str, config: WriteConfi
             spec, label_schema = _learn_classes(spec, run, config, start, end, dask_address)
         plan = plan_window(run["root"], spec, start, end, label_schema)
         ctx = context(spec, plan, label_schema, config, run["run_id"])
-        todo = missing(plan)
-        log.info("plan %s: %d segment(s) in the window, %d to build, %d already built -> %s",
-                 spec.name, len(plan.tasks), len(todo), len(plan.tasks) - len(todo),
-                 segments.segments_uri(run["root"], spec.name))
+        covering = cover([t.segment for t in plan.tasks], merged_index(run["root"], spec.name))
+        todo = [t for t in missing(plan) if t.segment in set(covering)]
+        log.info("plan %s: %d partition(s) in the window, held by %d segment(s): %d to build, "
+                 "%d already built -> %s", spec.name, len(plan.tasks), len(covering), len(todo),
+                 len(covering) - len(todo), segments.segments_uri(run["root"], spec.name))
         built = _compute(build_segment, todo, ctx, plan.rights, dask_address=dask_address)
-    metas = [(t.uri, built.get(t.segment) or segments.read_segment(t.uri)) for t in plan.tasks]
+    uris = [segments.segment_uri(run["root"], spec.name, seg) for seg in covering]
+    metas = [(uri, built.get(seg) or segments.read_segment(uri))
+             for seg, uri in zip(covering, uris)]
     if any(meta is None for _, meta in metas):
         gone = [uri for uri, meta in metas if meta is None]
         raise PipelineError(f"{len(gone)} segment(s) of the window vanished during the run "

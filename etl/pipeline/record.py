@@ -17,7 +17,7 @@ from etl.errors import PipelineError
 log = logging.getLogger("etl.pipeline")
 
 RUN_FILE = "run.json"
-DRAFT_FILE = "_draft.json"
+DRAFT_FILE = versions.DRAFT
 
 
 def import_in_background(module: str) -> threading.Thread:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from etl.versions.catalog import latest_version, list_versions, resolve, retain, update_latest
 from etl.versions.ids import (
+    DRAFT,
     LATEST,
     MANIFEST,
     SEGMENTS_DIR,
@@ -56,6 +57,7 @@ from etl.versions.manifest import (
 )
 
 __all__ = [
+    "DRAFT",
     "EXPIRY_S",
     "FORMAT_VERSION",
     "HANDOFF_EXPIRY_S",

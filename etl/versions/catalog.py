@@ -10,6 +10,7 @@ import logging
 
 from etl import storage
 from etl.errors import IncompleteVersionError, NoVersionError
+from etl.versions import segments
 from etl.versions.ids import (
     LATEST,
     MANIFEST,
@@ -101,7 +102,8 @@ def retain(
     """Delete all but the newest ``keep`` complete versions; returns the deleted ids.
 
     A version that a model was trained on (``<root>/models/<dataset>/<version>/``) is
-    kept unless ``force``; the newest version is always kept. Each deletion removes
+    kept unless ``force``; the newest version is always kept. Segments that no remaining
+    version lists (and older than ``segments.GRACE_S``, so no live run's) go too. Each deletion removes
     manifest.json first, so readers stop trusting the version before its shards go.
     """
     if not isinstance(keep, int) or keep < 1:
@@ -121,4 +123,11 @@ def retain(
             storage.delete_tree(storage.join(uri, MANIFEST))
             storage.delete_tree(uri)
         deleted.append(version)
+    if not dry_run:
+        gone = segments.unused(root, dataset, segments.GRACE_S)
+        for seg in gone:
+            segments.delete_segment(root, dataset, seg)
+        if gone:
+            log.info("retain: deleted %d segment(s) of %s that no kept version lists", len(gone),
+                     dataset)
     return deleted

@@ -14,17 +14,19 @@ new id, so a published segment is never rewritten. Import-light: no dask, GX or 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from etl import storage
-from etl.versions.ids import _PLAIN_NAME, SEGMENTS_DIR, dataset_uri
+from etl.versions.ids import _PLAIN_NAME, DRAFT, MANIFEST, SEGMENTS_DIR, dataset_uri, is_version_id
 
 SEGMENT_FILE = "segment.json"
 SEGMENT_FORMAT = 1
 SEGMENT_LOCK = "_WRITER"
+GRACE_S = 12 * 3600.0  # an unlisted segment younger than this may be a live run's (DAG: 8 h)
 _MOD = 2**256
 
 
@@ -89,3 +91,56 @@ def content_hash(digests: Iterable[int]) -> str:
 
 def combine_content(hashes: Iterable[str]) -> str:
     return f"{sum(int(h, 16) for h in hashes) % _MOD:064x}"
+
+
+def in_use(root: str, dataset: str) -> set[str]:
+    """Segments some version lists: published (manifest) or being published (draft).
+
+    A model trained on a version keeps that version (``retain`` refuses to delete it), so
+    its segments are kept through it.
+    """
+    base = dataset_uri(root, dataset)
+    used: set[str] = set()
+    for name in storage.list_dir(base):
+        if not is_version_id(name):
+            continue
+        for fname, pick in ((MANIFEST, lambda d: d), (DRAFT, lambda d: d.get("manifest", {}))):
+            try:
+                used |= referenced(pick(storage.read_json(storage.join(base, name, fname))))
+            except (FileNotFoundError, ValueError, AttributeError):
+                continue
+    return used
+
+
+def unused(root: str, dataset: str, grace_s: float,
+           now: dt.datetime | None = None) -> list[str]:
+    """Finished segments no version lists and older than ``grace_s`` (a run composes its
+    version from segments it built minutes ago: those are not yet listed anywhere)."""
+    now = now or dt.datetime.now(dt.UTC)
+    used = in_use(root, dataset)
+    out = []
+    for seg in list_segments(root, dataset):
+        if seg in used:
+            continue
+        meta = read_segment(segment_uri(root, dataset, seg)) or {}
+        try:
+            age = (now - dt.datetime.fromisoformat(str(meta.get("created_at")))).total_seconds()
+        except ValueError:
+            age = grace_s + 1  # unreadable time: old enough, it is listed by nothing
+        if age > grace_s:
+            out.append(seg)
+    return out
+
+
+def unfinished(root: str, dataset: str) -> list[str]:
+    """Segment folders without ``segment.json``: builds in flight or killed."""
+    base = segments_uri(root, dataset)
+    return sorted(name for name in storage.list_dir(base)
+                  if not storage.exists(storage.join(base, name, SEGMENT_FILE)))
+
+
+def delete_segment(root: str, dataset: str, seg: str) -> None:
+    """``segment.json`` first, so no reader trusts the folder while its shards go."""
+    uri = segment_uri(root, dataset, seg)
+    storage.delete_tree(storage.join(uri, SEGMENT_FILE))
+    storage.delete_tree(uri)
