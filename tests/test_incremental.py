@@ -264,3 +264,27 @@ def test_retain_and_gc_delete_only_segments_no_version_lists(landed: Path, tmp_p
     monkeypatch.setattr(segments, "GRACE_S", 0.0)
     assert versions.retain(root, "flights", keep=1) == []
     assert {s["segment"] for s in kept["segments"]} == set(_segment_ids(root))
+
+
+def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
+                                                               tmp_path: Path) -> None:
+    import re
+    import sys
+    from html import unescape
+
+    from fastapi.testclient import TestClient
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "plugins"))
+    from pipeline_ui.app import create_app
+
+    root = _root(landed, tmp_path)
+    res = pipeline.run_incremental("flights", root, DAYS[1], run_id="ui")
+    ui = TestClient(create_app(root))
+    page = ui.get(f"/datasets/flights/versions/{res['version']}")
+    assert page.status_code == 200
+    text = unescape(page.text)
+    assert "Segments" in text and "segments/20130101-" in text
+    assert "20130102-" in text and "/flights-train.tfrecord-00000-of-00001" in text
+    for href in set(re.findall(r'href="(/[^"#]*)"', page.text)):
+        if not href.startswith("/dags/"):
+            assert ui.get(unescape(href)).status_code == 200, href

@@ -158,13 +158,14 @@ def version_summary(manifest: dict[str, Any]) -> dict[str, Any]:
         "quarantined": validation.get("quarantined_rows"),
         "evaluated": validation.get("evaluated_rows"),
         "data_docs": validation.get("data_docs"), "created_at": manifest.get("created_at"),
+        "segments": len(manifest.get("segments") or []),
     }
 
 
 KNOWN_MANIFEST_KEYS = frozenset({
     "format_version", "dataset", "version", "data_interval", "created_at", "run_id", "dag_id",
     "code_version", "compression", "splits", "schema", "statistics", "source_fingerprint",
-    "validation"})
+    "validation", "layout", "segments"})
 
 
 def other_fields(manifest: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -193,12 +194,15 @@ def expectation_rows(validation: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def shard_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every shard as a row: split, file, records, bytes, sha256."""
+    """Every shard as a row: split, file (under its segment's folder, if any), records,
+    bytes, sha256."""
     rows = []
     for split, info in ordered_splits(manifest.get("splits")):
         for shard in info.get("shards") or []:
+            where = f"segments/{shard['segment']}/" if shard.get("segment") else ""
             rows.append({"split": split, **{k: shard.get(k) for k in
-                                            ("file", "records", "bytes", "sha256")}})
+                                            ("records", "bytes", "sha256")},
+                         "file": f"{where}{shard.get('file')}"})
     return rows
 
 
