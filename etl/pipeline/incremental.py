@@ -34,7 +34,7 @@ from etl.pipeline.publish import (
     publish,
 )
 from etl.pipeline.record import DRAFT_FILE, write_run
-from etl.pipeline.segment_build import build_segment, probe_statistics
+from etl.pipeline.segment_build import build_batch, probe_statistics
 from etl.pipeline.segment_plan import WindowPlan, context, missing, plan_window, resolved_spec
 from etl.provenance import iso, run_key, utc
 from etl.spec import Spec
@@ -47,6 +47,7 @@ from etl.write.writer import WriteConfig
 log = logging.getLogger("etl.pipeline")
 
 IN_PROCESS_BYTES = 32 * 2**20  # raw bytes to build below which no Dask cluster is started
+BATCH_BYTES = 8 * 2**20  # raw bytes of consecutive segments validated by one GX run
 
 
 def run_incremental(spec_name: str, root: str, interval_end: str | datetime,
@@ -124,7 +125,10 @@ def _build_window(spec: Spec, run: dict[str, Any], vuri: str, config: WriteConfi
         log.info("plan %s: %d partition(s) in the window, held by %d segment(s): %d to build, "
                  "%d already built -> %s", spec.name, len(plan.tasks), len(covering), len(todo),
                  len(covering) - len(todo), segments.segments_uri(run["root"], spec.name))
-        built = _compute(build_segment, todo, ctx, plan.rights, dask_address=dask_address)
+        built: dict[str, Any] = {}
+        for part in _compute(build_batch, _batches(todo, BATCH_BYTES), ctx, plan.rights,
+                             dask_address=dask_address):
+            built.update(part)
     uris = [segments.segment_uri(run["root"], spec.name, seg) for seg in covering]
     metas = [(uri, built.get(seg) or segments.read_segment(uri))
              for seg, uri in zip(covering, uris)]
@@ -140,28 +144,44 @@ def _build_window(spec: Spec, run: dict[str, Any], vuri: str, config: WriteConfi
     return spec, plan, metas
 
 
-def _compute(fn: Any, todo: list, ctx: Any, rights: Any, *args: Any,
-             dask_address: str | None = None) -> dict[str, Any]:
-    """``fn(task, ctx, rights, *args)`` for every task, one Dask task each; by segment id.
+def _raw_bytes(tasks: list) -> int:
+    return sum(int(f.get("size") or 0) for t in tasks for f in t.fingerprint.get("files", []))
+
+
+def _batches(tasks: list, limit: int) -> list[list]:
+    """Consecutive tasks in groups of about ``limit`` raw bytes (one Dask task each)."""
+    out: list[list] = []
+    size = limit
+    for task in tasks:
+        if size >= limit:
+            out.append([])
+            size = 0
+        out[-1].append(task)
+        size += _raw_bytes([task])
+    return out
+
+
+def _compute(fn: Any, items: list, ctx: Any, rights: Any, *args: Any,
+             dask_address: str | None = None) -> list[Any]:
+    """``fn(item, ctx, rights, *args)`` for every item, one Dask task each, in order.
 
     Nothing to do starts no cluster (a run whose segments all exist only composes), and
     less than ``IN_PROCESS_BYTES`` of raw data (a nightly partition) is built by this
     process's threads: a LocalCluster would cost more to start than the work.
     """
-    if not todo:
-        return {}
+    if not items:
+        return []
     import dask
 
     from etl.cluster import cluster_at_hand, dask_client
 
-    raw = sum(int(f.get("size") or 0) for t in todo for f in t.fingerprint.get("files", []))
-    local = dask_address is None and raw <= IN_PROCESS_BYTES and not cluster_at_hand()
+    flat = [t for item in items for t in (item if isinstance(item, list) else [item])]
+    local = (dask_address is None and _raw_bytes(flat) <= IN_PROCESS_BYTES
+             and not cluster_at_hand())
     with contextlib.nullcontext() if local else dask_client(dask_address):
         shared = dask.delayed(rights, pure=True)  # one graph key, sent once to each worker
-        results = dask.compute(*[dask.delayed(fn, pure=False)(t, ctx, shared, *args)
-                                 for t in todo], scheduler="threads" if local else None)
-    return {t.segment: r for t, r in zip(todo, results)}
-
+        return list(dask.compute(*[dask.delayed(fn, pure=False)(item, ctx, shared, *args)
+                                   for item in items], scheduler="threads" if local else None))
 
 
 def _learn_classes(spec: Spec, run: dict[str, Any], config: WriteConfig, start: Any,
@@ -172,7 +192,7 @@ def _learn_classes(spec: Spec, run: dict[str, Any], config: WriteConfig, start: 
     ctx = context(spec, plan, spec.label.schema(), config, run["run_id"])
     parts = _compute(probe_statistics, list(plan.tasks), ctx, plan.rights,
                      storage.join(run["run_dir"], "probe"), dask_address=dask_address)
-    merged = stats_mod.merge_all(parts[t.segment] for t in plan.tasks)
+    merged = stats_mod.merge_all(parts)
     splits = [s for s, _ in spec.split.fractions]
     counts = {s: (merged.get(s) or {}).get("labels", {}) for s in splits}
     schema = task_of(spec.label).resolve(spec.label, counts, str(spec.path))

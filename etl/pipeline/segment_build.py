@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ from etl.transform import tabular
 from etl.transform.labels import task_of
 from etl.validation import partials as vpartials
 from etl.validation import partition as vpart
+from etl.validation.parts import validate_parts
 from etl.validation.report import jsonable, write_parquet
 from etl.validation.types import typed_frame
 from etl.versions import lease, segments
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 
 PARTIALS_NPZ = "metric_partials.npz"
 KEYS_FILE = "keys.parquet"
+MISFILED = "misfiled-00000.parquet"
 WAIT_S = 600.0  # another run building the same segment usually finishes within this
 POLL_S = 1.0
 
@@ -78,7 +80,8 @@ class BuildContext:
 
 def build_segment(task: SegmentTask, ctx: BuildContext,
                   rights: list[pd.DataFrame]) -> dict[str, Any]:
-    """The segment's ``segment.json``: read if it exists, else built under its lease."""
+    """The segment's ``segment.json``: read if it exists, else built under its lease (a live
+    holder -- another run building it -- is waited for, then its segment is used)."""
     deadline = time.monotonic() + WAIT_S
     while True:
         meta = segments.read_segment(task.uri)
@@ -91,20 +94,73 @@ def build_segment(task: SegmentTask, ctx: BuildContext,
             if time.monotonic() > deadline:
                 raise
             time.sleep(POLL_S)
-    with lease.Heartbeat(held) as beat:
+    return _build_held([(task, held)], ctx, rights)[task.segment]
+
+
+def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
+                rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
+    """Consecutive segments in one Dask task, their rows validated by one GX run
+    (``etl.validation.parts``); segments another run is building are waited for after."""
+    done: dict[str, dict[str, Any]] = {}
+    held, deferred = [], []
+    for task in tasks:
+        meta = segments.read_segment(task.uri)
+        if meta is not None:
+            done[task.segment] = meta
+            continue
         try:
-            meta = segments.read_segment(task.uri)
-            if meta is None:
+            held.append((task, lease.acquire(storage.join(task.uri, segments.SEGMENT_LOCK),
+                                             ctx.run_id)))
+        except LeaseHeldError:
+            deferred.append(task)
+    done.update(_build_held(held, ctx, rights))
+    for task in deferred:
+        done[task.segment] = build_segment(task, ctx, rights)
+    return done
+
+
+def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
+                rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
+    """Build the segments whose leases we hold; each becomes visible (segment.json) only
+    while its lease is still ours, and every lease is released, whatever happens."""
+    beats = [(task, lease.Heartbeat(h).start()) for task, h in held]
+    done: dict[str, dict[str, Any]] = {}
+    try:
+        todo = []
+        for task, beat in beats:
+            meta = segments.read_segment(task.uri)  # finished while we took the lease
+            if meta is not None:
+                done[task.segment] = meta
+            else:
                 _clear(task.uri)
-                meta = _build(task, ctx, rights)
-                body = storage.json_bytes(meta)
+                todo.append((task, beat))
+        if todo:
+            t0, cpu0 = time.monotonic(), time.process_time()
+            raws = [_read(task, ctx, rights) for task, _ in todo]
+            reports = validate_parts([raw for raw, _ in raws], ctx.suite_name,
+                                     list(ctx.row_configs), ctx.kinds, list(ctx.spec.key),
+                                     [storage.join(t.uri, "quarantine") for t, _ in todo])
+            metas = [_build(task, ctx, raw, report, misfiled)
+                     for (task, _), (raw, misfiled), report in zip(todo, raws, reports)]
+            share = _share(t0, cpu0, len(todo))
+            for (task, beat), meta in zip(todo, metas):
                 beat.check()  # still ours: only then does the segment become visible
+                body = storage.json_bytes({**meta, "timings": share})
                 if not storage.create_if_absent(storage.join(task.uri, segments.SEGMENT_FILE),
                                                 body):
-                    meta = segments.read_segment(task.uri)
-        finally:
+                    log.warning("%s: another builder published it first; using theirs",
+                                task.uri)
+                done[task.segment] = segments.read_segment(task.uri)
+    finally:
+        for _, beat in beats:
             lease.release(beat.stop())
-    return meta
+    return done
+
+
+def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
+    """One segment's share of its batch's time."""
+    return {"wall_s": round((time.monotonic() - t0) / n, 3),
+            "cpu_s": round((time.process_time() - cpu0) / n, 3), "batch": n}
 
 
 def _clear(uri: str) -> None:
@@ -114,11 +170,11 @@ def _clear(uri: str) -> None:
             storage.delete_tree(storage.join(uri, name))
 
 
-def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> dict[str, Any]:
-    t0, cpu0 = time.monotonic(), time.process_time()
+def _build(task: SegmentTask, ctx: BuildContext, raw: pd.DataFrame,
+           report: vpart.PartitionReport, misfiled: int) -> dict[str, Any]:
+    """Everything after row-level validation: partials, transform, shards, metadata."""
     spec = ctx.spec
-    report, valid, misfiled = _valid_rows(task, ctx, rights,
-                                          storage.join(task.uri, "quarantine"))
+    valid = vpart.keep_valid(raw, report, list(spec.key))
     typed = typed_frame(valid[list(ctx.metric_columns)],
                         {c: ctx.kinds[c] for c in ctx.metric_columns})
     entries, arrays = vpartials.to_stored(vpartials.partition_partials(typed, ctx.metric_keys))
@@ -128,17 +184,8 @@ def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> 
     prepared = tabular.prepare_partition(valid, spec)
     stats = tabular.split_partial(prepared, spec)
     _check_classes(spec, ctx.label_schema, stats, task.uri)
-    final = tabular.finalize_partition(prepared, spec, ctx.label_schema)
-    digests: dict[str, list[int]] = {}
-    written = writer.write_frame(
-        final, spec.name, task.uri, ctx.schema, [s for s, _ in spec.split.fractions], ctx.write,
-        lambda split, rec: digests.setdefault(split, []).append(segments.record_digest(rec)))
-    splits = {split: {"num_examples": sum(e["records"] for e in entries_),
-                      "num_bytes": sum(e["bytes"] for e in entries_),
-                      "content_hash": segments.content_hash(digests.get(split, [])),
-                      "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                                 for e in entries_]}
-              for split, entries_ in written.items()}
+    splits = _write_splits(task, ctx, tabular.finalize_partition(prepared, spec,
+                                                                 ctx.label_schema))
     meta = {
         "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
         "segment": task.segment, "partition": task.partition,
@@ -151,23 +198,36 @@ def _build(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]) -> 
             "rows": report.rows + misfiled,
             "quarantined_rows": len(report.bad_positions) + misfiled, "misfiled_rows": misfiled,
             "quarantine_files": [f"quarantine/{name}" for name in (
-                "misfiled-00000.parquet" if misfiled else None, report.quarantine_file) if name],
+                MISFILED if misfiled else None, report.quarantine_file) if name],
             "row_partials": [jsonable(asdict(p)) for p in report.partials],
             "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
             "keys_file": KEYS_FILE if ctx.key_columns else None,
         },
         "statistics_partial": stats,
         "dropped_rows": {spec.label.drop_reason: int(len(valid) - len(prepared))},
-        "timings": {"wall_s": round(time.monotonic() - t0, 3),
-                    "cpu_s": round(time.process_time() - cpu0, 3)},
     }
     tfds_meta.write_tfds_metadata(task.uri, {**meta, "version": task.segment})
     return meta
 
 
-def _valid_rows(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
-                quarantine_uri: str) -> tuple[vpart.PartitionReport, pd.DataFrame, int]:
-    """(row-level report, the rows that passed, rows quarantined for their event time).
+def _write_splits(task: SegmentTask, ctx: BuildContext, final: pd.DataFrame) -> dict[str, Any]:
+    """The segment's shards; per split its records, bytes, content hash and shard entries."""
+    digests: dict[str, list[int]] = {}
+    written = writer.write_frame(
+        final, ctx.spec.name, task.uri, ctx.schema, [s for s, _ in ctx.spec.split.fractions],
+        ctx.write,
+        lambda split, rec: digests.setdefault(split, []).append(segments.record_digest(rec)))
+    return {split: {"num_examples": sum(e["records"] for e in entries),
+                    "num_bytes": sum(e["bytes"] for e in entries),
+                    "content_hash": segments.content_hash(digests.get(split, [])),
+                    "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
+                               for e in entries]}
+            for split, entries in written.items()}
+
+
+def _read(task: SegmentTask, ctx: BuildContext,
+          rights: list[pd.DataFrame]) -> tuple[pd.DataFrame, int]:
+    """(the partition's rows inside the window, joined; rows quarantined as misfiled).
 
     A row whose event time lies outside its file's partition is misfiled: it is quarantined
     with that reason, never silently dropped; rows of the partition outside the window (a
@@ -183,18 +243,20 @@ def _valid_rows(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame]
         bad[vpart.REASON_COLUMN] = (f"{source.event_time} outside the partition "
                                     f"{task.partition} [{iso(lo)}, {iso(hi)}) of its file")
         bad[vpart.PARTITION_COLUMN] = 0
-        write_parquet(bad, quarantine_uri, "misfiled-00000.parquet")
+        write_parquet(bad, storage.join(task.uri, "quarantine"), MISFILED)
     raw = raw[~misfiled & ~outside(raw, source, task.start, task.end)].reset_index(drop=True)
-    report = vpart.validate_partition(raw, 0, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
-                                      list(ctx.spec.key), quarantine_uri)
-    return report, vpart.keep_valid(raw, report, list(ctx.spec.key)), int(misfiled.sum())
+    return raw, int(misfiled.sum())
 
 
 def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
                      scratch_uri: str) -> dict[str, Any]:
     """The split statistics of a segment's valid rows, nothing kept: how a run learns the
     train split's classes before any segment is encoded (quarantine goes to ``scratch_uri``)."""
-    _, valid, _ = _valid_rows(task, ctx, rights, scratch_uri)
+    scratch = replace(task, uri=storage.join(scratch_uri, task.segment))
+    raw, _ = _read(scratch, ctx, rights)
+    report = vpart.validate_partition(raw, 0, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
+                                      list(ctx.spec.key), storage.join(scratch.uri, "quarantine"))
+    valid = vpart.keep_valid(raw, report, list(ctx.spec.key))
     return tabular.split_partial(tabular.prepare_partition(valid, ctx.spec), ctx.spec)
 
 

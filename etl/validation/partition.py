@@ -145,7 +145,7 @@ def _partial(res, pdf: pd.DataFrame, cfg: dict, key: Sequence[str]) -> tuple[Par
             return Partial(len(pdf), missing), np.empty(0, np.int64)
         pos = np.arange(len(pdf), dtype=np.int64)
         observed = f"dtype {r.get('observed_value')}"
-        return Partial(len(pdf), missing, len(pdf), (observed,), _examples(pdf, pos, cfg, key)), pos
+        return Partial(len(pdf), missing, len(pdf), (observed,), examples(pdf, pos, cfg, key)), pos
     pos = np.asarray(r.get("unexpected_index_list") or [], dtype=np.int64)
     # the values as they arrived ("2475", "12a"), not GX's parsed view of them
     col = cfg["kwargs"].get("column")
@@ -157,7 +157,7 @@ def _partial(res, pdf: pd.DataFrame, cfg: dict, key: Sequence[str]) -> tuple[Par
             missing_count=int(r.get("missing_count") or 0),
             unexpected_count=int(r["unexpected_count"]),
             values=values,
-            examples=_examples(pdf, pos, cfg, key),
+            examples=examples(pdf, pos, cfg, key),
         ),
         pos,
     )
@@ -167,12 +167,53 @@ def _used_columns(configs: Sequence[dict]) -> list[str]:
     return list(dict.fromkeys(c for cfg in configs for c in columns_of(cfg["kwargs"])))
 
 
-def _examples(pdf: pd.DataFrame, pos: np.ndarray, cfg: dict, key: Sequence[str]) -> tuple:
+def examples(pdf: pd.DataFrame, pos: np.ndarray, cfg: dict, key: Sequence[str]) -> tuple:
     if not len(pos):
         return ()
     cols = list(dict.fromkeys([*key, *columns_of(cfg["kwargs"])]))
     rows = pdf.iloc[pos[: vgx.PARTIAL_COUNT]][cols]
     return tuple({c: jsonable(v) for c, v in row.items()} for _, row in rows.iterrows())
+
+
+@dataclass
+class Evaluation:
+    """What GX said about one frame: per expectation ordinal the result (absent where a
+    strict parse settled a type check), the condensed partial and the rejected positions;
+    ``type_bad``: rows a type check rejected, left out of the value checks."""
+
+    results: dict[int, object]
+    partials: dict[int, Partial]
+    rejected: dict[int, np.ndarray]
+    type_bad: np.ndarray
+
+
+def evaluate(pdf: pd.DataFrame, suite_name: str, row_configs: Sequence[dict],
+             kinds: Mapping[str, str], key: Sequence[str]) -> Evaluation:
+    """Run the row-level expectations over ``pdf`` (a RangeIndex frame) in two GX calls.
+
+    In-type-list expectations run first on a per-value view; rows they reject are left out
+    of the other checks so that one bad "12a" is reported once, as a type error.
+    """
+    tagged = [
+        dict(c, meta={**c.get("meta", {}), vgx.ORDINAL_META: i}) for i, c in enumerate(row_configs)
+    ]
+    type_cfgs = [c for c in tagged if c["type"] == vgx.TYPE_EXPECTATION]
+    value_cfgs = [c for c in tagged if c["type"] != vgx.TYPE_EXPECTATION]
+    type_view, value_view, clean = _views(
+        pdf, kinds, _used_columns(type_cfgs), _used_columns(value_cfgs)
+    )
+    partials, rejected = _cleanly_typed(pdf, type_cfgs, clean)
+    results: dict[int, object] = {}
+    pending = [c for c in type_cfgs if c["meta"][vgx.ORDINAL_META] not in partials]
+    for i, res in _run(type_view[_used_columns(pending)], suite_name, pending).items():
+        results[i] = res
+        partials[i], rejected[i] = _partial(res, pdf, row_configs[i], key)
+    type_bad = np.unique(np.concatenate([np.empty(0, np.int64), *rejected.values()]))
+    rest = value_view.drop(index=type_bad)
+    for i, res in _run(rest, suite_name, value_cfgs).items():
+        results[i] = res
+        partials[i], rejected[i] = _partial(res, pdf, row_configs[i], key)
+    return Evaluation(results, partials, rejected, type_bad)
 
 
 def validate_partition(
@@ -184,35 +225,16 @@ def validate_partition(
     key: Sequence[str],
     quarantine_uri: str,
 ) -> PartitionReport:
-    """Validate every row of one partition against the row-level expectations.
-
-    In-type-list expectations run first on a per-value view; rows they reject are left out
-    of the other checks so that one bad "12a" is reported once, as a type error.
-    """
+    """Validate every row of one partition against the row-level expectations."""
     cpu0 = time.thread_time()
     pdf = pdf.reset_index(drop=True)
-    tagged = [
-        dict(c, meta={**c.get("meta", {}), vgx.ORDINAL_META: i}) for i, c in enumerate(row_configs)
-    ]
-    type_cfgs = [c for c in tagged if c["type"] == vgx.TYPE_EXPECTATION]
-    value_cfgs = [c for c in tagged if c["type"] != vgx.TYPE_EXPECTATION]
-    type_view, value_view, clean = _views(
-        pdf, kinds, _used_columns(type_cfgs), _used_columns(value_cfgs)
-    )
-    partials, rejected = _cleanly_typed(pdf, type_cfgs, clean)
-    pending = [c for c in type_cfgs if c["meta"][vgx.ORDINAL_META] not in partials]
-    for i, res in _run(type_view[_used_columns(pending)], suite_name, pending).items():
-        partials[i], rejected[i] = _partial(res, pdf, row_configs[i], key)
-    type_bad = np.unique(np.concatenate([np.empty(0, np.int64), *rejected.values()]))
-    rest = value_view.drop(index=type_bad)
-    for i, res in _run(rest, suite_name, value_cfgs).items():
-        partials[i], rejected[i] = _partial(res, pdf, row_configs[i], key)
-    bad, qfile = _quarantine(pdf, number, row_configs, rejected, quarantine_uri)
+    ev = evaluate(pdf, suite_name, row_configs, kinds, key)
+    bad, qfile = quarantine(pdf, number, row_configs, ev.rejected, quarantine_uri)
     return PartitionReport(
         number=number,
         rows=len(pdf),
         fingerprint=fingerprint(pdf, key),
-        partials=tuple(partials.get(i, Partial()) for i in range(len(row_configs))),
+        partials=tuple(ev.partials.get(i, Partial()) for i in range(len(row_configs))),
         bad_positions=bad,
         quarantine_file=qfile,
         cpu_s=time.thread_time() - cpu0,
@@ -237,7 +259,7 @@ def _cleanly_typed(
     return partials, rejected
 
 
-def _quarantine(
+def quarantine(
     pdf: pd.DataFrame,
     number: int,
     configs: Sequence[dict],

@@ -1,0 +1,60 @@
+"""Several parts validated in one GX run report exactly what each would report alone."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from etl.sources.land import land
+from etl.sources.read import read_source_file
+from etl.spec import load_spec
+from etl.validation import gx as vgx
+from etl.validation.partition import validate_partition
+from etl.validation.parts import validate_parts
+from etl.validation.tabular import ValidationSpec
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory: pytest.TempPathFactory) -> list[pd.DataFrame]:
+    path = tmp_path_factory.mktemp("parts")
+    land(path.as_uri(), "flights", start=date(2013, 1, 1), end=date(2013, 1, 4))
+    spec = load_spec("flights")
+    frames = [read_source_file(f"{path.as_uri()}/raw/flights/date=2013-01-0{d}/flights.csv",
+                               spec.primary_source).head(300) for d in (1, 2, 3)]
+    frames[0].loc[3, "distance"] = "12a"  # a type error
+    frames[1].loc[5, "carrier"] = None  # a null where none is allowed
+    frames[1].loc[7, "sched_dep_time"] = "2475"  # not an HHMM time
+    frames[2].loc[[1, 2], "distance"] = "-5"  # out of range
+    for f in frames:  # the lookups' columns, as a join without matches adds them
+        for col in spec.column_types():
+            if col not in f:
+                f[col] = pd.Series([None] * len(f), dtype=f["carrier"].dtype)
+    return [f[list(spec.column_types())] for f in frames]
+
+
+def test_parts_report_what_each_would_alone(days: list[pd.DataFrame], tmp_path: Path,
+                                            monkeypatch) -> None:
+    spec = ValidationSpec.of(load_spec("flights"))
+    suite = vgx.load_suite(spec.expectations, spec.columns)
+    args = (suite.name, list(suite.row), spec.kinds(), list(spec.key))
+    alone = [validate_partition(f, 0, *args, (tmp_path / f"a{i}").as_uri())
+             for i, f in enumerate(days)]
+    from etl.validation import parts
+
+    def no_fallback(*_):
+        raise AssertionError("the parts were validated one by one, not split")
+
+    monkeypatch.setattr(parts, "validate_partition", no_fallback)
+    together = validate_parts(days, *args, [(tmp_path / f"t{i}").as_uri()
+                                            for i in range(len(days))])
+    for a, t in zip(alone, together):
+        assert a.rows == t.rows and a.fingerprint == t.fingerprint
+        assert np.array_equal(a.bad_positions, t.bad_positions)
+        assert a.partials == t.partials
+    assert [len(r.bad_positions) for r in together] == [1, 2, 2]
+    q = pd.read_parquet(tmp_path / "t1" / together[1].quarantine_file)
+    assert sorted(q["carrier"].isna()) == [False, True]
