@@ -178,8 +178,8 @@ def format_table(result: dict[str, Any]) -> str:
         ("parse ceiling", f"{result['input_parse_ceiling_examples_per_s']:>12,.0f} ex/s",
          "interleave -> batch -> parse_example, nothing else"),
         ("our pipeline", f"{result['input_examples_per_s']:>12,.0f} ex/s",
-         f"{result['ratio_to_parse_ceiling']:.2f}x parse ceiling (target >= 0.80), "
-         f"{result['ratio_to_ceiling']:.2f}x raw read"),
+         (f"{result['ratio_to_parse_ceiling']:.2f}x parse ceiling (target >= 0.80), "
+         f"{result['ratio_to_ceiling']:.2f}x raw read")),
         ("+ preprocessing", f"{result['input_preprocessed_examples_per_s']:>12,.0f} ex/s",
          "lookups + normalization in the feature map, as training runs"),
         ("naive pipeline", f"{result['input_naive_examples_per_s']:>12,.0f} ex/s",
