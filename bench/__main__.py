@@ -81,7 +81,8 @@ def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
         shutil.rmtree(work / name, ignore_errors=True)
 
 
-def _peers(results: dict[str, Any], work: Path, root: str, names: list[str]) -> None:
+def _peers(results: dict[str, Any], work: Path, root: str, names: list[str],
+           timeout_s: float) -> None:
     from etl import storage
     from etl.spec import load_spec
 
@@ -90,11 +91,11 @@ def _peers(results: dict[str, Any], work: Path, root: str, names: list[str]) -> 
     files = sorted(str(p) for p in (raw / "flights").glob("date=*/flights.csv"))
     text = [c for c, t in spec.primary_source.columns.items() if t == "timestamp"]
     log.info("peers %s on the %d files of the largest scale", names, len(files))
-    results["peers"] = run_peers(names, raw, files, work, os.cpu_count() or 1, text)
+    results["peers"] = run_peers(names, raw, files, work, os.cpu_count() or 1, text, timeout_s)
 
 
-def run(work: Path, scales: list[int], out: Path, peers: list[str],
-        quick: bool) -> dict[str, Any]:
+def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
+        peer_timeout_s: float = 3600) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": measure.machine(), "etl_scaling": {},
                                "etl_peak_rss_mb": {}, "peers": {}, "quick": quick,
                                "complete": False}
@@ -112,7 +113,7 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str],
     results["etl_scale"] = f"{scales[-1]}x"
     results["etl_rows_per_s"] = largest["etl"]["rows_per_s"]
     results["etl_floor_rows_per_s"] = largest["floor"]["rows_per_s"]
-    _peers(results, work, root, peers)
+    _peers(results, work, root, peers, peer_timeout_s)
     _save(results, out)
     _fixed_overhead(results, work)
     _save(results, out)
@@ -139,6 +140,8 @@ def main() -> int:
     parser.add_argument("--scales", default="1,4,16", help="comma-separated data multiples")
     parser.add_argument("--peers", default=",".join(PEERS),
                         help=f"peers to install and run ({','.join(PEERS)}; '' for none)")
+    parser.add_argument("--peer-timeout", type=float, default=3600,
+                        help="seconds a peer may run before it is stopped and recorded as such")
     parser.add_argument("--quick", action="store_true",
                         help="check the harness: one week at 1x, short input bench, results to "
                              "bench/results-quick.json, PERFORMANCE.md untouched")
@@ -152,7 +155,7 @@ def main() -> int:
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     peers = [p for p in args.peers.split(",") if p]
-    results = run(work, scales, out, peers, args.quick)
+    results = run(work, scales, out, peers, args.quick, args.peer_timeout)
     _save(results, out)
     table = report.table(results)
     print(table)
