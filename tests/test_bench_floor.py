@@ -34,7 +34,7 @@ def test_floor_writes_as_many_records_as_the_etl(client, landed: str, tmp_path: 
     written = {p.name: sum(1 for _ in iter_records(p.as_uri())) for p in out.iterdir()}
     assert sum(written.values()) == got["rows"]
     schema = versions.read_manifest(etl["version_uri"])["schema"]
-    record = next(iter_records((out / "flights-train.tfrecord").as_uri()))
+    record = next(iter_records((out / "flights-train.tfrecord-00000").as_uri()))
     example = example_pb2.Example.FromString(record)
     assert set(example.features.feature) == {*schema["features"], schema["label"]["name"]}
 
@@ -72,3 +72,13 @@ def test_a_peer_that_cannot_install_is_recorded_with_the_installers_error(
     assert got["ray_data"]["absent"] == "install failed"
     assert "no matching distribution for cp311" in got["ray_data"]["error"]
     assert got["tfx_beam"]["absent"] == "not run (--peers)"
+
+
+def test_floor_groups_files_by_size_and_writes_a_file_per_group(landed: str, tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setattr(floor, "GROUP_BYTES", 1)  # every day its own group
+    got = floor.run(landed, "flights", tmp_path.as_uri(), END, START)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f"flights-{s}.tfrecord-{i:05d}" for s in ("eval", "test", "train")
+                     for i in (0, 1)]
+    assert sum(sum(1 for _ in iter_records(p.as_uri())) for p in tmp_path.iterdir()) == got["rows"]
