@@ -12,13 +12,14 @@ STAMP := $(VENV)/.installed-$(LOCK_HASH)
 export PIPELINE_STORAGE_ROOT ?= file://$(CURDIR)/.data
 export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 
-.PHONY: install demo standalone test test-fast bench lint browser clean help
+.PHONY: install demo standalone test test-fast bench bench-quick lint browser clean help
 
 help:
 	@echo "make demo   - install, land flights data, run the ETL DAG and the training DAG locally"
 	@echo "make standalone - airflow standalone (UI on :8080) with the DAGs, plugin and pools"
 	@echo "make test   - install and run the whole test suite"
-	@echo "make bench  - throughput/memory benchmarks (writes bench/results.json)"
+	@echo "make bench  - ETL vs floor and peers, fixed overhead, input vs parse ceiling (bench/results.json)"
+	@echo "make bench-quick - check the bench harness in minutes: one week, 1x (bench/results-quick.json)"
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -55,8 +56,14 @@ test: install browser
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)
 
+# BENCH_ARGS: --scales 1,4 (default 1,4,16), --peers tfx_beam,ray_data ('' for none),
+# --peer-timeout SECONDS (default 3600; a stopped peer is recorded as timed out), --quick.
+# The peers install into bench/.peers/<name> (their own uv virtualenvs), never into $(VENV).
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+bench-quick: install
+	$(BIN)/python -m bench --quick $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/ruff check etl training dags plugins tests scripts bench

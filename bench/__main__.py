@@ -1,7 +1,9 @@
-"""`make bench`: ETL and input-pipeline throughput against baselines and ceilings, in one run.
+"""`make bench`: the ETL against its floor and its peers, its fixed overhead, and the input
+pipeline against its parsing ceiling -- in one run, on the same data (issue 15).
 
 Every ratio compares figures measured side by side in this run on this machine; the targets
-(issue 7) are checked and a missed one is reported as missed, never hidden.
+are checked and a missed one is reported as missed, never hidden. ``--quick`` checks the
+harness in a few minutes (1x only, a short input bench); its figures mean little.
 """
 
 from __future__ import annotations
@@ -9,25 +11,41 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench import measure, report
+from bench import measure, overhead, report
+from bench.peer_envs import PEERS, run_peers
 
 log = logging.getLogger("bench")
+DAY_START, DAY_END = "2013-01-01T00:00:00Z", "2013-01-02T00:00:00Z"
+DAY = (DAY_START[:10], DAY_END[:10])
+QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instead of the year
 
 
-def _fresh_root(work: Path, name: str, scale: int) -> str:
-    """A new storage root with the flights landed ``scale`` times."""
+def _fresh_root(work: Path, name: str, scale: int = 1,
+                days: tuple[str, str] | None = None) -> str:
+    """A new storage root with the flights landed ``scale`` times (only ``days`` if given)."""
+    from datetime import date
+
     from etl.sources.land import land
 
     folder = work / name
     shutil.rmtree(folder, ignore_errors=True)
     root = f"file://{folder}"
-    land(root, "flights", scale=scale)
+    window = {"start": date.fromisoformat(days[0]), "end": date.fromisoformat(days[1])} \
+        if days else {}
+    land(root, "flights", scale=scale, **window)
     return root
+
+
+def _interval(days: tuple[str, str] | None) -> dict[str, str | None]:
+    if not days:
+        return {"interval_end": measure.YEAR_END, "interval_start": None}
+    return {"interval_end": f"{days[1]}T00:00:00Z", "interval_start": f"{days[0]}T00:00:00Z"}
 
 
 def _save(results: dict[str, Any], out: Path) -> None:
@@ -35,40 +53,77 @@ def _save(results: dict[str, Any], out: Path) -> None:
     out.write_text(json.dumps(results, indent=2, default=str) + "\n")
 
 
-def run(work: Path, scales: list[int], out: Path) -> dict[str, Any]:
-    results: dict[str, Any] = {"machine": measure.machine(), "etl_peak_rss_mb": {},
-                               "etl_scaling": {}, "complete": False}
-    log.info("landing flights x1 (two roots: default encoder and Python baseline)")
-    root_fast = _fresh_root(work, "x1-fast", 1)
-    root_slow = _fresh_root(work, "x1-python", 1)
-    results.update(measure.csv_read(root_fast))
-    log.info("ETL end to end, default (vectorized) encoder")
-    fast = measure.etl_run(root_fast, "vectorized")
-    log.info("ETL end to end, pure-Python serialization baseline")
-    slow = measure.etl_run(root_slow, "python")
-    results["etl_rows_per_s"] = fast["rows_per_s"]
-    results["etl_python_baseline_rows_per_s"] = slow["rows_per_s"]
-    results["etl_rows"] = fast["rows"]
-    results["etl_run"], results["etl_python_run"] = fast, slow
-    results["etl_peak_rss_mb"]["1x"] = fast["peak_rss_mb"]
-    results["etl_scaling"]["1x"] = fast
+def _scale(results: dict[str, Any], work: Path, scale: int,
+           days: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
+    """ETL CLI run and the floor on the same freshly landed data at ``scale``x."""
+    key = f"{scale}x"
+    log.info("ETL at %s: landing, CLI run, floor", key)
+    root = _fresh_root(work, key, scale, days)
+    etl = measure.etl_cli(root, **_interval(days))
+    floor = measure.floor(root, str(work / f"floor-{key}"), **_interval(days))
+    shutil.rmtree(work / f"floor-{key}", ignore_errors=True)
+    results["etl_scaling"][key] = {"etl": etl, "floor": floor,
+                                   "etl_over_floor": etl["rows_per_s"] / floor["rows_per_s"]}
+    results["etl_peak_rss_mb"][key] = etl["peak_rss_mb"]
+    return root, etl
+
+
+def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
+    log.info("fixed overhead: CLI run and each step as a task, one-day window")
+    fixed = measure.etl_cli(_fresh_root(work, "day-cli", days=DAY), DAY_END, DAY_START)
+    results["etl_fixed_run"] = fixed
+    results["etl_fixed_overhead_s"] = fixed["fixed_overhead_s"]
+    tasks = overhead.task_overheads(_fresh_root(work, "day-tasks", days=DAY), DAY_END,
+                                    DAY_START, fixed["timings"])
+    results["etl_tasks"] = tasks
+    results["etl_task_fixed_overhead_s"] = tasks["max_overhead_s"]
+    for name in ("day-cli", "day-tasks"):
+        shutil.rmtree(work / name, ignore_errors=True)
+
+
+def _peers(results: dict[str, Any], work: Path, root: str, names: list[str],
+           timeout_s: float) -> None:
+    from etl import storage
+    from etl.spec import load_spec
+
+    spec = load_spec("flights")
+    raw = Path(storage.get_fs(storage.join(root, "raw"))[1])
+    files = sorted(str(p) for p in (raw / "flights").glob("date=*/flights.csv"))
+    text = [c for c, t in spec.primary_source.columns.items() if t == "timestamp"]
+    log.info("peers %s on the %d files of the largest scale", names, len(files))
+    results["peers"] = run_peers(names, raw, files, work, os.cpu_count() or 1, text, timeout_s)
+
+
+def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
+        peer_timeout_s: float = 3600) -> dict[str, Any]:
+    results: dict[str, Any] = {"machine": measure.machine(), "etl_scaling": {},
+                               "etl_peak_rss_mb": {}, "peers": {}, "quick": quick,
+                               "complete": False}
+    days = QUICK_DAYS if quick else None
+    one_x_root, one_x = _scale(results, work, 1, days)
+    results.update(measure.csv_read(one_x_root))
     _save(results, out)
-    shutil.rmtree(work / "x1-python", ignore_errors=True)
-    for scale in (s for s in scales if s != 1):
-        log.info("ETL at %dx the flights data", scale)
-        root = _fresh_root(work, f"x{scale}", scale)
-        scaled = measure.etl_run(root, "vectorized")
-        results["etl_peak_rss_mb"][f"{scale}x"] = scaled["peak_rss_mb"]
-        results["etl_scaling"][f"{scale}x"] = scaled
+    root = one_x_root
+    for scale in scales[1:]:
+        if root != one_x_root:
+            shutil.rmtree(Path(root.removeprefix("file://")), ignore_errors=True)
+        root, _ = _scale(results, work, scale, days)
         _save(results, out)
-        shutil.rmtree(work / f"x{scale}", ignore_errors=True)
-    log.info("serialization ceiling and input pipeline on the x1 version")
-    results.update(measure.serialization(fast["version_uri"]))
-    bench_input = measure.input_pipeline(fast["version_uri"])
+    largest = results["etl_scaling"][f"{scales[-1]}x"]
+    results["etl_scale"] = f"{scales[-1]}x"
+    results["etl_rows_per_s"] = largest["etl"]["rows_per_s"]
+    results["etl_floor_rows_per_s"] = largest["floor"]["rows_per_s"]
+    _peers(results, work, root, peers, peer_timeout_s)
+    _save(results, out)
+    _fixed_overhead(results, work)
+    _save(results, out)
+    log.info("input pipeline on the 1x version")
+    bench_input = measure.input_pipeline(one_x["version_uri"], quick)
     results["input"] = bench_input
-    for key in ("input_examples_per_s", "input_naive_examples_per_s",
-                "input_ceiling_examples_per_s", "stall_ratio"):
+    for key in ("input_examples_per_s", "input_parse_ceiling_examples_per_s",
+                "input_ceiling_examples_per_s", "input_naive_examples_per_s", "stall_ratio"):
         results[key] = bench_input[key]
+    results["stall_ratio_by_cores"] = {str(results["machine"]["cores"]): bench_input["stall_ratio"]}
     _save(results, out)
     log.info("DAG parse times")
     with tempfile.TemporaryDirectory() as home:
@@ -83,19 +138,28 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--work", default=".bench", help="scratch folder for the storage roots")
     parser.add_argument("--scales", default="1,4,16", help="comma-separated data multiples")
-    parser.add_argument("--out", default="bench/results.json")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help=f"peers to install and run ({','.join(PEERS)}; '' for none)")
+    parser.add_argument("--peer-timeout", type=float, default=3600,
+                        help="seconds a peer may run before it is stopped and recorded as such")
+    parser.add_argument("--quick", action="store_true",
+                        help="check the harness: one week at 1x, short input bench, results to "
+                             "bench/results-quick.json, PERFORMANCE.md untouched")
+    parser.add_argument("--out", default=None, help="default: bench/results.json")
     parser.add_argument("--no-performance-md", action="store_true",
                         help="do not rewrite the table in PERFORMANCE.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    scales = sorted({int(s) for s in args.scales.split(",")} | {1})
+    scales = [1] if args.quick else sorted({int(s) for s in args.scales.split(",")} | {1})
+    out = Path(args.out or ("bench/results-quick.json" if args.quick else "bench/results.json"))
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    results = run(work, scales, Path(args.out))
-    _save(results, Path(args.out))
+    peers = [p for p in args.peers.split(",") if p]
+    results = run(work, scales, out, peers, args.quick, args.peer_timeout)
+    _save(results, out)
     table = report.table(results)
     print(table)
-    if not args.no_performance_md:
+    if not (args.no_performance_md or args.quick):
         report.update_performance_md(Path("PERFORMANCE.md"), table)
     missed = [t["name"] for t in results["targets"] if not t["met"]]
     if missed:

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.proctree import last_json, run_child
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -27,19 +29,52 @@ def machine() -> dict[str, Any]:
         pass
     return {"cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
             "gpu": gpus or None, "python": platform.python_version(),
-            "platform": platform.platform()}
+            "platform": platform.platform(),
+            "load_avg": [round(x, 2) for x in os.getloadavg()]}
 
 
-def etl_run(root: str, encoder: str) -> dict[str, Any]:
-    """End-to-end ETL of all landed 2013 flights under ``root`` in a child process."""
-    cmd = [sys.executable, "-m", "bench.etl_once", "--root", root, "--encoder", encoder]
-    proc = subprocess.run(cmd, check=False, cwd=REPO, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+YEAR_END = "2014-01-01T00:00:00Z"
+
+
+def _interval_args(interval_end: str, interval_start: str | None) -> list[str]:
+    return ["--interval-end", interval_end] + (
+        ["--interval-start", interval_start] if interval_start else [])
+
+
+def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None = None,
+            dataset: str = "flights") -> dict[str, Any]:
+    """``python -m etl run`` as an operator runs it, measured from outside.
+
+    rows/s is over the child's whole wall time (interpreter start and imports included); the
+    fixed overhead is that wall time minus the steps' own times from the run result.
+    """
+    cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
+           "--run-id", "bench", "--json", *_interval_args(interval_end, interval_start)]
+    child = run_child(cmd, cwd=REPO)
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+    result = last_json(child.stdout)
     if not result["created"]:
         raise RuntimeError(f"{root}: version already existed, nothing was measured")
-    return result
+    rows = sum(result["splits"].values())
+    steps = sum(result.get("timings", {}).values())
+    return {"rows": rows, "rows_per_s": rows / child.wall_s, **child.figures(),
+            "timings": result.get("timings", {}), "steps_s": steps,
+            "fixed_overhead_s": child.wall_s - steps, "in_process_wall_s": result.get("wall_s"),
+            "version_uri": result["version_uri"], "splits": result["splits"]}
+
+
+def floor(root: str, out: str, interval_end: str = YEAR_END,
+          interval_start: str | None = None, dataset: str = "flights") -> dict[str, Any]:
+    """``python -m bench.floor`` over the same landed files, measured like the CLI run."""
+    cmd = [sys.executable, "-m", "bench.floor", "--root", root, "--dataset", dataset,
+           "--out", out, *_interval_args(interval_end, interval_start)]
+    child = run_child(cmd, cwd=REPO)
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+    result = last_json(child.stdout)
+    return {**result, "rows_per_s": result["rows"] / child.wall_s,
+            "work_rows_per_s": result["rows_per_s"], **child.figures()}
 
 
 def csv_read(root: str) -> dict[str, float]:
@@ -62,59 +97,14 @@ def csv_read(root: str) -> dict[str, float]:
             "csv_rows": rows}
 
 
-def _decoded_train_frame(version_uri: str):
-    """The train split as the flat pandas frame the writer encodes (decoded from the shards)."""
-    import pandas as pd
-    import tensorflow as tf
-
-    from etl import versions
-    from training.data.tabular import compression_type, feature_specs, shard_files
-
-    manifest = versions.read_manifest(version_uri)
-    files = shard_files(version_uri, "train", manifest)
-    specs = feature_specs(manifest)
-    ds = tf.data.TFRecordDataset(files, compression_type=compression_type(manifest))
-    ds = ds.batch(65536).map(lambda b: tf.io.parse_example(b, specs))
-    columns: dict[str, list[Any]] = {name: [] for name in specs}
-    for batch in ds.as_numpy_iterator():
-        for name, values in batch.items():
-            columns[name].append(values.reshape(len(values), -1)[:, 0])
-    import numpy as np
-
-    frame = pd.DataFrame({name: np.concatenate(parts) for name, parts in columns.items()})
-    for name in frame.columns:
-        if frame[name].dtype == object:
-            frame[name] = frame[name].map(bytes.decode)
-    return frame, manifest
-
-
-def serialization(version_uri: str) -> dict[str, float]:
-    """Encoders alone on the same rows: tfx-bsl's C++ one, ours (vectorized), the Python loop."""
-    from etl.write import encode
-
-    frame, manifest = _decoded_train_frame(version_uri)
-    schema = manifest["schema"]
-    t0 = time.perf_counter()
-    fast = encode.encode_batch(frame, schema)
-    fast_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    ours = encode.encode_batch_vectorized(frame, schema)
-    ours_s = time.perf_counter() - t0
-    sample = frame.iloc[: min(len(frame), 50_000)]
-    t0 = time.perf_counter()
-    slow = encode.encode_batch_python(sample, schema)
-    slow_s = time.perf_counter() - t0
-    assert len(fast) == len(ours) == len(frame) and len(slow) == len(sample)
-    return {"serialize_ceiling_rows_per_s": len(frame) / fast_s,
-            "serialize_vectorized_rows_per_s": len(frame) / ours_s,
-            "serialize_python_rows_per_s": len(sample) / slow_s, "serialize_rows": len(frame)}
-
-
-def input_pipeline(version_uri: str) -> dict[str, Any]:
-    """training's bench-input: raw-read ceiling, our pipeline, naive pipeline, stall ratio."""
+def input_pipeline(version_uri: str, quick: bool = False) -> dict[str, Any]:
+    """training's bench-input: raw read, parse ceiling, ours, naive, stall ratio."""
     from training.bench import bench_input
+    from training.config import BenchConfig
 
-    return bench_input(version_uri)
+    config = BenchConfig(batches=40, warmup_batches=5, naive_batches=10, stall_batches=20,
+                         repeats=2) if quick else None
+    return bench_input(version_uri, config)
 
 
 _PARSE_SNIPPET = """

@@ -1,4 +1,4 @@
-"""`make bench`'s report: targets judged from the run's own figures, misses shown, docs kept."""
+"""`make bench`'s report: issue 15's targets judged from the run's own figures, misses shown."""
 
 from __future__ import annotations
 
@@ -8,41 +8,76 @@ from bench import report
 
 RESULTS = {
     "machine": {"cores": 2, "memory_gb": 23.5, "gpu": None},
-    "etl_rows_per_s": 30_000.0, "etl_python_baseline_rows_per_s": 10_000.0,
-    "serialize_vectorized_rows_per_s": 180_000.0, "serialize_python_rows_per_s": 30_000.0,
-    "input_examples_per_s": 95.0, "input_ceiling_examples_per_s": 100.0,
-    "input_naive_examples_per_s": 5.0, "stall_ratio": 1.2,
-    "etl_peak_rss_mb": {"1x": 1000.0, "4x": 1100.0, "16x": 1600.0},
-    "etl_scaling": {"1x": {"rows": 10, "rows_per_s": 5.0}},
-    "etl_run": {"cpu_s": 12.5}, "etl_python_run": {"cpu_s": 30.0},
+    "etl_scaling": {
+        "1x": {"etl": {"rows": 10, "rows_per_s": 4_000.0, "cpu_s": 40.0, "peak_rss_mb": 1000.0},
+               "floor": {"rows": 10, "rows_per_s": 20_000.0, "cpu_s": 5.0}},
+        "4x": {"etl": {"rows": 40, "rows_per_s": 30_000.0, "cpu_s": 90.0, "peak_rss_mb": 1600.0},
+               "floor": {"rows": 40, "rows_per_s": 50_000.0, "cpu_s": 9.0}},
+    },
+    "etl_peak_rss_mb": {"1x": 1000.0, "4x": 1600.0},
+    "etl_rows_per_s": 30_000.0, "etl_floor_rows_per_s": 50_000.0,
+    "etl_fixed_overhead_s": 4.0, "etl_task_fixed_overhead_s": 2.5,
+    "etl_fixed_run": {"wall_s": 6.0, "steps_s": 2.0},
+    "etl_tasks": {"per_task": {"extract": {"wall_s": 3.0, "step_s": 0.5, "overhead_s": 2.5}}},
+    "input_examples_per_s": 85.0, "input_parse_ceiling_examples_per_s": 100.0,
+    "input_ceiling_examples_per_s": 300.0, "input_naive_examples_per_s": 5.0, "stall_ratio": 1.2,
+    "peers": {"tfx_beam": {"rows": 40, "rows_per_s": 20_000.0, "cpu_s": 300.0},
+              "ray_data": {"absent": "install failed", "error": "uv: no wheel for cp311\n"}},
     "dag_parse_s": {"a.py": 0.2, "b.py": 0.7},
 }
 
 
-def test_targets_are_ratios_of_this_run_and_misses_are_reported() -> None:
-    met = {t["name"]: (round(t["value"], 3), t["met"]) for t in report.check_targets(RESULTS)}
-    assert met == {
-        "ETL >= 10x pure-Python baseline": (3.0, False),
-        "input >= 0.9x raw-read ceiling": (0.95, True),
-        "input >= 10x naive pipeline": (19.0, True),
-        "stall ratio <= 1.10": (1.2, False),
-        "peak RSS 16x <= 1.5x of 1x": (1.6, False),
-        "every DAG file parses < 0.5 s": (0.7, False),
+def _by_name(results: dict) -> dict[str, tuple[float | None, bool]]:
+    return {t["name"]: (None if t["value"] is None else round(t["value"], 3), t["met"])
+            for t in report.check_targets(results)}
+
+
+def test_targets_are_issue_15s_and_ratios_of_this_run() -> None:
+    assert _by_name(RESULTS) == {
+        "ETL >= 0.5x the floor (largest scale)": (0.6, True),
+        "ETL faster than every peer measured": (1.5, True),
+        "fixed overhead, CLI run, one-day window <= 3 s": (4.0, False),
+        "fixed overhead per task, one-day window <= 3 s": (2.5, True),
+        "input >= 0.8x the parse ceiling": (0.85, True),
+        "peak RSS flat: largest scale <= 1.5x of 1x": (1.6, False),
+        "stall ratio <= 1.10 (issue 7)": (1.2, False),
+        "every DAG file parses < 0.5 s (issue 7)": (0.7, False),
     }
 
 
+def test_the_old_python_loop_target_is_gone() -> None:
+    assert not any("Python" in t["name"] for t in report.check_targets(RESULTS))
+
+
 def test_a_missing_figure_is_a_miss_not_a_pass() -> None:
-    partial = {k: v for k, v in RESULTS.items() if k != "stall_ratio"}
-    stall = next(t for t in report.check_targets(partial) if t["name"].startswith("stall"))
-    assert stall["value"] is None and stall["met"] is False
+    partial = {k: v for k, v in RESULTS.items()
+               if k not in ("etl_floor_rows_per_s", "peers", "etl_peak_rss_mb")}
+    got = _by_name(partial)
+    for name in ("ETL >= 0.5x the floor (largest scale)", "ETL faster than every peer measured",
+                 "peak RSS flat: largest scale <= 1.5x of 1x"):
+        assert got[name] == (None, False), name
 
 
-def test_table_shows_misses_bound_and_cpu() -> None:
+def test_absent_peers_do_not_count_as_measured() -> None:
+    only_absent = {**RESULTS, "peers": {"ray_data": RESULTS["peers"]["ray_data"]}}
+    assert _by_name(only_absent)["ETL faster than every peer measured"] == (None, False)
+
+
+def test_every_target_names_its_figure_and_required_keys_are_issue_15s() -> None:
+    assert all(t["figure"] and t["op"] in (">=", "<=", "<", ">")
+               for t in report.check_targets(RESULTS))
+    assert set(report.REQUIRED_KEYS) <= set(RESULTS)
+
+
+def test_table_shows_scales_peers_overheads_and_misses() -> None:
     table = report.table({**RESULTS, "targets": report.check_targets(RESULTS)})
-    assert "| ETL >= 10x pure-Python baseline | 3.00 | **MISSED** |" in table
-    assert "| ETL ratio bound (vectorized / Python serialization alone) | 6.00x |" in table
-    assert "| ETL CPU seconds, baseline encoder, 1x | 30.0 s |" in table
-    assert "1,600 MiB" in table
+    assert "| ETL at 4x (40 rows) | 30,000 rows/s, 90.0 CPU-s, 1,600 MiB | floor 50,000 rows/s, " \
+           "9.0 CPU-s | 0.60x floor |" in table
+    assert "| peer tfx_beam (40 rows) | 20,000 rows/s, 300.0 CPU-s" in table
+    assert "| peer ray_data | absent (install failed: uv: no wheel for cp311) |" in table
+    assert "| task extract: wall, own step, overhead | 3.00 s, 0.50 s, 2.50 s |" in table
+    assert "| fixed overhead, CLI run, one-day window <= 3 s | 4.00 | **MISSED** |" in table
+    assert "| input: our pipeline | 85 examples/s | parse ceiling 100 | 0.85x |" in table
 
 
 def test_performance_md_block_is_replaced_and_prose_kept(tmp_path: Path) -> None:

@@ -59,10 +59,13 @@ def test_train_resolves_latest_and_bench_input_reports_all_figures(tmp_path: Pat
     table = capsys.readouterr().out
     result = json.loads(result_file.read_text())
     for key in ("input_ceiling_examples_per_s", "input_examples_per_s",
+                "input_parse_ceiling_examples_per_s",
                 "input_naive_examples_per_s", "stall_ratio", "step_ms_pipeline", "step_ms_cached"):
         assert result[key] > 0, key
     assert result["ratio_to_ceiling"] == pytest.approx(
         result["input_examples_per_s"] / result["input_ceiling_examples_per_s"])
-    assert "raw read (ceiling)" in table and "stall ratio" in table
+    assert result["ratio_to_parse_ceiling"] == pytest.approx(
+        result["input_examples_per_s"] / result["input_parse_ceiling_examples_per_s"])
+    assert "raw read (ceiling)" in table and "parse ceiling" in table and "stall ratio" in table
     assert result["input_naive_examples_per_s"] == max(result["samples_examples_per_s"]["naive"])
     assert all(len(rates) == 2 for rates in result["samples_examples_per_s"].values())

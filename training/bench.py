@@ -7,6 +7,9 @@ samples measure the neighbours). Absolute figures move with the machine; the rat
 what we hold ourselves to.
 
 - ceiling: interleaved ``TFRecordDataset`` reads + batch, no parsing (what storage gives);
+- parse ceiling: the same reads + batch -> ``parse_example`` -> prefetch and nothing else (no
+  shuffle, no feature map): the fastest any parsing pipeline over these shards and cores runs,
+  the figure ours is held to (issue 15);
 - ours: ``training.data.tabular.make_dataset`` in training mode, raw features out; and the
   same with the model's preprocessing in the feature map, as training runs it;
 - naive: one file after another, ``parse_single_example`` per record, then batch, no
@@ -64,6 +67,17 @@ def ceiling_dataset(files: list[str], compression: str | None, config: InputConf
     return ds.repeat().batch(config.batch_size).prefetch(tf.data.AUTOTUNE)
 
 
+def parse_ceiling_dataset(files: list[str], manifest: dict[str, Any],
+                          config: InputConfig) -> tf.data.Dataset:
+    """Bare interleave -> batch -> ``parse_example``: parsing's ceiling over these shards."""
+    specs = feature_specs(manifest)
+    ds = read_records(files, compression_type(manifest), config, training=False,
+                      deterministic=False)
+    ds = ds.repeat().batch(config.batch_size)
+    return ds.map(lambda b: tf.io.parse_example(b, specs),
+                  num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
 def naive_dataset(files: list[str], manifest: dict[str, Any], batch_size: int) -> tf.data.Dataset:
     """The textbook slow path: sequential files, per-record parse, batch, nothing async."""
     specs, split_label = feature_specs(manifest), feature_map(manifest)
@@ -117,6 +131,7 @@ def bench_input(
                        preprocess=parts.preprocess)
     pipelines = {
         "ceiling": (ceiling_dataset(files, compression_type(manifest), icfg), n),
+        "parse_ceiling": (parse_ceiling_dataset(files, manifest, icfg), n),
         "ours": (make_dataset(version_uri, config.split, manifest, icfg, training=True), n),
         "preprocessed": (fed, n),
         "naive": (naive_dataset(files, manifest, bs), config.naive_batches),
@@ -135,6 +150,8 @@ def bench_input(
     result = {
         "input_ceiling_examples_per_s": ceiling,
         "input_examples_per_s": ours,
+        "input_parse_ceiling_examples_per_s": best["parse_ceiling"],
+        "ratio_to_parse_ceiling": ours / best["parse_ceiling"],
         "input_preprocessed_examples_per_s": best["preprocessed"],
         "input_naive_examples_per_s": naive,
         "samples_examples_per_s": samples,
@@ -156,9 +173,13 @@ def bench_input(
 def format_table(result: dict[str, Any]) -> str:
     """The figures as a small aligned table, targets beside the ratios."""
     rows = [
-        ("raw read (ceiling)", f"{result['input_ceiling_examples_per_s']:>12,.0f} ex/s", ""),
+        ("raw read (ceiling)", f"{result['input_ceiling_examples_per_s']:>12,.0f} ex/s",
+         "records read and batched, not parsed (information)"),
+        ("parse ceiling", f"{result['input_parse_ceiling_examples_per_s']:>12,.0f} ex/s",
+         "interleave -> batch -> parse_example, nothing else"),
         ("our pipeline", f"{result['input_examples_per_s']:>12,.0f} ex/s",
-         f"{result['ratio_to_ceiling']:.2f}x ceiling (target >= 0.90)"),
+         (f"{result['ratio_to_parse_ceiling']:.2f}x parse ceiling (target >= 0.80), "
+         f"{result['ratio_to_ceiling']:.2f}x raw read")),
         ("+ preprocessing", f"{result['input_preprocessed_examples_per_s']:>12,.0f} ex/s",
          "lookups + normalization in the feature map, as training runs"),
         ("naive pipeline", f"{result['input_naive_examples_per_s']:>12,.0f} ex/s",

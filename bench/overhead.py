@@ -1,0 +1,59 @@
+"""Fixed overhead per Airflow task, approximated without Airflow.
+
+Each DAG task body calls one ``etl.pipeline`` step in the task runner's process; here each step
+runs as its CLI subcommand (``python -m etl extract|validate|write|publish``, the same
+functions) in a fresh interpreter. A task's overhead is the child's wall time minus the step's
+work: its time in a ``run`` of the same window, where the Dask cluster was already up (a step
+run alone times its own cluster start inside the step, so ``run.json`` of the task is kept as
+information only). Publish records no time: its whole wall time is counted. Not included: the Airflow task runner's own start-up (supervisor, task SDK, XCom), which the DAG
+end-to-end tests exercise but this bench does not time.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from bench.measure import REPO
+from bench.proctree import last_json, run_child
+
+STEPS = (  # subcommand, the step's key in run.json's timings, the flag taking the last URI
+    ("extract", "extract_s", None),
+    ("validate", "validate_s", "--staged-uri"),
+    ("write", "transform_write_s", "--validated-uri"),
+    ("publish", None, "--written-uri"),
+)
+
+
+def _step(args: list[str]) -> tuple[str, dict[str, float]]:
+    cmd = [sys.executable, "-m", "etl", *args]
+    child = run_child(cmd, cwd=REPO)
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+    return child.stdout, child.figures()
+
+
+def task_overheads(root: str, interval_end: str, interval_start: str | None,
+                   work: dict[str, float], dataset: str = "flights") -> dict[str, Any]:
+    """Each step in its own process over one window; ``work`` is the steps' ``timings`` from a
+    CLI run of the same window on the same data."""
+    window = ["--interval-end", interval_end] + (
+        ["--interval-start", interval_start] if interval_start else [])
+    walls: dict[str, dict[str, float]] = {}
+    uri = ""
+    for name, _, flag in STEPS:
+        args = [name, "--dataset", dataset]
+        args += ["--root", root, "--run-id", "bench-tasks", *window] if flag is None else [flag, uri]
+        stdout, walls[name] = _step(args)
+        if name != "publish":
+            uri = stdout.strip().splitlines()[-1]
+    timings = last_json(stdout).get("timings", {})
+    out: dict[str, Any] = {}
+    for name, key, _ in STEPS:
+        own = work.get(key, 0.0) if key else 0.0
+        out[name] = {**walls[name], "step_s": own if key else None,
+                     "step_s_in_task": timings.get(key) if key else None,
+                     "overhead_s": walls[name]["wall_s"] - own}
+    return {"per_task": out, "max_overhead_s": max(t["overhead_s"] for t in out.values()),
+            "note": "CLI step subcommands in fresh interpreters; the Airflow task runner's "
+                    "own start-up is not included"}
