@@ -16,6 +16,11 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 | `transform_and_write` | features, split, statistics, TFRecord shards written by Dask workers | written URI |
 | `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version}` | version dict |
 
+A spec with `incremental: true` runs `build_segments -> publish` instead: `build_segments` checks
+the Params, builds only the window's segments that do not exist yet (one per raw partition:
+read, validate, encode; small ones merged), judges the window from their stored partials and
+writes the version's draft, so a nightly run costs its new day, not the whole history.
+
 Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker;
 `publish` depends on the previous interval's `publish`, so a backfill publishes versions in
 interval order even when its runs execute concurrently. A re-run whose version already exists
@@ -103,7 +108,23 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
                                          "version": result["version"]})
             return result
 
-        publish(transform_and_write(validate(extract())))
+        @task(pool=DASK_POOL, execution_timeout=timedelta(hours=4))
+        def build_segments(params: Any = None, data_interval_end: Any = None,
+                           dag_run: Any = None, run_id: str | None = None) -> str:
+            opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
+            from etl import logs, pipeline
+
+            logs.configure(handler=False)
+            return pipeline.build_version(
+                name, storage_root(), opts.interval_end, opts.interval_start, run_id=run_id,
+                mode=params["validation_mode"], shard_bytes=opts.shard_bytes,
+                compression=opts.compression, force=opts.force_republish,
+                source_uri=opts.source_uri)
+
+        if settings.incremental:  # chosen once per spec: segments, or the one-shot steps
+            publish(build_segments())
+        else:
+            publish(transform_and_write(validate(extract())))
 
     return etl()
 

@@ -383,3 +383,25 @@ def test_metrics_summary_keeps_scalars_for_xcom(common) -> None:
                "history": {"loss": [0.6, 0.5]}, "epochs": 3, "shards": ["a", "b"]}
     assert common.metrics_summary(metrics) == {"test": {"auc": 0.7, "accuracy": 0.8},
                                                "baseline": {"auc": 0.5}, "epochs": 3}
+
+
+def test_an_incremental_spec_builds_segments_then_publishes(dagbag, common) -> None:
+    """``incremental: true`` in a spec picks the segment chain; everything else stays."""
+    import importlib.util
+
+    loader = importlib.util.spec_from_file_location("dataset_etl_probe", DAGS / "dataset_etl.py")
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    dag = module.build_etl_dag("flights", common.DagSettings(incremental=True))
+    assert _edges(dag) == {("build_segments", "publish")}
+    assert {t.task_id for t in dag.tasks if t.pool == "dask"} == {"build_segments"}
+    assert dag.get_task("publish").depends_on_past
+    assert "build_segments -> publish" in dag.doc_md
+
+
+def test_incremental_must_be_a_boolean(tmp_path: Path) -> None:
+    (tmp_path / "c" / "inc").mkdir(parents=True)
+    (tmp_path / "c" / "inc" / "spec.yaml").write_text("name: inc\nincremental: nightly\n")
+    result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=str(tmp_path / "c"))
+    message = " ".join(result["errors"].values())
+    assert "inc/spec.yaml.incremental: expected true or false, got 'nightly'" in message

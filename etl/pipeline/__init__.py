@@ -10,9 +10,9 @@ window judged and its manifest from the segments' stored partials), ``incrementa
 
 from __future__ import annotations
 
-from etl.pipeline.incremental import run_incremental
+from etl.pipeline.incremental import build_version, run_incremental
 from etl.pipeline.publish import publish, transform_and_write
 from etl.pipeline.steps import extract, land, run, validate
 
-__all__ = ["extract", "land", "publish", "run", "run_incremental", "transform_and_write",
-           "validate"]
+__all__ = ["build_version", "extract", "land", "publish", "run", "run_incremental",
+           "transform_and_write", "validate"]

@@ -58,6 +58,24 @@ def run_incremental(spec_name: str, root: str, interval_end: str | datetime,
                     lock_wait_s: float = LOCK_WAIT_S) -> dict[str, Any]:
     """Publish the version of [start, end) from segments; returns what ``publish`` returns."""
     t0 = time.monotonic()
+    written = build_version(spec_name, root, interval_end, interval_start, run_id, mode=mode,
+                            shard_bytes=shard_bytes, compression=compression, force=force,
+                            source_uri=source_uri, dask_address=dask_address,
+                            lock_wait_s=lock_wait_s)
+    result = publish(spec_name, written)
+    result["wall_s"] = round(time.monotonic() - t0, 3)
+    return result
+
+
+def build_version(spec_name: str, root: str, interval_end: str | datetime,
+                  interval_start: str | datetime | None = None, run_id: str | None = None, *,
+                  mode: str = "quarantine", shard_bytes: int | None = None,
+                  compression: str | None = None, force: bool = False,
+                  source_uri: str | None = None, dask_address: str | None = None,
+                  lock_wait_s: float = LOCK_WAIT_S) -> str:
+    """Everything before ``publish``: the version URI (with its draft), or the published
+    version's URI when the interval's version exists and ``force`` is off (publish then
+    reports it). The ETL DAG of an ``incremental`` spec runs this, then ``publish``."""
     check_mode(mode)
     kind = kinds.kind_of(spec_name)
     if not kind.incremental:
@@ -67,7 +85,8 @@ def run_incremental(spec_name: str, root: str, interval_end: str | datetime,
     run = _run_record(spec, root, interval_end, interval_start, run_id, force, source_uri)
     target = _target_version(run, force)
     if target is None:
-        return _existing(run)
+        summary.already_published("build", run, run["version"])
+        return versions.version_uri(root, spec.name, run["version"])
     config = WriteConfig(target_bytes=int(shard_bytes or spec.shard_target_bytes),
                          compression=_compression(compression, spec.compression))
     vuri = versions.version_uri(root, spec.name, target)
@@ -80,9 +99,7 @@ def run_incremental(spec_name: str, root: str, interval_end: str | datetime,
                       storage.join(run["run_dir"], "validation"))
     run["validation"] = outcome
     _write_draft(spec, run, vuri, config, plan, metas, lock_wait_s)
-    result = publish(spec_name, vuri)
-    result["wall_s"] = round(time.monotonic() - t0, 3)
-    return result
+    return vuri
 
 
 def _run_record(spec: Spec, root: str, interval_end: Any, interval_start: Any,
@@ -97,14 +114,6 @@ def _run_record(spec: Spec, root: str, interval_end: Any, interval_start: Any,
             "run_dir": storage.safe_join(root, "staging", spec.name, version, run_key(run_id)),
             "force": force, "source_uri": source_uri, "layout": "segments",
             "_window": (start, end), "timings": {}}
-
-
-def _existing(run: dict[str, Any]) -> dict[str, Any]:
-    summary.already_published("run", run, run["version"])
-    uri = versions.version_uri(run["root"], run["dataset"], run["version"])
-    manifest = versions.read_manifest(uri)
-    return {"version_uri": uri, "version": manifest["version"], "created": False,
-            "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()}}
 
 
 def _build_window(spec: Spec, run: dict[str, Any], vuri: str, config: WriteConfig,

@@ -1,8 +1,9 @@
 """Per-spec scheduling and training settings: the keys the DAG files read at parse time.
 
 A spec may say how Airflow runs its dataset: ``schedule`` (a cron, or ``none`` for manual
-runs only), ``start_date``, ``catchup``, ``owner``, ``tags`` and ``training`` (flat
-``TrainConfig.with_overrides`` names, ``min_margin`` included). The DAG files parse every spec
+runs only), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
+``TrainConfig.with_overrides`` names, ``min_margin`` included) and ``incremental`` (the ETL
+DAG builds only the window's missing segments, then publishes). The DAG files parse every spec
 on every parse, so this reads the YAML once and looks at these keys only; the full spec is
 checked by ``etl.spec`` (which calls ``parse_settings`` too, so both agree on every rule).
 Errors name the file and the field, like every spec error.
@@ -18,7 +19,7 @@ from typing import Any
 
 import yaml
 
-SETTINGS_KEYS = ("schedule", "start_date", "catchup", "owner", "tags", "training")
+SETTINGS_KEYS = ("schedule", "start_date", "catchup", "owner", "tags", "training", "incremental")
 # TrainConfig.with_overrides names a spec may set, with (type, low, high) bounds; a test keeps
 # this in step with training.config (this package may not import training).
 TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
@@ -51,6 +52,7 @@ class DagSettings:
     owner: str | None = None
     tags: tuple[str, ...] = ()
     training: dict[str, Any] = field(default_factory=dict)
+    incremental: bool = False  # versions built from per-partition segments (etl.pipeline)
 
 
 def read_settings(path: Path) -> DagSettings:
@@ -74,6 +76,8 @@ def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
         tags=tuple(_text(t, f"{where}.tags[{i}]") or "" for i, t in
                    enumerate(_typed(raw.get("tags") or [], list, f"{where}.tags", "a list"))),
         training=_training(raw.get("training") or {}, f"{where}.training"),
+        incremental=_typed(raw.get("incremental", False), bool, f"{where}.incremental",
+                           "true or false"),
     )
 
 
