@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     from etl import logs
 
     logs.configure(logging.INFO)  # ours at INFO; TensorFlow, absl, gcsfs... at WARNING
+    logs.import_quietly("tensorflow")  # absl's C++ INFO lines while it loads stay out too
     (run_train if args.command == "train" else run_bench)(args)
     return 0
 
