@@ -71,6 +71,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             from etl import logs, storage
 
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
+            logs.import_quietly("tensorflow")  # and absl's C++ INFO lines while it loads
             from training.config import TrainConfig
             from training.train import train as train_model
 

@@ -12,7 +12,11 @@ root logger is at INFO and routes every propagating record:
   start, connection and retirement at INFO; ``LocalCluster(silence_logs=...)`` only lowers
   distributed's own stream handlers, not the handler Airflow installs on the root.
 - TensorFlow and absl write C++ and Python INFO lines; ``TF_CPP_MIN_LOG_LEVEL`` must be set
-  before TensorFlow is imported.
+  before TensorFlow is imported. It is not enough: while ``import tensorflow`` loads its
+  shared libraries, absl's C++ log is not initialised yet and writes every record to the
+  process's stderr whatever the level (the "All log messages before absl::InitializeLog()"
+  notice, oneDNN and CUDA-stub INFO lines). ``import_quietly`` holds file descriptor 2
+  during that import and passes on only records at WARNING or above.
 
 ``configure`` is called by the command lines (with a handler), by each DAG task body (Airflow
 owns the handlers, so only levels change) and, through ``dask_setup``, by every Dask worker.
@@ -21,9 +25,13 @@ It is idempotent and imports nothing heavy.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+import re
 import sys
+import tempfile
+from types import ModuleType
 from typing import Any, TextIO
 
 OWN_LOGGERS = ("etl", "training", "pipeline_ui")
@@ -40,6 +48,11 @@ LIBRARY_LEVEL_ENV = "PIPELINE_LIBRARY_LOG_LEVEL"
 # Records that are routine at these loggers' own WARNING level: distributed's P2P shuffle
 # plugin logs every shuffle's start and end as a warning (a real failure raises in the task).
 ROUTINE_WARNINGS = ("distributed.shuffle._scheduler_plugin",)
+# absl's C++ INFO records before its log is set up ("I0000 00:00:<unix seconds> <thread>
+# port.cc:153] ...": month-day and hour-minute zero, the seconds since 1970) and the
+# notice it prints before its first record when nobody called absl::InitializeLog().
+NATIVE_INFO = re.compile(r"^(?:I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] |"
+                         r"WARNING: All log messages before absl::InitializeLog\(\))")
 _HANDLER_NAME = "flightpipe"
 _applied: dict[str, int] = {}  # the library level configure() chose in this process
 
@@ -85,6 +98,34 @@ def configure(level: int = logging.INFO, *, handler: bool = True,
         out.setFormatter(logging.Formatter(FORMAT))
         root.addHandler(out)
     root.setLevel(libraries or logging.INFO)  # loggers nobody named follow the libraries
+
+
+def import_quietly(name: str = "tensorflow") -> ModuleType:
+    """Import ``name`` with native INFO records kept out of stderr; warnings and errors pass.
+
+    Call it where TensorFlow is first imported (the training task body, ``python -m
+    training``), after ``configure``; once imported, TensorFlow honours TF_CPP_MIN_LOG_LEVEL.
+    """
+    if name in sys.modules:
+        return sys.modules[name]
+    if _applied.get("libraries", library_level()) == logging.NOTSET:  # debugging: all of it
+        return importlib.import_module(name)
+    quiet_libraries()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().splitlines(keepends=True)
+                    if not NATIVE_INFO.match(line.decode(errors="replace"))]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def reapply() -> None:

@@ -89,3 +89,32 @@ def test_extract_summary_takes_an_image_fingerprint_count(caplog: pytest.LogCapt
     with caplog.at_level(logging.INFO, logger="etl.pipeline"):
         summary.extracted(run, 2.0, tmp_path.as_uri())
     assert "from 1,797 raw file(s)" in caplog.text
+
+
+NATIVE_MODULE = r'''
+import os
+os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n")
+os.write(2, b"I0000 00:00:1795430789.269408    8179 port.cc:153] oneDNN custom operations are on.\n")
+os.write(2, b"W0000 00:00:1795430789.270020    8179 gpu_device.cc:2344] Cannot dlopen some GPU libraries.\n")
+os.write(2, b"E0000 00:00:1795430789.342553    8179 cuda_platform.cc:52] failed call to cuInit\n")
+'''
+
+
+@pytest.mark.parametrize("level, kept", [
+    ("", ["W0000", "E0000"]),  # absl's INFO records and its notice are dropped
+    ("NOTSET", ["WARNI", "I0000", "W0000", "E0000"]),  # debugging: everything
+])
+def test_import_quietly_keeps_native_info_lines_out_of_stderr(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture,
+        restore_levels: None, level: str, kept: list[str]) -> None:
+    """What a C++ library writes to fd 2 while imported: INFO goes, warnings and errors stay."""
+    (tmp_path / "native_chatter.py").write_text(NATIVE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(logs.LIBRARY_LEVEL_ENV, level)
+    monkeypatch.delitem(sys.modules, "native_chatter", raising=False)
+    logs._applied.clear()
+    capfd.readouterr()
+    assert logs.import_quietly("native_chatter").__name__ == "native_chatter"
+    lines = capfd.readouterr().err.splitlines()
+    assert [line[:5] for line in lines] == kept, lines
+    assert logs.import_quietly("native_chatter") is sys.modules["native_chatter"]

@@ -5,6 +5,9 @@ output is cut per task at the ``[DAG TEST] starting``/``end task`` markers. Each
 must be short, state what the step did (the validate part: rows, expectations, failures,
 quarantined rows, mode), and hold no library chatter below WARNING, no GX "Skipping
 registering function" line and no traceback. ``python -m etl run`` gets the same checks.
+The training DAG (on the small wine table) and ``python -m training train`` are held to no
+library record below WARNING and none of absl's C++ INFO lines that TensorFlow's import
+writes straight to stderr.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ MAX_CLI_LINES = 8
 LIBRARIES = ("great_expectations", "distributed", "dask", "tensorflow", "absl", "fsspec",
              "gcsfs", "urllib3", "tornado")
 _LIBS = "|".join(LIBRARIES)
+# absl's C++ records on stderr ("I0000 00:00:1795430789.2 8179 port.cc:153] oneDNN ...") below
+# WARNING, and the notice it prints before the first of them.
+NATIVE_INFO = re.compile(r"(?:^|\s)I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\]|"
+                         r"All log messages before absl::InitializeLog")
 # A library record below WARNING, as Airflow prints it ("[info ] ... [distributed.core]") or
 # as the command line does ("INFO distributed.core: ...").
 CHATTER = re.compile(rf"\[(?:info|debug)\s*\].*\[(?:{_LIBS})[.\]]|\b(?:INFO|DEBUG) (?:{_LIBS})[.:]")
@@ -116,3 +123,35 @@ def test_command_line_prints_one_line_per_step(landed: tuple[dict[str, str], str
         assert step in text, text
     assert re.search(VALIDATE.pattern.replace("0 failed", r"\d+ failed"), text), text
     assert "published: file://" in proc.stdout
+
+
+def native_info(lines: list[str]) -> list[str]:
+    return [ln for ln in lines if NATIVE_INFO.search(ln) or CHATTER.search(ln)]
+
+
+def test_training_task_log_has_no_tensorflow_info_chatter(
+        landed: tuple[dict[str, str], str]) -> None:
+    env, root = landed
+    for args in (["-m", "etl", "land", "--root", root, "--dataset", "wine"],
+                 ["-m", "etl", "run", "--dataset", "wine", "--root", root,
+                  "--interval-end", "2026-01-01"]):
+        proc = subprocess.run([sys.executable, *args], env=env, cwd=REPO, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "train_wine", "2026-01-01",
+                           "--conf", json.dumps({"epochs": 2, "min_margin": 0})], env=env,
+                          cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "DagRun failed" not in output, output[-6000:]
+    parts = per_task(output)
+    print(f"task log lines: { {task: len(lines) for task, lines in parts.items()} }")
+    assert set(parts) == {"resolve_version", "train"}, sorted(parts)
+    assert native_info(parts["train"]) == [], "\n".join(parts["train"])
+    assert re.search(r"train wine on \S+: 2/2 epoch", "\n".join(parts["train"])), parts["train"]
+    cli = subprocess.run([sys.executable, "-m", "training", "train", "--root", root, "--dataset",
+                          "wine", "--epochs", "2", "--min-margin", "0"], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert cli.returncode == 0, cli.stderr[-6000:]
+    assert native_info(cli.stderr.splitlines()) == [], cli.stderr
+    assert "train wine on" in cli.stderr and "model: file://" in cli.stdout
+    assert re.search(r"test macro_f1 +[\d.]+   baseline [\d.]+", cli.stdout), cli.stdout

@@ -133,6 +133,14 @@ def test_version_page_uses_readable_labels(client: TestClient, built: uf.BuiltRo
     assert "timings_s" not in shown and "row_level" not in shown
 
 
+def test_task_metric_names_read_as_their_abbreviations() -> None:
+    """Multi-class and regression metrics as a reader writes them, not "Macro f1" or "Rmse"."""
+    from pipeline_ui import views
+
+    shown = [views.label(k) for k in ("macro_f1", "rmse", "mae", "r2", "test.per_class")]
+    assert shown == ["Macro-F1", "RMSE", "MAE", "R²", "Test › Per class"]
+
+
 def test_model_page_groups_metrics(client: TestClient, built: uf.BuiltRoot) -> None:
     version, run = built.versions[-1], built.runs[built.versions[-1]][0]
     html = client.get(f"/datasets/flights/versions/{version}/models/{run}").text

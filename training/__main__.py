@@ -21,6 +21,7 @@ from typing import Any
 from training.config import AUTOTUNE, BenchConfig, InputConfig, TrainConfig
 
 ROOT_ENV = "PIPELINE_STORAGE_ROOT"
+SHOWN_METRICS = ("auc", "accuracy", "macro_f1", "rmse", "mae", "r2", "loss")
 
 
 def _add_version_args(p: argparse.ArgumentParser) -> None:
@@ -139,8 +140,11 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     result = train(vuri, models_root(args, vuri), run, config)
     m = result["metrics"]
     print(f"model: {result['model_uri']}")
-    for name in ("auc", "accuracy", "loss"):
-        print(f"  test {name:<9} {m['test'][name]:.4f}   baseline {m['baseline'][name]:.4f}")
+    for name in SHOWN_METRICS:  # each task has its own: a multi-class or regression run has no AUC
+        if isinstance(got := m["test"].get(name), int | float):
+            base = m["baseline"].get(name)
+            against = f"   baseline {base:.4f}" if isinstance(base, int | float) else ""
+            print(f"  test {name:<9} {got:.4f}{against}")
     return result
 
 
@@ -163,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     from etl import logs
 
     logs.configure(logging.INFO)  # ours at INFO; TensorFlow, absl, gcsfs... at WARNING
+    logs.import_quietly("tensorflow")  # absl's C++ INFO lines while it loads stay out too
     (run_train if args.command == "train" else run_bench)(args)
     return 0
 

@@ -28,7 +28,8 @@ _LABELS = {
     "sha256": "SHA-256", "manifest_sha256": "Manifest SHA-256", "lr": "Learning rate",
     "val_loss": "Eval loss", "val_auc": "Eval AUC", "val_accuracy": "Eval accuracy",
     "shard_target_bytes": "Shard target (bytes)", "dask": "Dask", "gx": "GX", "id": "ID",
-    "uri": "URI",
+    "uri": "URI", "macro_f1": "Macro-F1", "rmse": "RMSE", "mae": "MAE", "r2": "R²",
+    "per_class": "Per class", "confusion_matrix": "Confusion matrix",
 }
 
 
