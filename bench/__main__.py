@@ -81,6 +81,21 @@ def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
         shutil.rmtree(work / name, ignore_errors=True)
 
 
+def _incremental(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
+    from datetime import date
+
+    from bench.incremental import incremental
+
+    first, last = (date.fromisoformat(d) for d in (days or ("2013-01-01", "2014-01-01")))
+    inc = incremental(lambda name, days=None: _fresh_root(work, name, days=days), first, last,
+                      results["etl_scaling"]["1x"]["etl"])
+    results["incremental"] = inc
+    for key in ("incremental_cpu_ratio", "incremental_bulk_ratio"):
+        results[key] = inc[key]
+    for name in ("inc-bulk", "inc-night-n", "inc-night-1"):
+        shutil.rmtree(work / name, ignore_errors=True)
+
+
 def _peers(results: dict[str, Any], work: Path, root: str, names: list[str],
            timeout_s: float) -> None:
     from etl import storage
@@ -116,6 +131,8 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
     _peers(results, work, root, peers, peer_timeout_s)
     _save(results, out)
     _fixed_overhead(results, work)
+    _save(results, out)
+    _incremental(results, work, days)
     _save(results, out)
     log.info("input pipeline on the 1x version")
     bench_input = measure.input_pipeline(one_x["version_uri"], quick)

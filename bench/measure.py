@@ -42,14 +42,14 @@ def _interval_args(interval_end: str, interval_start: str | None) -> list[str]:
 
 
 def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None = None,
-            dataset: str = "flights") -> dict[str, Any]:
+            dataset: str = "flights", extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """``python -m etl run`` as an operator runs it, measured from outside.
 
     rows/s is over the child's whole wall time (interpreter start and imports included); the
     fixed overhead is that wall time minus the steps' own times from the run result.
     """
     cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
-           "--run-id", "bench", "--json", *_interval_args(interval_end, interval_start)]
+           "--run-id", "bench", "--json", *_interval_args(interval_end, interval_start), *extra]
     child = run_child(cmd, cwd=REPO)
     if child.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")

@@ -14,7 +14,8 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 DAG_PARSE_LIMIT_S = 0.5
 # the keys results.json must hold whatever else it holds (issue 15's "done means")
 REQUIRED_KEYS = ("etl_rows_per_s", "etl_floor_rows_per_s", "etl_fixed_overhead_s",
-                 "input_examples_per_s", "input_parse_ceiling_examples_per_s", "peers")
+                 "input_examples_per_s", "input_parse_ceiling_examples_per_s", "peers",
+                 "incremental_cpu_ratio", "incremental_bulk_ratio")
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -58,6 +59,10 @@ def check_targets(r: dict[str, Any]) -> list[dict[str, Any]]:
          0.8, ">="),
         ("peak RSS flat: largest scale <= 1.5x of 1x", "etl_peak_rss_mb", _rss_growth(r), 1.5,
          "<="),
+        ("incremental: nightly run N vs run 1 CPU <= 1.3x (issue 14)", "incremental_cpu_ratio",
+         r.get("incremental_cpu_ratio"), 1.3, "<="),
+        ("incremental: bulk build vs one-shot run CPU <= 1.2x (issue 14)",
+         "incremental_bulk_ratio", r.get("incremental_bulk_ratio"), 1.2, "<="),
         ("stall ratio <= 1.10 (issue 7)", "stall_ratio", r.get("stall_ratio"), 1.10, "<="),
         ("every DAG file parses < 0.5 s (issue 7)", "dag_parse_s",
          max(r.get("dag_parse_s", {}).values(), default=None), DAG_PARSE_LIMIT_S, "<"),
@@ -107,6 +112,23 @@ def _task_rows(r: dict[str, Any]) -> list[str]:
             for name, t in tasks.items()]
 
 
+def _incremental_rows(r: dict[str, Any]) -> list[str]:
+    inc = r.get("incremental")
+    if not inc:
+        return []
+    one, late, bulk = inc["night_1"], inc["night_n"], inc["bulk"]
+    return [
+        (f"| incremental nightly run adding {inc['nights'][1]} vs {inc['nights'][0]} | "
+         f"{_num(late['cpu_s'], '.1f')} CPU-s, {_num(late['wall_s'], '.1f')} s | "
+         f"{_num(one['cpu_s'], '.1f')} CPU-s, {_num(one['wall_s'], '.1f')} s | "
+         f"{_num(inc['incremental_cpu_ratio'], '.2f')}x |"),
+        (f"| incremental bulk build ({_num(bulk['rows'])} rows) vs one-shot run | "
+         f"{_num(bulk['cpu_s'], '.1f')} CPU-s, {_num(bulk['wall_s'], '.1f')} s | one-shot: see "
+         f"1x | {_num(inc['incremental_bulk_ratio'], '.2f')}x CPU, "
+         f"{_num(inc['incremental_bulk_wall_ratio'], '.2f')}x wall |"),
+    ]
+
+
 def table(r: dict[str, Any]) -> str:
     m = r["machine"]
     gpu = ", ".join(m["gpu"]) if m.get("gpu") else "none"
@@ -120,7 +142,7 @@ def table(r: dict[str, Any]) -> str:
     lines.append(f"| CLI run, one-day window: wall, steps, fixed overhead | "
                  f"{_num(fixed.get('wall_s'), '.2f')} s, {_num(fixed.get('steps_s'), '.2f')} s, "
                  f"{_num(r.get('etl_fixed_overhead_s'), '.2f')} s | | |")
-    lines += _task_rows(r)
+    lines += _task_rows(r) + _incremental_rows(r)
     lines += [
         (f"| input: our pipeline | {_num(r.get('input_examples_per_s'))} examples/s | parse "
         f"ceiling {_num(r.get('input_parse_ceiling_examples_per_s'))} | "

@@ -24,6 +24,12 @@ RESULTS = {
     "peers": {"tfx_beam": {"rows": 40, "rows_per_s": 20_000.0, "cpu_s": 300.0},
               "ray_data": {"absent": "install failed", "error": "uv: no wheel for cp311\n"}},
     "dag_parse_s": {"a.py": 0.2, "b.py": 0.7},
+    "incremental": {"night_1": {"rows": 2, "wall_s": 12.0, "cpu_s": 10.0},
+                    "night_n": {"rows": 9, "wall_s": 13.0, "cpu_s": 12.0},
+                    "bulk": {"rows": 10, "wall_s": 70.0, "cpu_s": 60.0},
+                    "nights": ["2013-01-02", "2013-12-31"], "incremental_cpu_ratio": 1.2,
+                    "incremental_bulk_ratio": 1.5, "incremental_bulk_wall_ratio": 1.75},
+    "incremental_cpu_ratio": 1.2, "incremental_bulk_ratio": 1.5,
 }
 
 
@@ -40,6 +46,8 @@ def test_targets_are_issue_15s_and_ratios_of_this_run() -> None:
         "fixed overhead per task, one-day window <= 3 s": (2.5, True),
         "input >= 0.8x the parse ceiling": (0.85, True),
         "peak RSS flat: largest scale <= 1.5x of 1x": (1.6, False),
+        "incremental: nightly run N vs run 1 CPU <= 1.3x (issue 14)": (1.2, True),
+        "incremental: bulk build vs one-shot run CPU <= 1.2x (issue 14)": (1.5, False),
         "stall ratio <= 1.10 (issue 7)": (1.2, False),
         "every DAG file parses < 0.5 s (issue 7)": (0.7, False),
     }
@@ -73,6 +81,9 @@ def test_table_shows_scales_peers_overheads_and_misses() -> None:
     table = report.table({**RESULTS, "targets": report.check_targets(RESULTS)})
     assert "| ETL at 4x (40 rows) | 30,000 rows/s, 90.0 CPU-s, 1,600 MiB | floor 50,000 rows/s, " \
            "9.0 CPU-s | 0.60x floor |" in table
+    assert "| incremental nightly run adding 2013-12-31 vs 2013-01-02 | 12.0 CPU-s, 13.0 s | " \
+           "10.0 CPU-s, 12.0 s | 1.20x |" in table
+    assert "1.50x CPU, 1.75x wall" in table
     assert "| peer tfx_beam (40 rows) | 20,000 rows/s, 300.0 CPU-s" in table
     assert "| peer ray_data | absent (install failed: uv: no wheel for cp311) |" in table
     assert "| task extract: wall, own step, overhead | 3.00 s, 0.50 s, 2.50 s |" in table
