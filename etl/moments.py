@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 EMPTY: dict[str, Any] = {"count": 0, "sum": 0.0, "mean": 0.0, "m2": 0.0, "min": None,
@@ -24,6 +25,26 @@ def of(values: pd.Series) -> dict[str, Any]:
     mean = float(x.mean())
     return {"count": len(x), "sum": float(x.sum()), "mean": mean,
             "m2": float(((x - mean) ** 2).sum()), "min": float(x.min()), "max": float(x.max())}
+
+
+def of_frame(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """``of`` for every (numeric) column at once: one pass of numpy over the block.
+
+    A part with a few hundred rows (a day's segment) would otherwise pay pandas' per-call
+    overhead for each column and each moment.
+    """
+    x = frame.to_numpy(dtype="float64", na_value=np.nan)
+    seen = ~np.isnan(x)
+    count = seen.sum(axis=0)
+    total = np.where(seen, x, 0.0).sum(axis=0)
+    mean = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    m2 = (np.where(seen, x - mean, 0.0) ** 2).sum(axis=0)
+    low = np.where(seen, x, np.inf).min(axis=0, initial=np.inf)
+    high = np.where(seen, x, -np.inf).max(axis=0, initial=-np.inf)
+    return {col: dict(EMPTY) if not count[i] else
+            {"count": int(count[i]), "sum": float(total[i]), "mean": float(mean[i]),
+             "m2": float(m2[i]), "min": float(low[i]), "max": float(high[i])}
+            for i, col in enumerate(frame.columns)}
 
 
 def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

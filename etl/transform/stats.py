@@ -29,7 +29,7 @@ Partial = dict[str, Any]
 
 
 def _numeric(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    return {col: moments.of(frame[col]) for col in frame.columns}
+    return moments.of_frame(frame)
 
 
 def _counts(series: pd.Series) -> dict[str, int]:
