@@ -278,12 +278,19 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
     from pipeline_ui.app import create_app
 
     root = _root(landed, tmp_path)
+    first = pipeline.run_incremental("flights", root, DAYS[0], run_id="day1")
     res = pipeline.run_incremental("flights", root, DAYS[1], run_id="ui")
+    drift = versions.read_manifest(res["version_uri"])["validation"]["drift"]
+    assert drift["against"] == first["version"] and len(drift["segments"]) == 1
+    assert drift["segments"][0].startswith("20130102-") and drift["rows"] > 500
+    assert {f["name"] for f in drift["features"]} >= {"distance", "carrier", "label"}
+    assert storage.exists(storage.join(res["version_uri"], "validation", "drift.json"))
     ui = TestClient(create_app(root))
     page = ui.get(f"/datasets/flights/versions/{res['version']}")
     assert page.status_code == 200
     text = unescape(page.text)
     assert "Segments" in text and "segments/20130101-" in text
+    assert "Drift of the new data" in text and f"against version <code>{first['version']}" in text
     assert "20130102-" in text and "/flights-train.tfrecord-00000-of-00001" in text
     for href in set(re.findall(r'href="(/[^"#]*)"', page.text)):
         if not href.startswith("/dags/"):

@@ -21,7 +21,7 @@ from typing import Any
 from etl import kinds, storage, versions
 from etl.errors import PipelineError
 from etl.pipeline import summary
-from etl.pipeline.compact import compact_window, cover, merged_index
+from etl.pipeline.compact import compact_window, cover, leaves, merged_index
 from etl.pipeline.compose import compose_manifest, judge
 from etl.pipeline.publish import (
     LOCK_WAIT_S,
@@ -97,9 +97,42 @@ def build_version(spec_name: str, root: str, interval_end: str | datetime,
     run["timings"]["validate_s"] = round(time.monotonic() - t1, 3)
     summary.validated(spec.name, outcome, run["timings"]["validate_s"],
                       storage.join(run["run_dir"], "validation"))
+    outcome["drift"] = _drift(spec, run, vuri, metas)
     run["validation"] = outcome
     _write_draft(spec, run, vuri, config, plan, metas, lock_wait_s)
     return vuri
+
+
+def _drift(spec: Spec, run: dict[str, Any], vuri: str,
+           metas: list[tuple[str, dict]]) -> dict[str, Any] | None:
+    """The new segments' train statistics against the newest published version's."""
+    from etl.transform.drift import compare
+    from etl.transform.tabular import finalize_partial
+
+    dataset_uri = vuri.rstrip("/").rsplit("/", 1)[0]
+    latest = versions.latest_version(run["root"], spec.name)
+    if latest is None:
+        return None
+    old = versions.read_manifest(storage.join(dataset_uri, latest))
+    seen = set()
+    for seg in segments.referenced(old):
+        meta = segments.read_segment(segments.segment_uri(run["root"], spec.name, seg)) or {}
+        seen |= set(leaves(meta)) if meta else {seg}
+    new = [m for _, m in metas if not set(leaves(m)) <= seen]
+    if not new:
+        return None
+    stats = finalize_partial(stats_mod.merge_all(m["statistics_partial"] for m in new), spec)
+    report = compare(stats, old.get("statistics", {}), latest, [m["segment"] for m in new])
+    storage.write_bytes_atomic(storage.join(run["run_dir"], "validation", "drift.json"),
+                               storage.json_bytes(report))
+    if report["drifted"]:
+        log.warning("drift %s: %s moved beyond their limits against %s (%s new rows); see "
+                    "validation/drift.json", spec.name, ", ".join(report["drifted"]), latest,
+                    f"{report['rows']:,}")
+    else:
+        log.info("drift %s: %d feature(s) within limits against %s (%s new rows)", spec.name,
+                 len(report["features"]), latest, f"{report['rows']:,}")
+    return report
 
 
 def _run_record(spec: Spec, root: str, interval_end: Any, interval_start: Any,
