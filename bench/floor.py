@@ -27,7 +27,7 @@ import pyarrow.csv as pa_csv
 
 from etl import storage
 from etl.provenance import utc
-from etl.sources.extract import _source_uri, window_files
+from etl.sources.extract import _source_uri, group_by_size, window_files
 from etl.spec import Source, Spec, load_spec
 from etl.transform.split import SPLIT_COL
 from etl.transform.tabular import prepare_partition
@@ -80,15 +80,8 @@ def file_groups(root: str, spec: Spec, start: datetime | None, end: datetime,
     """The window's primary files in consecutive groups of about ``group_bytes``."""
     group_bytes = group_bytes or GROUP_BYTES
     files = window_files(root, spec.primary_source, start, end)
-    groups: list[list[str]] = []
-    size = group_bytes
-    for uri in files:
-        if size >= group_bytes:
-            groups.append([])
-            size = 0
-        groups[-1].append(uri)
-        size += int(storage.stat(uri).get("size") or 0)
-    return groups
+    return group_by_size(files, lambda uri: int(storage.stat(uri).get("size") or 0),
+                         group_bytes)
 
 
 def extract(uris: list[str], spec: Spec, lookups: list[pa.Table], start: datetime | None,

@@ -126,9 +126,7 @@ def merge_segments(root: str, dataset: str, run: list[dict[str, Any]], target_by
     held = lease.acquire(storage.join(uri, segments.SEGMENT_LOCK), run_id)
     with lease.Heartbeat(held) as beat:
         try:
-            for name in storage.list_dir(uri, include_temp=True):
-                if name != segments.SEGMENT_LOCK:
-                    storage.delete_tree(storage.join(uri, name))
+            storage.clear_dir(uri, keep=segments.SEGMENT_LOCK)  # a killed merge's leftovers
             meta = _merge(root, dataset, seg, uri, run, target_bytes, run_id)
             beat.check()
             storage.create_if_absent(storage.join(uri, segments.SEGMENT_FILE),

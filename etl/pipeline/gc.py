@@ -15,7 +15,9 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from etl import storage, versions
 from etl.errors import LeaseHeldError, VersionExistsError, VersionLockedError
@@ -27,6 +29,7 @@ from etl.versions.ids import is_version_id
 log = logging.getLogger("etl.pipeline")
 
 TEMP_MIN_AGE_S = 600.0  # younger temp files may belong to a write in flight
+_OWNER = f"gc:{socket.gethostname()}:{os.getpid()}"
 STAGING_STALE_S = 12 * 3600.0  # above the DAG's dagrun_timeout (8 h): no live run is that quiet
 
 
@@ -104,18 +107,25 @@ def _unpublished(report: Report, uri: str, apply: bool) -> None:
     if not apply:
         report.leftovers.append(Leftover(uri, why))
         return
+    if _clear_held(report, uri, versions.WRITER_LOCK, versions.release_writer_lock,
+                   lambda: versions.acquire_writer_lock(uri, _OWNER)):
+        report.leftovers.append(Leftover(uri, why))
+        log.info("gc: removed %s (%s)", uri, why)
+
+
+def _clear_held(report: Report, uri: str, lock_name: str, release: Callable[[Any], Any],
+                take: Callable[[], Any]) -> bool:
+    """Empty folder ``uri`` while holding its lease (``take``); False if a live writer came
+    in meanwhile (then nothing is touched and it is reported as kept)."""
     try:
-        lock = versions.acquire_writer_lock(uri, f"gc:{socket.gethostname()}:{os.getpid()}")
-    except (VersionLockedError, VersionExistsError) as exc:  # a writer came in meanwhile
+        held = take()
+    except (LeaseHeldError, VersionLockedError, VersionExistsError) as exc:
         report.kept.append(Leftover(uri, f"taken meanwhile: {exc}"))
-        return
-    for name in storage.list_dir(uri, include_temp=True):
-        if name != versions.WRITER_LOCK:
-            storage.delete_tree(storage.join(uri, name))
-    versions.release_writer_lock(lock)
+        return False
+    storage.clear_dir(uri, keep=lock_name)
+    release(held)
     storage.remove_empty_dir(uri)
-    report.leftovers.append(Leftover(uri, why))
-    log.info("gc: removed %s (%s)", uri, why)
+    return True
 
 
 def _staging(report: Report, root: str, dataset: str, version: str, key: str,
@@ -145,7 +155,6 @@ def _staging(report: Report, root: str, dataset: str, version: str, key: str,
 
 def _segments(report: Report, root: str, dataset: str, stale_s: float, apply: bool) -> None:
     """Unfinished segment folders of dead builders; finished ones no version lists (old)."""
-    owner = f"gc:{socket.gethostname()}:{os.getpid()}"
     for seg in segments.unfinished(root, dataset):
         uri = segments.segment_uri(root, dataset, seg)
         lock = storage.join(uri, segments.SEGMENT_LOCK)
@@ -154,18 +163,9 @@ def _segments(report: Report, root: str, dataset: str, stale_s: float, apply: bo
             report.kept.append(Leftover(uri, f"segment being built by {lease.describe(holder)}"))
             continue
         why = "unfinished segment (no segment.json), its builder is gone"
-        if apply:
-            try:
-                held = lease.acquire(lock, owner)
-            except LeaseHeldError as exc:  # a builder came in meanwhile
-                report.kept.append(Leftover(uri, f"taken meanwhile: {exc}"))
-                continue
-            for name in storage.list_dir(uri, include_temp=True):
-                if name != segments.SEGMENT_LOCK:
-                    storage.delete_tree(storage.join(uri, name))
-            lease.release(held)
-            storage.remove_empty_dir(uri)
-        report.leftovers.append(Leftover(uri, why))
+        if not apply or _clear_held(report, uri, segments.SEGMENT_LOCK, lease.release,
+                                    lambda lock=lock: lease.acquire(lock, _OWNER)):
+            report.leftovers.append(Leftover(uri, why))
     for seg in segments.unused(root, dataset, stale_s):
         uri = segments.segment_uri(root, dataset, seg)
         report.leftovers.append(Leftover(uri, "segment no version lists, built over "

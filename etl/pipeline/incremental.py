@@ -37,6 +37,7 @@ from etl.pipeline.record import DRAFT_FILE, write_run
 from etl.pipeline.segment_build import build_batch, probe_statistics
 from etl.pipeline.segment_plan import WindowPlan, context, missing, plan_window, resolved_spec
 from etl.provenance import iso, run_key, utc
+from etl.sources.extract import group_by_size
 from etl.spec import Spec
 from etl.transform import stats as stats_mod
 from etl.transform.labels import task_of
@@ -192,15 +193,7 @@ def _raw_bytes(tasks: list) -> int:
 
 def _batches(tasks: list, limit: int) -> list[list]:
     """Consecutive tasks in groups of about ``limit`` raw bytes (one Dask task each)."""
-    out: list[list] = []
-    size = limit
-    for task in tasks:
-        if size >= limit:
-            out.append([])
-            size = 0
-        out[-1].append(task)
-        size += _raw_bytes([task])
-    return out
+    return group_by_size(tasks, lambda t: _raw_bytes([t]), limit)
 
 
 def _compute(fn: Any, items: list, ctx: Any, rights: Any, *args: Any,

@@ -55,9 +55,7 @@ def _acquire(version_uri: str, owner: str, wait_s: float) -> versions.WriterLock
 def _clear_unpublished(run: dict[str, Any], lock: versions.WriterLock) -> None:
     """Remove what a killed attempt left: the version folder's files, a dead run's staging."""
     vuri = versions.version_of(lock)
-    for name in storage.list_dir(vuri, include_temp=True):
-        if name != versions.WRITER_LOCK:
-            storage.delete_tree(storage.join(vuri, name))
+    storage.clear_dir(vuri, keep=versions.WRITER_LOCK)
     dead = lock.took_over.get("owner")
     if isinstance(dead, str) and dead != run["run_id"]:
         log.warning("removing the staging folder of %r, whose writer lease was broken", dead)

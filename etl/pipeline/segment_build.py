@@ -132,7 +132,7 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
             if meta is not None:
                 done[task.segment] = meta
             else:
-                _clear(task.uri)
+                storage.clear_dir(task.uri, keep=segments.SEGMENT_LOCK)  # a killed build's
                 todo.append((task, beat))
         if todo:
             t0, cpu0 = time.monotonic(), time.process_time()
@@ -161,13 +161,6 @@ def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
     """One segment's share of its batch's time."""
     return {"wall_s": round((time.monotonic() - t0) / n, 3),
             "cpu_s": round((time.process_time() - cpu0) / n, 3), "batch": n}
-
-
-def _clear(uri: str) -> None:
-    """What a killed builder left (it never wrote segment.json), except our lease."""
-    for name in storage.list_dir(uri, include_temp=True):
-        if name != segments.SEGMENT_LOCK:
-            storage.delete_tree(storage.join(uri, name))
 
 
 def _build(task: SegmentTask, ctx: BuildContext, raw: pd.DataFrame,

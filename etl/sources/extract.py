@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import dask
 import dask.dataframe as dd
@@ -27,6 +28,7 @@ from etl.spec import Source, Spec
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 PARTITION_BYTES = 8 * 1024 * 1024  # raw bytes per Dask partition: a few per core at 1x flights
 MAX_LISTED_PERIODS = 64  # bounded windows up to this many periods are stat'ed, not listed
 
@@ -137,17 +139,23 @@ def fingerprint(uris: list[str]) -> dict[str, Any]:
     return {"sha256": digest, "files": files}
 
 
+def group_by_size(items: Iterable[T], size: Callable[[T], int], limit: int) -> list[list[T]]:
+    """Consecutive items in groups of about ``limit`` (a group closes once it reaches it)."""
+    groups: list[list[T]] = []
+    total = limit
+    for item in items:
+        if total >= limit:
+            groups.append([])
+            total = 0
+        groups[-1].append(item)
+        total += size(item)
+    return groups
+
+
 def group_files(files: list[dict[str, Any]], target_bytes: int) -> list[list[str]]:
     """Consecutive files in groups of about ``target_bytes``: one Dask partition per group."""
-    groups: list[list[str]] = []
-    size = target_bytes
-    for f in files:
-        if size >= target_bytes:
-            groups.append([])
-            size = 0
-        groups[-1].append(f["uri"])
-        size += int(f.get("size") or 0)
-    return groups
+    return [[f["uri"] for f in group]
+            for group in group_by_size(files, lambda f: int(f.get("size") or 0), target_bytes)]
 
 
 def _read_group(uris: list[str], source: Source, start: datetime | None,

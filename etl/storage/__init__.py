@@ -32,6 +32,7 @@ from etl.storage.io import (
     write_bytes_atomic,
 )
 from etl.storage.listing import (
+    clear_dir,
     delete_tree,
     list_dir,
     newest_mtime,
@@ -46,6 +47,7 @@ from etl.storage.retry import RetryPolicy, is_transient, storage_failures, with_
 __all__ = [
     "TEMP_MARKER",
     "RetryPolicy",
+    "clear_dir",
     "create_if_absent",
     "delete_if_match",
     "delete_tree",

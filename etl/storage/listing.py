@@ -14,6 +14,7 @@ from typing import Any
 
 from etl.storage.fs import get_fs, is_gcs
 from etl.storage.io import TEMP_MARKER
+from etl.storage.paths import join
 from etl.storage.retry import retry_remote, with_retries
 
 
@@ -118,3 +119,11 @@ def remove_empty_dir(uri: str) -> None:
     if not is_gcs(uri):
         with contextlib.suppress(OSError):
             os.rmdir(get_fs(uri)[1])
+
+
+def clear_dir(uri: str, keep: str) -> None:
+    """Delete everything in folder ``uri`` (temp files too) except the entry named ``keep``:
+    what a killed writer left, cleared by whoever now holds the lease object ``keep``."""
+    for name in list_dir(uri, include_temp=True):
+        if name != keep:
+            delete_tree(join(uri, name))
