@@ -123,6 +123,7 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
+    from training.tasks import TASKS
     from training.train import train
 
     vuri = version_uri(args)
@@ -139,8 +140,12 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     result = train(vuri, models_root(args, vuri), run, config)
     m = result["metrics"]
     print(f"model: {result['model_uri']}")
-    for name in ("auc", "accuracy", "loss"):
-        print(f"  test {name:<9} {m['test'][name]:.4f}   baseline {m['baseline'][name]:.4f}")
+    # the task's key metrics; runs from before tasks were recorded are binary (tabular)
+    task = m.get("task") or ("multiclass" if m.get("kind") == "image" else "binary")
+    for name in TASKS[task].card_metrics:
+        base = m["baseline"].get(name)
+        print(f"  test {name:<9} {m['test'][name]:.4f}   baseline "
+              + (f"{base:.4f}" if isinstance(base, (int, float)) else "-"))
     return result
 
 

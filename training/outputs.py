@@ -114,9 +114,11 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
 """
 
 
-def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any]) -> None:
+def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any],
+                names: tuple[str, ...] = ("accuracy", "auc")) -> None:
     """Upload ``local_dir`` to ``run_uri`` (stale files of an earlier try removed first),
-    then write metrics.json last: its presence marks the run complete."""
+    then write metrics.json last: its presence marks the run complete. ``names``: the task's
+    key metrics, for the summary line."""
     fs, root = storage.get_fs(run_uri)
     if fs.exists(root):
         for child in fs.ls(root, detail=False):
@@ -134,7 +136,7 @@ def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any]) -> None:
         storage.with_retries(put, f"upload {run_uri}") if storage.is_gcs(run_uri) else put()
     storage.write_bytes_atomic(storage.join(run_uri, METRICS_FILE), storage.json_bytes(metrics))
     log.debug("published %d files and %s to %s", len(files), METRICS_FILE, run_uri)
-    log_summary(metrics, run_uri)
+    log_summary(metrics, run_uri, names)
 
 
 def _pair(metrics: dict[str, Any], name: str) -> str:
@@ -145,16 +147,17 @@ def _pair(metrics: dict[str, Any], name: str) -> str:
                                              if isinstance(base, float) else "")
 
 
-def log_summary(metrics: dict[str, Any], run_uri: str) -> None:
-    """The training task's one line: data, epochs, test metrics against the baseline, time."""
+def log_summary(metrics: dict[str, Any], run_uri: str,
+                names: tuple[str, ...] = ("accuracy", "auc")) -> None:
+    """The training task's one line: data, epochs, the task's test metrics (``names``)
+    against the baseline, time."""
     fit = metrics.get("fit_seconds")
     run, most = metrics.get("epochs_run"), metrics.get("epochs")
     epochs = f"{run}/{most}" if most else f"{run}"
     device = f" on {metrics['device']}" if metrics.get("device") else ""
-    log.info("train %s on %s: %s epoch(s)%s%s%s, fit %s -> %s", metrics.get("dataset"),
-             metrics.get("version"), epochs, device, _pair(metrics, "accuracy"),
-             _pair(metrics, "auc"), f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?",
-             run_uri)
+    log.info("train %s on %s: %s epoch(s)%s%s, fit %s -> %s", metrics.get("dataset"),
+             metrics.get("version"), epochs, device, "".join(_pair(metrics, n) for n in names),
+             f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?", run_uri)
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -86,7 +86,7 @@ def train(
         metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri)
         out = work_dir / "run"
         metrics["artifacts"] = _write_artifacts(out, metrics, config)
-        outputs.publish_run(out, run_uri, metrics)
+        outputs.publish_run(out, run_uri, metrics, TASKS_BY_NAME[metrics["task"]].card_metrics)
     delete_backup(storage.join(run_uri, outputs.BACKUP_DIR))
     return {"model_uri": run_uri, "metrics": metrics}
 
