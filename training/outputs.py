@@ -20,7 +20,10 @@ METRICS_FILE = "metrics.json"
 CARD_FILE = "model_card.md"
 PLOTS_DIR = "plots"
 BACKUP_DIR = "_backup"  # BackupAndRestore's mirror; survives republishing, removed on success
+LABEL_FILE = "label.json"  # what the exported model returns: task, class names, transform
 CURVES = ("loss", "auc", "accuracy")
+TABULAR_INPUTS = "It takes the raw feature values; normalization and vocabularies are part of " \
+                 "the model."
 
 
 def plot_learning_curves(
@@ -69,12 +72,28 @@ def binary_card(metrics: dict[str, Any]) -> tuple[str, str]:
             f"accuracy and AUC must each beat the baseline by {metrics['min_margin']}."))
 
 
+def write_run_files(out: Path, metrics: dict[str, Any], hyperparameters: dict[str, Any],
+                    about: tuple[str, str], names: tuple[str, ...], output: str,
+                    inputs: str = TABULAR_INPUTS) -> list[str]:
+    """Learning curves, the model card and ``label.json`` (the output's description: task,
+    class names in output order, target transform) beside the saved model; the file list."""
+    plot_learning_curves(metrics["history"], out / PLOTS_DIR,
+                         first_epoch=metrics["resumed_from_epoch"] + 1)
+    (out / CARD_FILE).write_text(model_card(metrics, hyperparameters, about, names, inputs))
+    (out / LABEL_FILE).write_text(json.dumps(
+        {"task": metrics["task"], "label": metrics["label"], "names": metrics["classes"],
+         "transform": metrics.get("transform"), "output": output}, indent=2))
+    return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
+
+
 def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
                about: tuple[str, str] | None = None,
-               names: tuple[str, ...] = ("auc", "accuracy", "loss")) -> str:
+               names: tuple[str, ...] = ("auc", "accuracy", "loss"),
+               inputs: str = TABULAR_INPUTS) -> str:
     """Markdown card: what data, which code, which settings, how good.
 
-    ``about``: the label task's (description, baseline and gate) lines; ``names``: its metrics.
+    ``about``: the label task's (description, baseline and gate) lines; ``names``: its metrics;
+    ``inputs``: what the model takes.
     """
     test, ev, base = metrics["test"], metrics["eval"], metrics["baseline"]
     what, gate = about or binary_card(metrics)
@@ -83,7 +102,7 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
     params = "\n".join(f"| `{k}` | `{json.dumps(v)}` |" for k, v in sorted(_flat(hyperparameters)))
     return f"""# Model card: {metrics['dataset']} / {metrics['version']} / {metrics['run']}
 
-{what} It takes the raw feature values; normalization and vocabularies are part of the model.
+{what} {inputs}
 
 ## Data
 
