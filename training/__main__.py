@@ -142,7 +142,7 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     print(f"model: {result['model_uri']}")
     # the task's key metrics; runs from before tasks were recorded are binary (tabular)
     task = m.get("task") or ("multiclass" if m.get("kind") == "image" else "binary")
-    for name in TASKS[task].card_metrics:
+    for name in (n for n in TASKS[task].card_metrics if n in m["test"]):  # older runs: fewer
         base = m["baseline"].get(name)
         print(f"  test {name:<9} {m['test'][name]:.4f}   baseline "
               + (f"{base:.4f}" if isinstance(base, (int, float)) else "-"))
