@@ -405,3 +405,17 @@ def test_incremental_must_be_a_boolean(tmp_path: Path) -> None:
     result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=str(tmp_path / "c"))
     message = " ".join(result["errors"].values())
     assert "inc/spec.yaml.incremental: expected true or false, got 'nightly'" in message
+
+
+def test_metrics_summary_keeps_each_splits_scalars_beside_nested_reports(common) -> None:
+    """A multi-class test split carries per-class scores and a confusion matrix: the summary
+    keeps its accuracy and macro-F1 (it used to drop the whole ``test`` dict)."""
+    test = {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37,
+            "per_class": {"class_0": {"f1": 0.9}}, "confusion_matrix": [[10, 1], [2, 24]]}
+    metrics = {"task": "multiclass", "classes": ["class_0", "class_1"], "test": test,
+               "baseline": {"accuracy": 0.4, "macro_f1": 0.19, "majority_class": 1},
+               "history": {"loss": [0.6, 0.5]}}
+    summary = common.metrics_summary(metrics)
+    assert summary["test"] == {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37}
+    assert summary["baseline"] == metrics["baseline"] and summary["task"] == "multiclass"
+    assert "history" not in summary and "classes" not in summary

@@ -97,3 +97,14 @@ def test_cnn_trains_on_digits_and_passes_the_gate(published) -> None:
     assert m["baseline"]["accuracy"] < 0.2 and m["test"]["auc"] > 0.95
     run = Path(result["model_uri"][7:])
     assert (run / "metrics.json").is_file() and (run / "model.keras").is_file()
+    # an image label is multi-class: the same task object as wine's decides report, gate, outputs
+    names = [str(d) for d in range(10)]
+    assert m["task"] == "multiclass" and m["classes"] == names and set(m["test"]["per_class"]) \
+        == set(names)
+    assert m["test"]["macro_f1"] > 0.9 and m["baseline"]["macro_f1"] < 0.05
+    assert np.asarray(m["test"]["confusion_matrix"]).sum() == m["test"]["examples"]
+    assert (run / "plots" / "confusion_matrix.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((run / "label.json").read_text())["names"] == names
+    card = (run / "model_card.md").read_text()
+    assert "| macro_f1 |" in card and "float32 images in [0, 1]" in card
+

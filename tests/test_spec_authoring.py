@@ -67,7 +67,7 @@ def test_profile_types_key_and_margins() -> None:
 
 
 def test_repo_example_specs_pass_check() -> None:
-    for name in ("flights", "digits"):
+    for name in ("flights", "digits", "wine", "diabetes"):
         report = check_spec(name)
         assert report.ok, report.problems
 
@@ -95,6 +95,45 @@ def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, spec
     assert result["created"] and sum(result["splits"].values()) > 1500  # both days
     manifest = versions.read_manifest(result["version_uri"])
     assert manifest["schema"]["label"]["name"] == "label"
+
+
+@pytest.mark.parametrize("name, label, task, key", [
+    ("wine", "cultivar", "multiclass", "sample_id"),
+    ("diabetes", "progression", "regression", "patient_id"),
+])
+def test_init_on_a_bundled_raw_file_checks_and_runs_through_the_etl(tmp_path, specs, capsys,
+                                                                     name, label, task, key):
+    """The raw file ``etl land`` writes for a shipped example; the only choice is the label."""
+    root = f"file://{tmp_path / 'data'}"
+    land(root, name)
+    draft = f"{name}_from_raw"
+    out = _init(capsys, "--name", draft, "--root", root, "--label", label, "--task", task,
+                "--source", f"raw/{name}/{name}.csv")
+    assert f"column {key!r} (a unique integer: an id) is not a feature" in out
+    assert main(["spec", "check", draft]) == 0, capsys.readouterr().out
+    spec = yaml.safe_load((specs / draft / "spec.yaml").read_text())
+    assert spec["key"] == [key] and key not in {f["name"] for f in spec["features"]}
+    suite = json.loads((specs / draft / "expectations.json").read_text())
+    assert {"type": "expect_column_values_to_be_unique", "kwargs": {"column": key}} in [
+        {"type": e["type"], "kwargs": e["kwargs"]} for e in suite["expectations"]]
+    result = pipeline.run(draft, root, "2026-01-01", run_id="drafted")
+    assert result["created"] and sum(result["splits"].values()) == {"wine": 178,
+                                                                     "diabetes": 442}[name]
+    schema = versions.read_manifest(result["version_uri"])["schema"]
+    assert schema["label"]["task"] == task and len(schema["features"]) == len(spec["features"])
+    if task == "multiclass":
+        assert schema["label"]["names"] == ["class_0", "class_1", "class_2"]
+
+
+def test_init_on_an_image_folder_says_it_drafts_tabular_specs_only(tmp_path, specs, capsys):
+    folder = tmp_path / "raw" / "digits" / "0"
+    folder.mkdir(parents=True)
+    (folder / "a.png").write_bytes(b"\x89PNG")
+    assert main(["spec", "init", "--name", "digits_draft", "--source",
+                 str(tmp_path / "raw" / "digits")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot tell the format" in err and "kind: images" in err
+    assert not (specs / "digits_draft").exists()
 
 
 def test_init_reads_parquet_and_json_lines(tmp_path, specs, capsys) -> None:

@@ -51,6 +51,12 @@ def test_train_resolves_latest_and_bench_input_reports_all_figures(tmp_path: Pat
     metrics = json.loads((run / "metrics.json").read_text())
     assert f"test auc       {metrics['test']['auc']:.4f}" in out
     assert metrics["hyperparameters"]["input"]["batch_size"] == 128
+    # a finished run is returned as stored; one from before tasks were recorded still prints
+    del metrics["task"], metrics["test"]["loss"]
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    main(["train", *common, "--run", "cli-run"])
+    again = capsys.readouterr().out
+    assert f"test accuracy  {metrics['test']['accuracy']:.4f}" in again and "test loss" not in again
 
     result_file = tmp_path / "bench.json"
     main(["bench-input", "--version-uri", v.uri, "--batch-size", "128", "--batches", "12",

@@ -21,7 +21,6 @@ from typing import Any
 from training.config import AUTOTUNE, BenchConfig, InputConfig, TrainConfig
 
 ROOT_ENV = "PIPELINE_STORAGE_ROOT"
-SHOWN_METRICS = ("auc", "accuracy", "macro_f1", "rmse", "mae", "r2", "loss")
 
 
 def _add_version_args(p: argparse.ArgumentParser) -> None:
@@ -124,6 +123,7 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
+    from training.tasks import TASKS
     from training.train import train
 
     vuri = version_uri(args)
@@ -140,11 +140,12 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     result = train(vuri, models_root(args, vuri), run, config)
     m = result["metrics"]
     print(f"model: {result['model_uri']}")
-    for name in SHOWN_METRICS:  # each task has its own: a multi-class or regression run has no AUC
-        if isinstance(got := m["test"].get(name), int | float):
-            base = m["baseline"].get(name)
-            against = f"   baseline {base:.4f}" if isinstance(base, int | float) else ""
-            print(f"  test {name:<9} {got:.4f}{against}")
+    # the task's key metrics; runs from before tasks were recorded are binary (tabular)
+    task = m.get("task") or ("multiclass" if m.get("kind") == "image" else "binary")
+    for name in (n for n in TASKS[task].card_metrics if n in m["test"]):  # older runs: fewer
+        base = m["baseline"].get(name)
+        print(f"  test {name:<9} {m['test'][name]:.4f}   baseline "
+              + (f"{base:.4f}" if isinstance(base, (int, float)) else "-"))
     return result
 
 

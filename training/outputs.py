@@ -20,7 +20,10 @@ METRICS_FILE = "metrics.json"
 CARD_FILE = "model_card.md"
 PLOTS_DIR = "plots"
 BACKUP_DIR = "_backup"  # BackupAndRestore's mirror; survives republishing, removed on success
+LABEL_FILE = "label.json"  # what the exported model returns: task, class names, transform
 CURVES = ("loss", "auc", "accuracy")
+TABULAR_INPUTS = "It takes the raw feature values; normalization and vocabularies are part of " \
+                 "the model."
 
 
 def plot_learning_curves(
@@ -69,12 +72,28 @@ def binary_card(metrics: dict[str, Any]) -> tuple[str, str]:
             f"accuracy and AUC must each beat the baseline by {metrics['min_margin']}."))
 
 
+def write_run_files(out: Path, metrics: dict[str, Any], hyperparameters: dict[str, Any],
+                    about: tuple[str, str], names: tuple[str, ...], output: str,
+                    inputs: str = TABULAR_INPUTS) -> list[str]:
+    """Learning curves, the model card and ``label.json`` (the output's description: task,
+    class names in output order, target transform) beside the saved model; the file list."""
+    plot_learning_curves(metrics["history"], out / PLOTS_DIR,
+                         first_epoch=metrics["resumed_from_epoch"] + 1)
+    (out / CARD_FILE).write_text(model_card(metrics, hyperparameters, about, names, inputs))
+    (out / LABEL_FILE).write_text(json.dumps(
+        {"task": metrics["task"], "label": metrics["label"], "names": metrics["classes"],
+         "transform": metrics.get("transform"), "output": output}, indent=2))
+    return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
+
+
 def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
                about: tuple[str, str] | None = None,
-               names: tuple[str, ...] = ("auc", "accuracy", "loss")) -> str:
+               names: tuple[str, ...] = ("auc", "accuracy", "loss"),
+               inputs: str = TABULAR_INPUTS) -> str:
     """Markdown card: what data, which code, which settings, how good.
 
-    ``about``: the label task's (description, baseline and gate) lines; ``names``: its metrics.
+    ``about``: the label task's (description, baseline and gate) lines; ``names``: its metrics;
+    ``inputs``: what the model takes.
     """
     test, ev, base = metrics["test"], metrics["eval"], metrics["baseline"]
     what, gate = about or binary_card(metrics)
@@ -83,7 +102,7 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
     params = "\n".join(f"| `{k}` | `{json.dumps(v)}` |" for k, v in sorted(_flat(hyperparameters)))
     return f"""# Model card: {metrics['dataset']} / {metrics['version']} / {metrics['run']}
 
-{what} It takes the raw feature values; normalization and vocabularies are part of the model.
+{what} {inputs}
 
 ## Data
 
@@ -114,9 +133,11 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
 """
 
 
-def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any]) -> None:
+def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any],
+                names: tuple[str, ...] = ("accuracy", "auc")) -> None:
     """Upload ``local_dir`` to ``run_uri`` (stale files of an earlier try removed first),
-    then write metrics.json last: its presence marks the run complete."""
+    then write metrics.json last: its presence marks the run complete. ``names``: the task's
+    key metrics, for the summary line."""
     fs, root = storage.get_fs(run_uri)
     if fs.exists(root):
         for child in fs.ls(root, detail=False):
@@ -134,7 +155,7 @@ def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any]) -> None:
         storage.with_retries(put, f"upload {run_uri}") if storage.is_gcs(run_uri) else put()
     storage.write_bytes_atomic(storage.join(run_uri, METRICS_FILE), storage.json_bytes(metrics))
     log.debug("published %d files and %s to %s", len(files), METRICS_FILE, run_uri)
-    log_summary(metrics, run_uri)
+    log_summary(metrics, run_uri, names)
 
 
 def _pair(metrics: dict[str, Any], name: str) -> str:
@@ -145,16 +166,17 @@ def _pair(metrics: dict[str, Any], name: str) -> str:
                                              if isinstance(base, float) else "")
 
 
-def log_summary(metrics: dict[str, Any], run_uri: str) -> None:
-    """The training task's one line: data, epochs, test metrics against the baseline, time."""
+def log_summary(metrics: dict[str, Any], run_uri: str,
+                names: tuple[str, ...] = ("accuracy", "auc")) -> None:
+    """The training task's one line: data, epochs, the task's test metrics (``names``)
+    against the baseline, time."""
     fit = metrics.get("fit_seconds")
     run, most = metrics.get("epochs_run"), metrics.get("epochs")
     epochs = f"{run}/{most}" if most else f"{run}"
     device = f" on {metrics['device']}" if metrics.get("device") else ""
-    log.info("train %s on %s: %s epoch(s)%s%s%s, fit %s -> %s", metrics.get("dataset"),
-             metrics.get("version"), epochs, device, _pair(metrics, "accuracy"),
-             _pair(metrics, "auc"), f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?",
-             run_uri)
+    log.info("train %s on %s: %s epoch(s)%s%s, fit %s -> %s", metrics.get("dataset"),
+             metrics.get("version"), epochs, device, "".join(_pair(metrics, n) for n in names),
+             f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?", run_uri)
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

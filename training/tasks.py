@@ -107,7 +107,8 @@ def _softmax_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
 
 
 def _multi_report(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
-    return evaluate.class_report(y, out.argmax(axis=1), _names(manifest))
+    return {**evaluate.class_report(y, out.argmax(axis=1), _names(manifest)),
+            "auc": evaluate.macro_auc(y, out)}
 
 
 def _multi_baseline(y: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:

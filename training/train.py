@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import math
 import tempfile
@@ -40,7 +39,6 @@ __all__ = ["ModelQualityError", "TrainConfig", "train"]
 log = logging.getLogger(__name__)
 
 EVAL_SPLIT, TEST_SPLIT = "eval", "test"
-LABEL_FILE = "label.json"
 
 
 def train(
@@ -86,7 +84,7 @@ def train(
         metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri)
         out = work_dir / "run"
         metrics["artifacts"] = _write_artifacts(out, metrics, config)
-        outputs.publish_run(out, run_uri, metrics)
+        outputs.publish_run(out, run_uri, metrics, TASKS_BY_NAME[metrics["task"]].card_metrics)
     delete_backup(storage.join(run_uri, outputs.BACKUP_DIR))
     return {"model_uri": run_uri, "metrics": metrics}
 
@@ -178,17 +176,10 @@ def _metrics(manifest: dict[str, Any], version_uri: str, setup: DeviceSetup, con
 
 
 def _write_artifacts(out: Path, metrics: dict[str, Any], config: TrainConfig) -> list[str]:
-    """Plots, model card and the output's description (``label.json``: task, class names in
-    output order, target transform) beside the saved model and TensorBoard logs."""
+    """Plots, model card and ``label.json`` beside the saved model and TensorBoard logs."""
     task: Task = TASKS_BY_NAME[metrics["task"]]
-    outputs.plot_learning_curves(metrics["history"], out / outputs.PLOTS_DIR,
-                                 first_epoch=metrics["resumed_from_epoch"] + 1)
-    (out / outputs.CARD_FILE).write_text(outputs.model_card(
-        metrics, dataclasses.asdict(config), task.about(metrics), task.card_metrics))
-    (out / LABEL_FILE).write_text(json.dumps(
-        {"task": task.name, "label": metrics["label"], "names": metrics["classes"],
-         "transform": metrics["transform"], "output": task.output}, indent=2))
-    return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
+    return outputs.write_run_files(out, metrics, dataclasses.asdict(config), task.about(metrics),
+                                   task.card_metrics, task.output)
 
 
 def _stall_ratio(model: keras.Model, train_ds: Any, setup: DeviceSetup, config: TrainConfig) -> float:

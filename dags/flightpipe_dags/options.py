@@ -168,12 +168,21 @@ def choose_version(events: Iterable[Any], requested: str = "latest") -> tuple[st
 
 
 def metrics_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Scalars and flat dicts of scalars from metrics.json: small enough for XCom and the UI."""
+    """The scalars of metrics.json, and the scalars of each per-split dict (``test``, ``eval``,
+    ``baseline``): small enough for XCom and the UI. A split's nested parts (a confusion
+    matrix, per-class scores) are left out, never the split itself."""
     def scalar(v: Any) -> bool:
         return v is None or isinstance(v, (bool, int, float, str))
 
-    return {k: v for k, v in metrics.items()
-            if scalar(v) or (isinstance(v, Mapping) and all(scalar(x) for x in v.values()))}
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if scalar(value):
+            out[key] = value
+        elif isinstance(value, Mapping):
+            flat = {k: v for k, v in value.items() if scalar(v)}
+            if flat:
+                out[key] = flat
+    return out
 
 
 def run_name(run_id: str) -> str:

@@ -8,6 +8,7 @@ declared columns). Reports stop at the spec's first error: later fields may depe
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from etl.errors import PipelineError
 from etl.kinds import kind_of
 from etl.spec.load import spec_path
+from etl.spec.model import MULTICLASS, Spec
 from etl.spec.scheduling import read_settings
 from etl.validation.gx import load_suite
 from etl.validation.tabular import ValidationSpec, check_dataset_metrics
@@ -62,8 +64,41 @@ def check_spec(name_or_path: str) -> CheckReport:
     except (PipelineError, ValueError) as exc:
         report.problems.append(str(exc))
         return report
+    report.problems.extend(classes_against_suite(spec, report.path))
+    if report.problems:
+        return report
     levels = Counter({"row": len(suite.row), "dataset": len(suite.dataset)})
     report.summary.append(f"{spec.expectations}: {levels['row']} row-level and "
                           f"{levels['dataset']} dataset-level expectations; "
                           f"{len(spec.features)} features, label {spec.label.name!r}")
     return report
+
+
+def classes_against_suite(spec: Spec, path: Path) -> list[str]:
+    """A multiclass spec's listed classes against the suite's value set for the label column.
+
+    The suite states which values the data holds; a value it allows that ``classes`` does not
+    list fails the ETL once it arrives, and a listed class it forbids can never be learned.
+    Checked without data: both name the spec field and the expectation.
+    """
+    label = spec.label
+    if label.task != MULTICLASS or not label.names:
+        return []
+    problems = []
+    raw = json.loads(Path(spec.expectations).read_text()).get("expectations", [])
+    for i, exp in enumerate(raw):
+        kwargs = exp.get("kwargs") or {}
+        if exp.get("type") != "expect_column_values_to_be_in_set" \
+                or kwargs.get("column") != label.source:
+            continue
+        allowed = {str(v) for v in kwargs.get("value_set") or ()}
+        unlisted, forbidden = sorted(allowed - set(label.names)), sorted(set(label.names) - allowed)
+        if unlisted or forbidden:
+            problems.append(
+                f"{path}.label.classes: expected the values {spec.expectations} expectation #{i} "
+                f"(expect_column_values_to_be_in_set on {label.source!r}) allows; "
+                + "; ".join(part for part in (
+                    f"allowed there but not listed: {unlisted}" if unlisted else "",
+                    f"listed but not allowed there: {forbidden}" if forbidden else "") if part)
+                + f" (classes: {list(label.names)})")
+    return problems

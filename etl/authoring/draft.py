@@ -52,7 +52,9 @@ def format_of(uri: str, given: str | None = None) -> str:
     suffix = Path(uri.split("?")[0]).suffix.lower()
     if suffix not in FORMATS:
         raise SpecError(f"--source {uri}: cannot tell the format from {suffix or 'no suffix'!r}; "
-                        f"expected one of {sorted(FORMATS)} or --format csv|parquet|jsonl")
+                        f"expected one of {sorted(FORMATS)} or --format csv|parquet|jsonl "
+                        f"(spec init drafts tabular specs; a folder of images needs an image "
+                        f"spec, kind: images, written by hand like etl/specs/digits/spec.yaml)")
     return FORMATS[suffix]
 
 
@@ -120,7 +122,13 @@ def _label(profiles: dict[str, ColumnProfile], col: str, task: str, draft: Draft
     if task == "regression" and not prof.numeric:
         raise SpecError(f"--label {col!r}: regression needs a numeric column, {col!r} is "
                         f"{prof.type}")
-    draft.decide.append(f"label.task {task}: needs the spec loader's task support (issue 16)")
+    if task == "multiclass":
+        seen = f" (seen: {list(prof.values)})" if prof.values else ""
+        draft.decide.append(f"label.classes: the draft takes the classes from the train split"
+                            f"{seen}; list them to fix them (a value outside them fails the run)")
+    else:
+        draft.decide.append(f"label.transform: none drafted; log1p suits a skewed, non-negative "
+                            f"{col!r} (the model still returns values in its units)")
     return {"name": name, "source": col, "task": task}
 
 
@@ -129,7 +137,9 @@ def _features(profiles: dict[str, ColumnProfile], skip: set[str], draft: Draft) 
     for p in profiles.values():
         if p.name in skip:
             continue
-        if p.numeric:
+        if p.numeric and p.unique and p.type == "int64":  # a row id: its order, no signal
+            draft.decide.append(f"column {p.name!r} (a unique integer: an id) is not a feature")
+        elif p.numeric:
             feats.append({"name": p.name, "kind": "numeric", "fill": "mean"})
         elif p.type == "string" and p.distinct <= MAX_VOCAB and not p.unique:
             feats.append({"name": p.name, "kind": "categorical", "fill": "UNKNOWN"})

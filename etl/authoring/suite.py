@@ -53,7 +53,10 @@ def draft_suite(name: str, profiles: dict[str, ColumnProfile], key: tuple[str, .
     rows = next(iter(profiles.values())).rows if profiles else 0
     expectations = [e for p in profiles.values() for e in _column_expectations(p, margin, rows)]
     expectations.append(_exp("expect_table_row_count_to_be_between", "dataset", min_value=1))
-    if key:
+    if key and len(key) == 1:  # GX's compound form needs two or more columns
+        expectations.append(_exp("expect_column_values_to_be_unique", "dataset",
+                                  "the dataset key; unique on the sample", column=key[0]))
+    elif key:
         expectations.append(_exp("expect_compound_columns_to_be_unique", "dataset",
                                   "the dataset key; unique on the sample", column_list=list(key)))
     return {"name": name, "id": None, "expectations": expectations, "notes": None,

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 
 from training.config import ImageTrainConfig
+from training.models.tabular import Head
 
 
-def build_cnn(shape: tuple[int, int, int], classes: int, config: ImageTrainConfig) -> keras.Model:
-    """Conv blocks (two 3x3 convs, then 2x2 pooling while the map is > 4 px), dense head."""
+def build_cnn(shape: tuple[int, int, int], manifest: dict[str, Any], config: ImageTrainConfig,
+              head: Head) -> keras.Model:
+    """Conv blocks (two 3x3 convs, then 2x2 pooling while the map is > 4 px), a dense layer,
+    then the label task's ``head`` (``training.tasks``: softmax over the manifest's classes).
+    Uncompiled: the task names the loss and metrics."""
     inputs = keras.Input(shape=shape, name="image")
     x, side = inputs, min(shape[0], shape[1])
     for filters in config.filters:
@@ -20,8 +26,5 @@ def build_cnn(shape: tuple[int, int, int], classes: int, config: ImageTrainConfi
     x = keras.layers.Flatten()(x) if side <= 8 else keras.layers.GlobalAveragePooling2D()(x)
     x = keras.layers.Dense(config.dense_units, activation="relu")(x)
     x = keras.layers.Dropout(config.dropout)(x)
-    outputs = keras.layers.Dense(classes, activation="softmax", dtype="float32", name="label")(x)
-    model = keras.Model(inputs, outputs, name="image_cnn")
-    model.compile(optimizer=keras.optimizers.Adam(config.learning_rate),
-                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
+    outputs = head(x, manifest["schema"], manifest.get("statistics", {}), None)
+    return keras.Model(inputs, outputs, name="image_cnn")
