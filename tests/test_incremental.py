@@ -295,3 +295,28 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
     for href in set(re.findall(r'href="(/[^"#]*)"', page.text)):
         if not href.startswith("/dags/"):
             assert ui.get(unescape(href)).status_code == 200, href
+
+
+def test_unlisted_classes_are_learned_once_and_an_unpartitioned_source_is_one_segment(
+        tmp_path: Path) -> None:
+    """wine without `classes`: the first run learns the train split's classes before encoding;
+    the next run inherits them from that version and reuses the one segment (no event time)."""
+    from etl.sources.land import land as land_dataset
+
+    folder = tmp_path / "specs" / "wine"
+    folder.mkdir(parents=True)
+    spec = yaml.safe_load((SPECS_DIR / "wine" / "spec.yaml").read_text())
+    spec["label"].pop("classes")
+    (folder / "spec.yaml").write_text(yaml.safe_dump(spec))
+    shutil.copy(SPECS_DIR / "wine" / "expectations.json", folder / "expectations.json")
+    root = (tmp_path / "store").as_uri()
+    land_dataset(root, "wine")
+    first = pipeline.run_incremental(str(folder / "spec.yaml"), root, "2026-01-01", run_id="a")
+    label = versions.read_manifest(first["version_uri"])["schema"]["label"]
+    assert label["names"] == ["class_0", "class_1", "class_2"] and label["classes"] == 3
+    (seg,) = segments.list_segments(root, "wine")
+    assert seg.startswith("all-")
+    again = pipeline.run_incremental(str(folder / "spec.yaml"), root, "2026-01-02", run_id="b")
+    assert segments.list_segments(root, "wine") == [seg]  # reused: same rows, same classes
+    assert versions.read_manifest(again["version_uri"])["schema"]["label"] == label
+    assert segments.read_segment(segments.segment_uri(root, "wine", seg))["run_id"] == "a"
