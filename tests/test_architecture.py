@@ -138,3 +138,14 @@ def test_modules_and_functions_fit_on_a_screen(path):
             if node.end_lineno - start + 1 > MAX_FUNCTION_LINES and not marked:
                 long.append(f"{node.name} (line {node.lineno}, {node.end_lineno - start + 1} lines)")
     assert not long, f"{path.name}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_importing_the_etl_steps_imports_no_great_expectations():
+    """Every ETL task body imports ``etl.pipeline``; GX (seconds of CPU, INFO chatter at
+    import) belongs only to the steps that validate, imported after logging is set."""
+    code = ("import sys; from etl import pipeline; "
+            "assert 'great_expectations' not in sys.modules, 'GX imported'; "
+            "assert callable(pipeline.build_version)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -10,9 +10,22 @@ window judged and its manifest from the segments' stored partials), ``incrementa
 
 from __future__ import annotations
 
-from etl.pipeline.incremental import build_version, run_incremental
+from typing import Any
+
 from etl.pipeline.publish import publish, transform_and_write
 from etl.pipeline.steps import extract, land, run, validate
+
+_LAZY = ("build_version", "run_incremental")  # they import GX: only a step that validates may
+
+
+def __getattr__(name: str) -> Any:
+    """``build_version`` and ``run_incremental``, imported on first use, so importing this
+    package (every ETL task does) does not import Great Expectations."""
+    if name in _LAZY:
+        from etl.pipeline import incremental
+
+        return getattr(incremental, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["build_version", "extract", "land", "publish", "run", "run_incremental",
            "transform_and_write", "validate"]
