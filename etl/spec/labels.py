@@ -39,21 +39,25 @@ def parse_label(d: dict, where: str, available: dict[str, str]) -> Label:
                           available[source])
 
 
+def _fields(d: dict, where: str, own: tuple[str, ...], label: Label, source_type: str,
+            allowed: tuple[str, ...], needs: str) -> None:
+    """The task's fields only, and a source column of a type the task can use."""
+    reject_unknown(d, (*_COMMON, *own), where)
+    if source_type not in allowed:
+        raise SpecError(f"{where}.source: {label.source!r} must be {needs}, is {source_type}")
+
+
 def _binary(d: dict, where: str, label: Label, source_type: str) -> Label:
-    reject_unknown(d, (*_COMMON, "op", "value"), where)
-    if source_type not in _NUMERIC:
-        raise SpecError(f"{where}.source: {label.source!r} must be numeric for a binary "
-                        f"comparison, is {source_type}")
+    _fields(d, where, ("op", "value"), label, source_type, _NUMERIC,
+            "numeric for a binary comparison")
     op = check_choice(get_field(d, "op", where, str), LABEL_OPS, f"{where}.op")
     value = get_field(d, "value", where, (int, float))
     return Label(**{**label.__dict__, "op": op, "value": float(value)})
 
 
 def _multiclass(d: dict, where: str, label: Label, source_type: str) -> Label:
-    reject_unknown(d, (*_COMMON, "classes"), where)
-    if source_type not in _CLASS_TYPES:
-        raise SpecError(f"{where}.source: {label.source!r} must be a string or int64 column "
-                        f"for a multiclass label, is {source_type}")
+    _fields(d, where, ("classes",), label, source_type, _CLASS_TYPES,
+            "a string or int64 column for a multiclass label")
     raw = get_field(d, "classes", where, list, [])
     names = tuple(str(c) for c in raw)
     if raw and (len(names) < 2 or len(set(names)) != len(names)
@@ -64,10 +68,8 @@ def _multiclass(d: dict, where: str, label: Label, source_type: str) -> Label:
 
 
 def _regression(d: dict, where: str, label: Label, source_type: str) -> Label:
-    reject_unknown(d, (*_COMMON, "transform"), where)
-    if source_type not in _NUMERIC:
-        raise SpecError(f"{where}.source: {label.source!r} must be numeric (int64/float64) "
-                        f"for a regression label, is {source_type}")
+    _fields(d, where, ("transform",), label, source_type, _NUMERIC,
+            "numeric (int64/float64) for a regression label")
     transform = check_choice(d.get("transform"), LABEL_TRANSFORMS, f"{where}.transform")
     return Label(**{**label.__dict__, "dtype": "float32", "classes": 0, "transform": transform})
 
