@@ -13,19 +13,24 @@ wherever its leaves appear in order.
 
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.pipeline.segment_build import read_keys, read_metric_partials
+from etl.pipeline.segment_files import (
+    KEYS_FILE,
+    PARTIALS_NPZ,
+    read_keys,
+    read_metric_partials,
+    write_keys,
+    write_npz,
+)
 from etl.provenance import code_version, iso
 from etl.transform import stats as stats_mod
 from etl.validation import partials as vpartials
@@ -234,18 +239,14 @@ def _store_partials(uri: str, uris: list[str], run: list[dict[str, Any]],
     """Merged metric partials, the inputs' keys and quarantine, into the merged segment."""
     merged = vpartials.merge_partials([read_metric_partials(u, m) for u, m in zip(uris, run)])
     entries, arrays = vpartials.to_stored(merged)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    storage.write_bytes_atomic(storage.join(uri, "metric_partials.npz"), buf.getvalue())
-    meta["validation"].update(metric_partials=entries, metric_arrays="metric_partials.npz",
+    write_npz(storage.join(uri, PARTIALS_NPZ), arrays)
+    meta["validation"].update(metric_partials=entries, metric_arrays=PARTIALS_NPZ,
                               keys_file=None, quarantine_files=[])
     # rejected rows stay readable when the inputs are gone
     if all(m["validation"].get("keys_file") for m in run):
-        keys = pd.concat([read_keys(u, m) for u, m in zip(uris, run)], ignore_index=True)
-        out = io.BytesIO()
-        keys.to_parquet(out, index=False)
-        storage.write_bytes_atomic(storage.join(uri, "keys.parquet"), out.getvalue())
-        meta["validation"]["keys_file"] = "keys.parquet"
+        write_keys(storage.join(uri, KEYS_FILE),
+                   pd.concat([read_keys(u, m) for u, m in zip(uris, run)], ignore_index=True))
+        meta["validation"]["keys_file"] = KEYS_FILE
     for u, m in zip(uris, run):
         for name in m["validation"].get("quarantine_files") or []:
             dst = f"quarantine/{m['partition'].split('_')[0]}-{name.rsplit('/', 1)[-1]}"

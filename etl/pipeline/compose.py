@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from etl.errors import ValidationFailed
-from etl.pipeline.segment_build import read_keys, read_metric_partials
+from etl.pipeline.segment_files import read_keys, read_metric_partials
 from etl.pipeline.segment_plan import WindowPlan
 from etl.provenance import code_version
 from etl.spec import Spec

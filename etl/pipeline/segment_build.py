@@ -11,7 +11,7 @@ two runs that need the same segment build it once; a killed build leaves a folde
 
 from __future__ import annotations
 
-import io
+import itertools
 import logging
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from etl import storage
-from etl.errors import LeaseHeldError, PipelineError
+from etl.errors import LeaseHeldError
+from etl.pipeline.segment_files import KEYS_FILE, PARTIALS_NPZ, write_keys, write_npz
 from etl.provenance import code_version, iso
-from etl.sources.extract import joined_part, outside
+from etl.sources.extract import join_lookups, outside, read_primary
 from etl.spec import Spec
 from etl.transform import tabular
 from etl.transform.labels import task_of
@@ -39,9 +40,8 @@ from etl.write import writer
 
 log = logging.getLogger(__name__)
 
-PARTIALS_NPZ = "metric_partials.npz"
-KEYS_FILE = "keys.parquet"
 MISFILED = "misfiled-00000.parquet"
+PART_COL = "_segment_in_batch"
 WAIT_S = 600.0  # another run building the same segment usually finishes within this
 POLL_S = 1.0
 
@@ -136,12 +136,17 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
                 todo.append((task, beat))
         if todo:
             t0, cpu0 = time.monotonic(), time.process_time()
-            raws = [_read(task, ctx, rights) for task, _ in todo]
-            reports = validate_parts([raw for raw, _ in raws], ctx.suite_name,
-                                     list(ctx.row_configs), ctx.kinds, list(ctx.spec.key),
+            raws = [_read(task, ctx) for task, _ in todo]
+            frames = _split(join_lookups(pd.concat([r for r, _ in raws], ignore_index=True),
+                                         ctx.spec, rights), [len(r) for r, _ in raws])
+            reports = validate_parts(frames, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
+                                     list(ctx.spec.key),
                                      [storage.join(t.uri, "quarantine") for t, _ in todo])
-            metas = [_build(task, ctx, raw, report, misfiled)
-                     for (task, _), (raw, misfiled), report in zip(todo, raws, reports)]
+            valids = [vpart.keep_valid(f, r, list(ctx.spec.key))
+                      for f, r in zip(frames, reports)]
+            metas = [_build(task, ctx, valid, prepared, report, misfiled)
+                     for (task, _), valid, prepared, report, (_, misfiled)
+                     in zip(todo, valids, _prepare_each(valids, ctx.spec), reports, raws)]
             share = _share(t0, cpu0, len(todo))
             for (task, beat), meta in zip(todo, metas):
                 beat.check()  # still ours: only then does the segment become visible
@@ -157,24 +162,39 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
     return done
 
 
+def _split(frame: pd.DataFrame, lengths: list[int]) -> list[pd.DataFrame]:
+    """Consecutive slices of ``frame`` of the given lengths (a batch back into segments)."""
+    bounds = np.cumsum([0, *lengths])
+    return [frame.iloc[lo:hi].reset_index(drop=True) for lo, hi in itertools.pairwise(bounds)]
+
+
+def _prepare_each(valids: list[pd.DataFrame], spec: Spec) -> list[pd.DataFrame]:
+    """The feature transform run once over a batch's rows, split back per segment (per-call
+    costs of the transform are paid once, not once a day)."""
+    parts = np.repeat(np.arange(len(valids)), [len(v) for v in valids])
+    whole = pd.concat(valids, ignore_index=True).assign(**{PART_COL: parts})
+    prepared = tabular.prepare_partition(whole, spec, carry=PART_COL)
+    counts = np.bincount(prepared[PART_COL].to_numpy(), minlength=len(valids))
+    return _split(prepared.drop(columns=[PART_COL]), counts.tolist())
+
+
 def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
     """One segment's share of its batch's time."""
     return {"wall_s": round((time.monotonic() - t0) / n, 3),
             "cpu_s": round((time.process_time() - cpu0) / n, 3), "batch": n}
 
 
-def _build(task: SegmentTask, ctx: BuildContext, raw: pd.DataFrame,
+def _build(task: SegmentTask, ctx: BuildContext, valid: pd.DataFrame, prepared: pd.DataFrame,
            report: vpart.PartitionReport, misfiled: int) -> dict[str, Any]:
-    """Everything after row-level validation: partials, transform, shards, metadata."""
+    """Everything after row-level validation and the feature transform: partials, shards,
+    metadata."""
     spec = ctx.spec
-    valid = vpart.keep_valid(raw, report, list(spec.key))
     typed = typed_frame(valid[list(ctx.metric_columns)],
                         {c: ctx.kinds[c] for c in ctx.metric_columns})
     entries, arrays = vpartials.to_stored(vpartials.partition_partials(typed, ctx.metric_keys))
-    _write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
+    write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
     if ctx.key_columns:
-        _write_keys(storage.join(task.uri, KEYS_FILE), typed[list(ctx.key_columns)])
-    prepared = tabular.prepare_partition(valid, spec)
+        write_keys(storage.join(task.uri, KEYS_FILE), typed[list(ctx.key_columns)])
     stats = tabular.split_partial(prepared, spec)
     _check_classes(spec, ctx.label_schema, stats, task.uri)
     splits = _write_splits(task, ctx, tabular.finalize_partition(prepared, spec,
@@ -218,16 +238,15 @@ def _write_splits(task: SegmentTask, ctx: BuildContext, final: pd.DataFrame) -> 
             for split, entries in written.items()}
 
 
-def _read(task: SegmentTask, ctx: BuildContext,
-          rights: list[pd.DataFrame]) -> tuple[pd.DataFrame, int]:
-    """(the partition's rows inside the window, joined; rows quarantined as misfiled).
+def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
+    """(the partition's rows inside the window, as they arrived; rows quarantined as misfiled).
 
     A row whose event time lies outside its file's partition is misfiled: it is quarantined
     with that reason, never silently dropped; rows of the partition outside the window (a
-    window that cuts a day) are not this segment's.
+    window that cuts a day) are not this segment's. The lookups are joined per batch.
     """
     source = ctx.spec.primary_source
-    raw = joined_part(list(task.files), ctx.spec, rights)
+    raw = read_primary(list(task.files), ctx.spec)
     misfiled = outside(raw, source, *task.period) if task.period else outside(raw, source,
                                                                             None, None)
     if misfiled.any():
@@ -246,7 +265,7 @@ def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataF
     """The split statistics of a segment's valid rows, nothing kept: how a run learns the
     train split's classes before any segment is encoded (quarantine goes to ``scratch_uri``)."""
     scratch = replace(task, uri=storage.join(scratch_uri, task.segment))
-    raw, _ = _read(scratch, ctx, rights)
+    raw = join_lookups(_read(scratch, ctx)[0], ctx.spec, rights)
     report = vpart.validate_partition(raw, 0, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
                                       list(ctx.spec.key), storage.join(scratch.uri, "quarantine"))
     valid = vpart.keep_valid(raw, report, list(ctx.spec.key))
@@ -260,31 +279,3 @@ def _check_classes(spec: Spec, label_schema: dict[str, Any], stats: dict[str, An
     if label_schema.get("names"):
         counts = {s: (stats.get(s) or {}).get("labels", {}) for s in stats}
         task_of(spec.label).resolve(spec.label, counts, f"{spec.path} (segment {uri})")
-
-
-def _write_npz(uri: str, arrays: dict[str, np.ndarray]) -> None:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    storage.write_bytes_atomic(uri, buf.getvalue())
-
-
-def _write_keys(uri: str, keys: pd.DataFrame) -> None:
-    buf = io.BytesIO()
-    keys.reset_index(drop=True).to_parquet(buf, index=False)
-    storage.write_bytes_atomic(uri, buf.getvalue())
-
-
-def read_metric_partials(uri: str, meta: dict[str, Any]) -> dict:
-    """The dataset-level metric partials a segment stored."""
-    validation = meta["validation"]
-    with np.load(io.BytesIO(storage.read_bytes(storage.join(uri, validation["metric_arrays"]))),
-                 allow_pickle=False) as arrays:
-        return vpartials.from_stored(validation["metric_partials"], arrays)
-
-
-def read_keys(uri: str, meta: dict[str, Any]) -> pd.DataFrame:
-    """The typed key columns of a segment's valid rows (to name duplicated keys)."""
-    name = meta["validation"].get("keys_file")
-    if not name:
-        raise PipelineError(f"{uri}: the segment stored no keys")
-    return pd.read_parquet(io.BytesIO(storage.read_bytes(storage.join(uri, name))))

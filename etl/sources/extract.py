@@ -229,13 +229,23 @@ def read_lookups(root: str, spec: Spec) -> tuple[list[pd.DataFrame], dict[str, i
     return rights, dropped, [_source_uri(root, spec.sources[j.source]) for j in spec.joins]
 
 
-def joined_part(uris: list[str], spec: Spec, rights: list[pd.DataFrame]) -> pd.DataFrame:
-    """Every row of some primary files, joined, in the spec's columns (no time filter)."""
+def read_primary(uris: list[str], spec: Spec) -> pd.DataFrame:
+    """Every row of some primary source files, as they arrived (no time filter, no join)."""
     frames = [read_source_file(u, spec.primary_source) for u in uris]
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def join_lookups(df: pd.DataFrame, spec: Spec, rights: list[pd.DataFrame]) -> pd.DataFrame:
+    """The spec's lookup joins (row count and order kept: lookups hold one row per key), in
+    the spec's columns."""
     for join, right in zip(spec.joins, rights):
         df = _join_one(df, right, list(join.on), _ts_keys(spec, join))
     return df[list(spec.column_types())]
+
+
+def joined_part(uris: list[str], spec: Spec, rights: list[pd.DataFrame]) -> pd.DataFrame:
+    """Every row of some primary files, joined, in the spec's columns (no time filter)."""
+    return join_lookups(read_primary(uris, spec), spec, rights)
 
 
 def build_frame(root: str, spec: Spec, start: datetime | None, end: datetime,

@@ -67,10 +67,11 @@ def _derive(feat: Feature, typed: pd.DataFrame) -> pd.Series:
     raise ValueError(f"feature {feat.name!r}: unknown derive op {feat.derive!r}")
 
 
-def prepare_partition(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+def prepare_partition(df: pd.DataFrame, spec: Spec, carry: str | None = None) -> pd.DataFrame:
     """Features (constant fills applied), label, split and hash for one partition.
 
-    Rows whose label source is null are dropped here (counted by ``dropped_rows``).
+    Rows whose label source is null are dropped here (counted by ``dropped_rows``). ``carry``:
+    a column of ``df`` passed through unchanged (e.g. which segment a row belongs to).
     """
     types = spec.column_types()
     needed = {spec.label.source, *(c for f in spec.features for c in f.inputs)}
@@ -93,6 +94,8 @@ def prepare_partition(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions),
                                index=typed.index).astype("str")
     out[HASH_COL] = hashes
+    if carry is not None:
+        out[carry] = df[carry].to_numpy()[keep]
     return pd.DataFrame(out, index=typed.index).reset_index(drop=True)
 
 
