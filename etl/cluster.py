@@ -1,8 +1,9 @@
 """Which Dask cluster a step runs on, and how much memory the run used.
 
 Order of preference: an address given for this run, then ``PIPELINE_DASK_ADDRESS``, then a
-client already active in this process (tests, notebooks), else a LocalCluster started for the
-step and closed after it. Worker processes (not threads) by default: pandas work and the
+client already active in this process (tests, notebooks), then this process's threads when the
+step reads less than ``IN_PROCESS_BYTES`` (a nightly window: a cluster would cost more to start
+than the work), else a LocalCluster started for the step and closed after it. Worker processes (not threads) by default: pandas work and the
 Python encoder baseline hold the GIL.
 
 Workers fork from a forkserver that has imported the heavy libraries once (pandas, pyarrow,
@@ -21,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import dask
@@ -32,6 +34,9 @@ from etl import logs
 log = logging.getLogger(__name__)
 
 DASK_ADDRESS_ENV = "PIPELINE_DASK_ADDRESS"
+# Raw input bytes up to which a step (or a whole run) computes on this process's threads.
+IN_PROCESS_BYTES = 32 * 2**20
+_IN_PROCESS: ContextVar[bool] = ContextVar("etl_in_process", default=False)
 DEFAULT_MAX_WORKERS = 4
 # The module whose dask_setup() configures logging in each worker process (etl/logs.py).
 LOGGING_PRELOAD = "etl.logs"
@@ -106,10 +111,21 @@ def spawnable_main() -> Iterator[None]:
         main.__file__ = path
 
 
+def in_process(work_bytes: int | None, address: str | None = None) -> bool:
+    """Whether work reading ``work_bytes`` of raw input runs on this process's threads: no
+    scheduler named, no client open here, and a known size of at most ``IN_PROCESS_BYTES``."""
+    return (work_bytes is not None and work_bytes <= IN_PROCESS_BYTES and not address
+            and not cluster_at_hand())
+
+
 @contextmanager
-def dask_client(address: str | None = None,
-                config: ClusterConfig = ClusterConfig()) -> Iterator[Client]:
-    """A client for one step; closes only what it opened."""
+def dask_client(address: str | None = None, config: ClusterConfig = ClusterConfig(),
+                work_bytes: int | None = None) -> Iterator[Client | None]:
+    """A client for one step (None: this process's threads); closes only what it opened.
+
+    ``work_bytes``: the raw bytes the step reads, when known. Steps nested in an in-process
+    run (``etl run`` of a small window) stay in its process.
+    """
     address = address or os.environ.get(DASK_ADDRESS_ENV) or None
     if address:
         log.info("joining the Dask scheduler at %s", address)
@@ -119,6 +135,14 @@ def dask_client(address: str | None = None,
     active = _active_client()
     if active is not None:
         yield active
+        return
+    if _IN_PROCESS.get() or in_process(work_bytes):
+        token = _IN_PROCESS.set(True)
+        try:
+            with dask.config.set(scheduler="threads"):
+                yield None
+        finally:
+            _IN_PROCESS.reset(token)
         return
     n = _workers(config)
     logs.reapply()  # importing distributed reset its logger's level to INFO

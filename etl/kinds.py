@@ -30,6 +30,9 @@ class DatasetKind:
     ``preload`` lists modules worth importing in the background while Dask workers start.
     ``unit`` is what one landed row is called in messages ("1797 images", not "flights").
     ``incremental``: the kind can build a version from segments (``etl.pipeline.incremental``).
+    ``input_bytes(root, spec, start, end, limit)`` -> the raw bytes a window reads, so a small
+    one runs without a Dask cluster (``etl.cluster.IN_PROCESS_BYTES``); a kind without it always
+    starts one.
     """
 
     name: str
@@ -41,6 +44,7 @@ class DatasetKind:
     unit: str = "rows"
     preload: tuple[str, ...] = ()
     incremental: bool = False  # builds versions from per-partition segments (etl run --incremental)
+    input_bytes: str | None = None
 
     def stage(self, stage: str) -> Callable[..., Any]:
         """The function behind ``stage`` (one of the fields above), imported now."""
@@ -53,7 +57,7 @@ KINDS: dict[str, DatasetKind] = {
         name=TABULAR, load_spec="etl.spec.load:load_spec", land="etl.sources.land:land",
         extract="etl.sources.extract:extract", validate="etl.validation.tabular:validate_dataset",
         prepare="etl.transform.tabular:prepare_for_write", preload=("etl.validation.tabular",),
-        incremental=True),
+        incremental=True, input_bytes="etl.sources.extract:window_bytes"),
     IMAGES: DatasetKind(
         name=IMAGES, load_spec="etl.spec.images:load_image_spec",
         land="etl.sources.images:land_images", extract="etl.sources.images:extract",

@@ -84,3 +84,63 @@ def test_spawned_children_do_not_rerun_a_main_script(tmp_path: Path,
     with cluster.spawnable_main():
         assert _child_exitcode() == 0
     assert fake_main.__file__ == str(script)  # restored for whatever runs next
+
+
+class _NoCluster(RuntimeError):
+    """Raised by a LocalCluster that must not start."""
+
+
+def _forbid_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise _NoCluster("a LocalCluster was started")
+    monkeypatch.setattr(cluster, "LocalCluster", refuse)
+
+
+def test_which_work_runs_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cluster.DASK_ADDRESS_ENV, raising=False)
+    assert cluster.in_process(0) and cluster.in_process(cluster.IN_PROCESS_BYTES)
+    assert not cluster.in_process(cluster.IN_PROCESS_BYTES + 1)
+    assert not cluster.in_process(None), "an unknown size gets a cluster"
+    assert not cluster.in_process(10, address="tcp://127.0.0.1:8786")
+    monkeypatch.setenv(cluster.DASK_ADDRESS_ENV, "tcp://127.0.0.1:8786")
+    assert not cluster.in_process(10), "a named scheduler always wins"
+
+
+def test_small_work_computes_on_threads_and_nested_steps_stay_there(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dask
+
+    monkeypatch.delenv(cluster.DASK_ADDRESS_ENV, raising=False)
+    _forbid_clusters(monkeypatch)
+    with cluster.dask_client(work_bytes=1000) as client:
+        assert client is None
+        assert dask.config.get("scheduler") == "threads"
+        with cluster.dask_client() as inner:  # a step of `etl run` that does not know the size
+            assert inner is None
+    with pytest.raises(_NoCluster):  # outside it, unknown work gets its cluster again
+        with cluster.dask_client():
+            pass
+
+
+def test_a_one_day_run_starts_no_cluster_and_a_large_one_does(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from datetime import date
+
+    from etl import pipeline, storage
+    from etl.pipeline.record import read_run
+    from etl.sources.land import land
+
+    monkeypatch.delenv(cluster.DASK_ADDRESS_ENV, raising=False)
+    _forbid_clusters(monkeypatch)
+    root = tmp_path.as_uri()
+    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
+    result = pipeline.run("flights", root, "2013-01-02", run_id="small")
+    assert result["created"] and sum(result["splits"].values()) > 600
+    staged = pipeline.extract("flights", root, "2013-01-02", run_id="again", force=True)
+    raw = sum(p.stat().st_size for p in (tmp_path / "raw").rglob("*") if p.is_file())
+    sizes = [f["size"] for f in read_run(staged)["fingerprint"]["files"]]
+    assert read_run(staged)["input_bytes"] == sum(sizes) <= raw
+    monkeypatch.setattr(cluster, "IN_PROCESS_BYTES", 1000)
+    with pytest.raises(_NoCluster):
+        pipeline.run("flights", root, "2013-01-02", run_id="large", force=True)
+    assert storage.exists(result["version_uri"])

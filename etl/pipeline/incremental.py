@@ -10,7 +10,6 @@ that already exists, so a nightly run costs its new partition plus O(segments).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 import uuid
@@ -47,7 +46,6 @@ from etl.write.writer import WriteConfig
 
 log = logging.getLogger("etl.pipeline")
 
-IN_PROCESS_BYTES = 32 * 2**20  # raw bytes to build below which no Dask cluster is started
 BATCH_BYTES = 8 * 2**20  # raw bytes of consecutive segments validated by one GX run
 
 
@@ -200,23 +198,20 @@ def _compute(fn: Any, items: list, ctx: Any, rights: Any, *args: Any,
              dask_address: str | None = None) -> list[Any]:
     """``fn(item, ctx, rights, *args)`` for every item, one Dask task each, in order.
 
-    Nothing to do starts no cluster (a run whose segments all exist only composes), and
-    less than ``IN_PROCESS_BYTES`` of raw data (a nightly partition) is built by this
-    process's threads: a LocalCluster would cost more to start than the work.
+    Nothing to do starts no cluster (a run whose segments all exist only composes); a nightly
+    partition is built by this process's threads (``etl.cluster.IN_PROCESS_BYTES``).
     """
     if not items:
         return []
     import dask
 
-    from etl.cluster import cluster_at_hand, dask_client
+    from etl.cluster import dask_client
 
     flat = [t for item in items for t in (item if isinstance(item, list) else [item])]
-    local = (dask_address is None and _raw_bytes(flat) <= IN_PROCESS_BYTES
-             and not cluster_at_hand())
-    with contextlib.nullcontext() if local else dask_client(dask_address):
+    with dask_client(dask_address, work_bytes=_raw_bytes(flat)):
         shared = dask.delayed(rights, pure=True)  # one graph key, sent once to each worker
         return list(dask.compute(*[dask.delayed(fn, pure=False)(item, ctx, shared, *args)
-                                   for item in items], scheduler="threads" if local else None))
+                                   for item in items]))
 
 
 def _learn_classes(spec: Spec, run: dict[str, Any], config: WriteConfig, start: Any,

@@ -141,7 +141,8 @@ def transform_and_write(spec_name: str, validated_uri: str, shard_bytes: int | N
     t0 = time.monotonic()
     heartbeat = versions.Heartbeat(lock).start()
     try:
-        with dask_client(dask_address), storage.storage_failures(f"write shards to {vuri}"):
+        with dask_client(dask_address, work_bytes=run.get("input_bytes")), \
+                storage.storage_failures(f"write shards to {vuri}"):
             splits, stats = _write_shards(kind, spec, validated_uri, vuri, config)
         _copy_tree(storage.join(run["run_dir"], "validation"), storage.join(vuri, "validation"))
         _copy_tree(storage.join(run["run_dir"], "quarantine"), storage.join(vuri, "quarantine"))

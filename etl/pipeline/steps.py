@@ -43,9 +43,7 @@ def extract(spec_name: str, root: str, interval_end: str | datetime,
 
     kind = kinds.kind_of(spec_name)
     spec = kind.stage("load_spec")(spec_name, source_uri=source_uri)
-    end, start = utc(interval_end, "interval_end"), utc(interval_start, "interval_start")
-    if end is None or (start is not None and start >= end):
-        raise ValueError(f"interval: expected start < end, got [{start}, {end})")
+    end, start = _window(interval_end, interval_start)
     version = versions.version_id(end, start)
     run_id = run_id or f"manual__{iso(datetime.now(UTC))}_{uuid.uuid4().hex[:8]}"
     run_dir = storage.safe_join(root, "staging", spec.name, version, run_key(run_id))
@@ -60,9 +58,11 @@ def extract(spec_name: str, root: str, interval_end: str | datetime,
         return staged
     storage.delete_tree(staged)  # a retried attempt starts clean
     t0 = time.monotonic()
-    with dask_client(dask_address), storage.storage_failures(f"extract to {staged}"):
-        kw = {"partition_bytes": partition_bytes} if partition_bytes else {}
-        out = kind.stage("extract")(root, spec, staged, start, end, **kw)
+    with storage.storage_failures(f"extract to {staged}"):
+        run["input_bytes"] = _input_bytes(kind, root, spec, start, end)
+        with dask_client(dask_address, work_bytes=run["input_bytes"]):
+            kw = {"partition_bytes": partition_bytes} if partition_bytes else {}
+            out = kind.stage("extract")(root, spec, staged, start, end, **kw)
     run.update(fingerprint=out.fingerprint, lookup_duplicates_dropped=out.lookup_duplicates,
                timings={"extract_s": round(time.monotonic() - t0, 3)})
     write_run(run)
@@ -87,7 +87,8 @@ def validate(spec_name: str, staged_uri: str, mode: str = "quarantine", *,
     t0 = time.monotonic()
     for module in kind.preload:
         import_in_background(module)  # while the workers start
-    with dask_client(dask_address), storage.storage_failures(f"validate {staged_uri}"):
+    with dask_client(dask_address, work_bytes=run.get("input_bytes")), \
+            storage.storage_failures(f"validate {staged_uri}"):
         import dask.dataframe as dd
 
         fs, path = storage.get_fs(staged_uri)
@@ -109,13 +110,22 @@ def run(spec_name: str, root: str, interval_end: str | datetime,
         mode: str = "quarantine", shard_bytes: int | None = None,
         compression: str | None = None, force: bool = False, encoder: str = "vectorized",
         source_uri: str | None = None, dask_address: str | None = None) -> dict[str, Any]:
-    """extract -> validate -> transform_and_write -> publish on one Dask client."""
+    """extract -> validate -> transform_and_write -> publish on one Dask client, or on this
+    process's threads for a small window (``etl.cluster.IN_PROCESS_BYTES``)."""
     from etl.cluster import dask_client
 
     t0 = time.monotonic()
-    importing = [import_in_background(m) for m in kinds.kind_of(spec_name).preload]
+    kind = kinds.kind_of(spec_name)
+    importing = [import_in_background(m) for m in kind.preload]
     try:
-        with dask_client(dask_address):
+        spec = kind.stage("load_spec")(spec_name, source_uri=source_uri)
+        end, start = _window(interval_end, interval_start)
+        work = 0 if not force and published(root, spec.name, versions.version_id(end, start)) \
+            else None
+        if work is None:
+            with storage.storage_failures(f"list the raw files of {spec.name}"):
+                work = _input_bytes(kind, root, spec, start, end)
+        with dask_client(dask_address, work_bytes=work):
             staged = extract(spec_name, root, interval_end, interval_start, run_id, force=force,
                              source_uri=source_uri)
             validated = validate(spec_name, staged, mode)
@@ -127,3 +137,23 @@ def run(spec_name: str, root: str, interval_end: str | datetime,
             thread.join()  # never leave an import running into interpreter shutdown
     result["wall_s"] = round(time.monotonic() - t0, 3)
     return result
+
+
+def _window(interval_end: str | datetime,
+            interval_start: str | datetime | None) -> tuple[datetime, datetime | None]:
+    """(end, start) in UTC; ValueError unless start < end."""
+    end, start = utc(interval_end, "interval_end"), utc(interval_start, "interval_start")
+    if end is None or (start is not None and start >= end):
+        raise ValueError(f"interval: expected start < end, got [{start}, {end})")
+    return end, start
+
+
+def _input_bytes(kind: kinds.DatasetKind, root: str, spec: Any, start: datetime | None,
+                 end: datetime) -> int | None:
+    """The window's raw bytes, counted up to the in-process limit (None: the kind does not
+    say, and its steps start a Dask cluster)."""
+    if kind.input_bytes is None:
+        return None
+    from etl.cluster import IN_PROCESS_BYTES
+
+    return kind.stage("input_bytes")(root, spec, start, end, limit=IN_PROCESS_BYTES)

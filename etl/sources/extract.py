@@ -129,6 +129,21 @@ def period_end(period: datetime, source: Source) -> datetime:
     return period + _period_step(source.partitioning.granularity)
 
 
+def window_bytes(root: str, spec: Spec, start: datetime | None, end: datetime,
+                 limit: int | None = None) -> int:
+    """Raw bytes a run of [start, end) reads: the window's primary files and the lookups.
+    With ``limit``, counting stops once the sum exceeds it (what a caller comparing against
+    a threshold needs, without a request per file of a long window)."""
+    uris = [_source_uri(root, spec.sources[j.source]) for j in spec.joins]
+    uris += window_files(root, spec.primary_source, start, end)
+    total = 0
+    for uri in uris:
+        total += int(storage.stat(uri).get("size") or 0)
+        if limit is not None and total > limit:
+            break
+    return total
+
+
 def fingerprint(uris: list[str]) -> dict[str, Any]:
     """Each source file with size and mtime/generation, plus one sha256 over that list."""
     files = []
