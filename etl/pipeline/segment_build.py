@@ -144,9 +144,13 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
                                      [storage.join(t.uri, "quarantine") for t, _ in todo])
             valids = [vpart.keep_valid(f, r, list(ctx.spec.key))
                       for f, r in zip(frames, reports)]
-            metas = [_build(task, ctx, valid, prepared, report, misfiled)
-                     for (task, _), valid, prepared, report, (_, misfiled)
-                     in zip(todo, valids, _prepare_each(valids, ctx.spec), reports, raws)]
+            prepared = _prepare_each(valids, ctx.spec)
+            stats = [tabular.split_partial(p, ctx.spec) for p in prepared]
+            for (task, _), st in zip(todo, stats):  # before a record is encoded
+                _check_classes(ctx.spec, ctx.label_schema, st, task.uri)
+            metas = [_build(task, ctx, valid, st, final, report, misfiled)
+                     for (task, _), valid, st, final, report, (_, misfiled)
+                     in zip(todo, valids, stats, _encode_each(prepared, ctx), reports, raws)]
             share = _share(t0, cpu0, len(todo))
             for (task, beat), meta in zip(todo, metas):
                 beat.check()  # still ours: only then does the segment become visible
@@ -178,16 +182,24 @@ def _prepare_each(valids: list[pd.DataFrame], spec: Spec) -> list[pd.DataFrame]:
     return _split(prepared.drop(columns=[PART_COL]), counts.tolist())
 
 
+def _encode_each(prepared: list[pd.DataFrame], ctx: BuildContext) -> list[pd.DataFrame]:
+    """Each segment's final rows with their Example bytes, encoded in one call per batch."""
+    whole = pd.concat(prepared, ignore_index=True)
+    final = writer.encode_rows(tabular.finalize_partition(whole, ctx.spec, ctx.label_schema),
+                               ctx.schema, ctx.write)
+    return _split(final, [len(p) for p in prepared])
+
+
 def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
     """One segment's share of its batch's time."""
     return {"wall_s": round((time.monotonic() - t0) / n, 3),
             "cpu_s": round((time.process_time() - cpu0) / n, 3), "batch": n}
 
 
-def _build(task: SegmentTask, ctx: BuildContext, valid: pd.DataFrame, prepared: pd.DataFrame,
-           report: vpart.PartitionReport, misfiled: int) -> dict[str, Any]:
-    """Everything after row-level validation and the feature transform: partials, shards,
-    metadata."""
+def _build(task: SegmentTask, ctx: BuildContext, valid: pd.DataFrame, stats: dict[str, Any],
+           final: pd.DataFrame, report: vpart.PartitionReport, misfiled: int) -> dict[str, Any]:
+    """Everything after row-level validation, the feature transform and encoding: partials,
+    shards, metadata."""
     spec = ctx.spec
     typed = typed_frame(valid[list(ctx.metric_columns)],
                         {c: ctx.kinds[c] for c in ctx.metric_columns})
@@ -195,10 +207,7 @@ def _build(task: SegmentTask, ctx: BuildContext, valid: pd.DataFrame, prepared: 
     write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
     if ctx.key_columns:
         write_keys(storage.join(task.uri, KEYS_FILE), typed[list(ctx.key_columns)])
-    stats = tabular.split_partial(prepared, spec)
-    _check_classes(spec, ctx.label_schema, stats, task.uri)
-    splits = _write_splits(task, ctx, tabular.finalize_partition(prepared, spec,
-                                                                 ctx.label_schema))
+    splits = _write_splits(task, ctx, final)
     meta = {
         "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
         "segment": task.segment, "partition": task.partition,
@@ -217,7 +226,7 @@ def _build(task: SegmentTask, ctx: BuildContext, valid: pd.DataFrame, prepared: 
             "keys_file": KEYS_FILE if ctx.key_columns else None,
         },
         "statistics_partial": stats,
-        "dropped_rows": {spec.label.drop_reason: int(len(valid) - len(prepared))},
+        "dropped_rows": {spec.label.drop_reason: int(len(valid) - len(final))},
     }
     tfds_meta.write_tfds_metadata(task.uri, {**meta, "version": task.segment})
     return meta

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 TFRECORD_FRAMING_BYTES = 16  # length (8) + masked crc of length (4) + masked crc of data (4)
 SHARD_COL = "_shard"
+RECORD_COL = "_record"  # a row's Example bytes, when encoded before the frame reaches the writer
 # vectorized: numpy/Arrow wire format, byte-deterministic (default); tfx: tfx-bsl C++, whose
 # feature order varies per call; python: the tf.train.Example loop, the baseline.
 ENCODERS = ("vectorized", "tfx", "python")
@@ -84,10 +85,12 @@ def _encoder(name: str):
 
 def measure_record_bytes(sample: pd.DataFrame, columns: list[str], schema: dict[str, Any],
                          compression: str | None) -> float:
-    """Stored bytes per record of a sample: encoded size, framing, and gzip ratio if asked."""
+    """Stored bytes per record of a sample: encoded size, framing, and gzip ratio if asked
+    (a sample carrying ``RECORD_COL`` is measured from those bytes, not encoded again)."""
     if sample.empty:
         return 512.0  # nothing to measure: any positive guess gives one shard for no rows
-    records = encode.encode_batch_vectorized(sample[columns], schema)
+    records = (list(sample[RECORD_COL]) if RECORD_COL in sample
+               else encode.encode_batch_vectorized(sample[columns], schema))
     raw = sum(len(r) for r in records) + TFRECORD_FRAMING_BYTES * len(records)
     if shards.normalize_compression(compression) == shards.GZIP:
         raw = len(gzip.compress(b"".join(records), compresslevel=6))
@@ -132,11 +135,18 @@ def _deterministic_order(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame
 def write_partition(part: pd.DataFrame, uri: str, columns: list[str], schema: dict[str, Any],
                     config: WriteConfig,
                     on_record: Callable[[bytes], None] | None = None) -> dict[str, Any]:
-    """Encode and write one shard; runs on a worker. ``on_record`` sees every record."""
+    """Encode and write one shard; runs on a worker. ``on_record`` sees every record. Rows
+    carrying ``RECORD_COL`` were encoded already: their bytes are written as they are."""
     ordered = _deterministic_order(part, columns)
     encode_fn = _encoder(config.encoder)
 
     def records() -> Iterator[bytes]:
+        if RECORD_COL in ordered:
+            for record in ordered[RECORD_COL]:
+                if on_record is not None:
+                    on_record(record)
+                yield record
+            return
         for i in range(0, len(ordered), config.chunk_rows):
             for record in encode_fn(ordered.iloc[i:i + config.chunk_rows][columns], schema):
                 if on_record is not None:
@@ -185,7 +195,8 @@ def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict
     """Every split's shards of one in-memory frame (a segment), written by this process.
 
     The same plan and row order as ``write_splits``, without Dask: one frame small enough
-    for one task. ``on_record(split, record)`` sees every record written.
+    for one task. ``on_record(split, record)`` sees every record written. A frame with
+    ``RECORD_COL`` (see ``encode_rows``) is written without encoding anything again.
     """
     _encoder(config.encoder)
     columns = [*schema["features"], schema["label"]["name"]]
@@ -205,6 +216,17 @@ def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict
                                 seen)
         out[split].append({**entry, "file": name})
     return out
+
+
+def encode_rows(frame: pd.DataFrame, schema: dict[str, Any], config: WriteConfig) -> pd.DataFrame:
+    """``frame`` with each row's Example bytes in ``RECORD_COL``: a batch of segments is encoded
+    in one call (per call, the encoder's column handling costs more than a day's rows)."""
+    columns = [*schema["features"], schema["label"]["name"]]
+    records = np.empty(len(frame), dtype=object)
+    for i in range(0, len(frame), config.chunk_rows):
+        chunk = frame.iloc[i:i + config.chunk_rows][columns]
+        records[i:i + len(chunk)] = _encoder(config.encoder)(chunk, schema)
+    return frame.assign(**{RECORD_COL: records})
 
 
 def _by_shard(assigned: pd.DataFrame, total: int) -> Iterator[tuple[int, pd.DataFrame]]:
