@@ -43,7 +43,8 @@ def validate_parts(frames: Sequence[pd.DataFrame], suite_name: str,
     whole = pd.concat(frames, ignore_index=True)
     ev = evaluate(whole, suite_name, row_configs, kinds, key)
     bounds = np.cumsum([0, *(len(f) for f in frames)])
-    split = [_part_partials(whole, ev, row_configs, key, lo, hi)
+    missing: dict[str, np.ndarray] = {}
+    split = [_part_partials(whole, ev, row_configs, key, lo, hi, missing)
              for lo, hi in itertools.pairwise(bounds)]
     if not _adds_up(ev, split, len(row_configs)):
         return [validate_partition(f, 0, suite_name, row_configs, kinds, key, q)
@@ -74,9 +75,12 @@ def _adds_up(ev: Evaluation, split: list[tuple[list[Partial], dict]], n: int) ->
 
 
 def _part_partials(whole: pd.DataFrame, ev: Evaluation, configs: Sequence[dict],
-                   key: Sequence[str], lo: int, hi: int) -> tuple[list[Partial], dict]:
-    """Each expectation's partial and rejected positions restricted to rows [lo, hi)."""
-    part = whole.iloc[lo:hi].reset_index(drop=True)
+                   key: Sequence[str], lo: int, hi: int,
+                   missing: dict[str, np.ndarray] | None = None) -> tuple[list[Partial], dict]:
+    """Each expectation's partial and rejected positions restricted to rows [lo, hi).
+    ``missing``: each column's null mask over ``whole``, computed once per batch."""
+    missing = {} if missing is None else missing
+    part = _Rows(whole, lo, hi)
     n = hi - lo
     type_bad = ev.type_bad[(ev.type_bad >= lo) & (ev.type_bad < hi)] - lo
     partials, rejected = [], {}
@@ -84,28 +88,48 @@ def _part_partials(whole: pd.DataFrame, ev: Evaluation, configs: Sequence[dict],
         pos = ev.rejected.get(i, np.empty(0, np.int64))
         mine = pos[(pos >= lo) & (pos < hi)] - lo
         rejected[i] = mine
-        partials.append(_one(ev, i, cfg, part, n, type_bad, mine, key))
+        col = cfg["kwargs"]["column"]
+        if col not in missing:
+            missing[col] = whole[col].isna().to_numpy()
+        partials.append(_one(ev, i, cfg, part, missing[col][lo:hi], type_bad, mine, key))
     return partials, rejected
 
 
-def _one(ev: Evaluation, i: int, cfg: dict, part: pd.DataFrame, n: int, type_bad: np.ndarray,
+class _Rows:
+    """Rows [lo, hi) of a batch, copied out only if an example or a value is needed (most
+    parts of most expectations reject nothing)."""
+
+    def __init__(self, whole: pd.DataFrame, lo: int, hi: int) -> None:
+        self._whole, self._lo, self._hi = whole, lo, hi
+        self._frame: pd.DataFrame | None = None
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            self._frame = self._whole.iloc[self._lo:self._hi].reset_index(drop=True)
+        return self._frame
+
+
+def _one(ev: Evaluation, i: int, cfg: dict, part: _Rows, na: np.ndarray, type_bad: np.ndarray,
          mine: np.ndarray, key: Sequence[str]) -> Partial:
     whole = ev.partials.get(i, Partial())
     col = cfg["kwargs"]["column"]
+    n = len(na)
     if whole.error:
         return Partial(element_count=n, error=whole.error)
     res = ev.results.get(i)
     result = (getattr(res, "result", None) or {}) if res is not None else {}
     if res is None or "unexpected_count" not in result:  # settled by type, or aggregate
-        missing = int(part[col].isna().sum())
+        missing = int(na.sum())
         if not len(mine):
             return Partial(n, missing)
-        return Partial(n, missing, n, whole.values[:1], examples(part, mine, cfg, key))
+        return Partial(n, missing, n, whole.values[:1], examples(part.frame, mine, cfg, key))
     evaluated = np.ones(n, dtype=bool)
     if cfg["type"] != vgx.TYPE_EXPECTATION:
         evaluated[type_bad] = False  # value checks saw only the rows the type checks passed
-    missing = int((part[col].isna().to_numpy() & evaluated).sum()) \
-        if "missing_count" in result else 0
-    values = tuple(jsonable(v) for v in part[col].iloc[mine[: vgx.PARTIAL_COUNT]])
+    missing = int((na & evaluated).sum()) if "missing_count" in result else 0
+    if not len(mine):
+        return Partial(int(evaluated.sum()), missing, 0, (), ())
+    values = tuple(jsonable(v) for v in part.frame[col].iloc[mine[: vgx.PARTIAL_COUNT]])
     return Partial(int(evaluated.sum()), missing, len(mine), values,
-                   examples(part, mine, cfg, key))
+                   examples(part.frame, mine, cfg, key))
