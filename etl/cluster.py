@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 DASK_ADDRESS_ENV = "PIPELINE_DASK_ADDRESS"
 # Raw input bytes up to which a step (or a whole run) computes on this process's threads.
 IN_PROCESS_BYTES = 32 * 2**20
+IN_PROCESS_ENV = "PIPELINE_IN_PROCESS_BYTES"  # overrides it; 0 always starts a cluster
 _IN_PROCESS: ContextVar[bool] = ContextVar("etl_in_process", default=False)
 DEFAULT_MAX_WORKERS = 4
 # The module whose dask_setup() configures logging in each worker process (etl/logs.py).
@@ -114,8 +115,13 @@ def spawnable_main() -> Iterator[None]:
 def in_process(work_bytes: int | None, address: str | None = None) -> bool:
     """Whether work reading ``work_bytes`` of raw input runs on this process's threads: no
     scheduler named, no client open here, and a known size of at most ``IN_PROCESS_BYTES``."""
-    return (work_bytes is not None and work_bytes <= IN_PROCESS_BYTES and not address
+    return (work_bytes is not None and work_bytes <= in_process_limit() and not address
             and not cluster_at_hand())
+
+
+def in_process_limit() -> int:
+    """``IN_PROCESS_BYTES``, or ``$PIPELINE_IN_PROCESS_BYTES`` where set."""
+    return int(os.environ.get(IN_PROCESS_ENV) or IN_PROCESS_BYTES)
 
 
 @contextmanager
@@ -139,7 +145,8 @@ def dask_client(address: str | None = None, config: ClusterConfig = ClusterConfi
     if _IN_PROCESS.get() or in_process(work_bytes):
         token = _IN_PROCESS.set(True)
         try:
-            with dask.config.set(scheduler="threads"):
+            # p2p shuffles need a distributed worker: tasks-based ones run on threads
+            with dask.config.set({"scheduler": "threads", "dataframe.shuffle.method": "tasks"}):
                 yield None
         finally:
             _IN_PROCESS.reset(token)

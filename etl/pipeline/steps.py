@@ -154,6 +154,6 @@ def _input_bytes(kind: kinds.DatasetKind, root: str, spec: Any, start: datetime 
     say, and its steps start a Dask cluster)."""
     if kind.input_bytes is None:
         return None
-    from etl.cluster import IN_PROCESS_BYTES
+    from etl.cluster import in_process_limit
 
-    return kind.stage("input_bytes")(root, spec, start, end, limit=IN_PROCESS_BYTES)
+    return kind.stage("input_bytes")(root, spec, start, end, limit=in_process_limit())

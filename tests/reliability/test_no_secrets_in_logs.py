@@ -194,7 +194,8 @@ def test_command_line_and_its_workers_print_no_secret(gcs_root: str, planted: Pl
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
-           "PIPELINE_DASK_ADDRESS": "", "AIRFLOW__LOGGING__LOGGING_LEVEL": "DEBUG"}
+           "PIPELINE_DASK_ADDRESS": "", "AIRFLOW__LOGGING__LOGGING_LEVEL": "DEBUG",
+           "PIPELINE_IN_PROCESS_BYTES": "0"}  # a one-day window would run without workers
     cmd = [sys.executable, "-m", "etl", "-v", "extract", "--root", gcs_root, "--interval-end",
            DAY_END, "--interval-start", DAY_START, "--run-id", "cli"]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False,
