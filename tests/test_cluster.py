@@ -117,9 +117,9 @@ def test_small_work_computes_on_threads_and_nested_steps_stay_there(
         assert dask.config.get("scheduler") == "threads"
         with cluster.dask_client() as inner:  # a step of `etl run` that does not know the size
             assert inner is None
-    with pytest.raises(_NoCluster):  # outside it, unknown work gets its cluster again
-        with cluster.dask_client():
-            pass
+    # outside it, unknown work gets its cluster again
+    with pytest.raises(_NoCluster), cluster.dask_client():
+        pass
 
 
 def test_a_one_day_run_starts_no_cluster_and_a_large_one_does(

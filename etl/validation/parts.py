@@ -81,7 +81,6 @@ def _part_partials(whole: pd.DataFrame, ev: Evaluation, configs: Sequence[dict],
     ``missing``: each column's null mask over ``whole``, computed once per batch."""
     missing = {} if missing is None else missing
     part = _Rows(whole, lo, hi)
-    n = hi - lo
     type_bad = ev.type_bad[(ev.type_bad >= lo) & (ev.type_bad < hi)] - lo
     partials, rejected = [], {}
     for i, cfg in enumerate(configs):
