@@ -2,9 +2,9 @@
 
 Order of preference: an address given for this run, then ``PIPELINE_DASK_ADDRESS``, then a
 client already active in this process (tests, notebooks), then this process's threads when the
-step reads less than ``IN_PROCESS_BYTES`` (a nightly window: a cluster would cost more to start
-than the work), else a LocalCluster started for the step and closed after it. Worker processes (not threads) by default: pandas work and the
-Python encoder baseline hold the GIL.
+step reads at most ``IN_PROCESS_BYTES`` (a nightly window: a cluster would cost more to start
+than the work), else a LocalCluster started for the step and closed after it. Worker
+processes (not threads) by default: pandas work and the Python encoder baseline hold the GIL.
 
 Workers fork from a forkserver that has imported the heavy libraries once (pandas, pyarrow,
 Dask, Great Expectations: about 12 s of CPU each on a small machine), instead of every spawned

@@ -33,8 +33,10 @@ def land(root: str, dataset: str = "flights", **kwargs: Any) -> str:
 def extract(spec_name: str, root: str, interval_end: str | datetime,
             interval_start: str | datetime | None = None, run_id: str | None = None, *,
             force: bool = False, source_uri: str | None = None, dask_address: str | None = None,
-            partition_bytes: int | None = None) -> str:
+            partition_bytes: int | None = None, input_bytes: int | None = None) -> str:
     """Stage the window [start, end) as Parquet; returns the staging URI.
+
+    ``input_bytes``: the window's raw bytes when the caller (``run``) counted them already.
 
     When the interval's version is already published and ``force`` is off, nothing is read:
     the later steps see ``existing`` in run.json and report the published version.
@@ -59,7 +61,8 @@ def extract(spec_name: str, root: str, interval_end: str | datetime,
     storage.delete_tree(staged)  # a retried attempt starts clean
     t0 = time.monotonic()
     with storage.storage_failures(f"extract to {staged}"):
-        run["input_bytes"] = _input_bytes(kind, root, spec, start, end)
+        run["input_bytes"] = input_bytes if input_bytes is not None else \
+            _input_bytes(kind, root, spec, start, end)
         with dask_client(dask_address, work_bytes=run["input_bytes"]):
             kw = {"partition_bytes": partition_bytes} if partition_bytes else {}
             out = kind.stage("extract")(root, spec, staged, start, end, **kw)
@@ -127,7 +130,7 @@ def run(spec_name: str, root: str, interval_end: str | datetime,
                 work = _input_bytes(kind, root, spec, start, end)
         with dask_client(dask_address, work_bytes=work):
             staged = extract(spec_name, root, interval_end, interval_start, run_id, force=force,
-                             source_uri=source_uri)
+                             source_uri=source_uri, input_bytes=work or None)
             validated = validate(spec_name, staged, mode)
             written = transform_and_write(spec_name, validated, shard_bytes, compression,
                                           force=force, encoder=encoder)
