@@ -33,7 +33,11 @@ def of_frame(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     A part with a few hundred rows (a day's segment) would otherwise pay pandas' per-call
     overhead for each column and each moment.
     """
-    x = frame.to_numpy(dtype="float64", na_value=np.nan)
+    return of_array(frame.to_numpy(dtype="float64", na_value=np.nan), list(frame.columns))
+
+
+def of_array(x: np.ndarray, columns: list[str]) -> dict[str, dict[str, Any]]:
+    """``of_frame`` of a float64 block (rows x ``columns``, NaN where missing)."""
     seen = ~np.isnan(x)
     count = seen.sum(axis=0)
     total = np.where(seen, x, 0.0).sum(axis=0)
@@ -44,7 +48,7 @@ def of_frame(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return {col: dict(EMPTY) if not count[i] else
             {"count": int(count[i]), "sum": float(total[i]), "mean": float(mean[i]),
              "m2": float(m2[i]), "min": float(low[i]), "max": float(high[i])}
-            for i, col in enumerate(frame.columns)}
+            for i, col in enumerate(columns)}
 
 
 def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

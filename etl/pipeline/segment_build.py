@@ -144,13 +144,15 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
                                      [storage.join(t.uri, "quarantine") for t, _ in todo])
             valids = [vpart.keep_valid(f, r, list(ctx.spec.key))
                       for f, r in zip(frames, reports)]
-            prepared = _prepare_each(valids, ctx.spec)
-            stats = [tabular.split_partial(p, ctx.spec) for p in prepared]
+            prepared, stats = _prepare_each(valids, ctx.spec)
             for (task, _), st in zip(todo, stats):  # before a record is encoded
                 _check_classes(ctx.spec, ctx.label_schema, st, task.uri)
-            metas = [_build(task, ctx, valid, st, final, report, misfiled)
-                     for (task, _), valid, st, final, report, (_, misfiled)
-                     in zip(todo, valids, stats, _encode_each(prepared, ctx), reports, raws)]
+            typed = _split(typed_frame(pd.concat(valids, ignore_index=True)[
+                list(ctx.metric_columns)], {c: ctx.kinds[c] for c in ctx.metric_columns}),
+                [len(v) for v in valids])
+            metas = [_build(task, ctx, typ, st, final, report, misfiled)
+                     for (task, _), typ, st, final, report, (_, misfiled)
+                     in zip(todo, typed, stats, _encode_each(prepared, ctx), reports, raws)]
             share = _share(t0, cpu0, len(todo))
             for (task, beat), meta in zip(todo, metas):
                 beat.check()  # still ours: only then does the segment become visible
@@ -172,14 +174,17 @@ def _split(frame: pd.DataFrame, lengths: list[int]) -> list[pd.DataFrame]:
     return [frame.iloc[lo:hi].reset_index(drop=True) for lo, hi in itertools.pairwise(bounds)]
 
 
-def _prepare_each(valids: list[pd.DataFrame], spec: Spec) -> list[pd.DataFrame]:
-    """The feature transform run once over a batch's rows, split back per segment (per-call
-    costs of the transform are paid once, not once a day)."""
+def _prepare_each(valids: list[pd.DataFrame], spec: Spec
+                  ) -> tuple[list[pd.DataFrame], list[dict[str, Any]]]:
+    """The feature transform and the split statistics run once over a batch's rows, split
+    back per segment (per-call costs are paid once, not once a day)."""
     parts = np.repeat(np.arange(len(valids)), [len(v) for v in valids])
     whole = pd.concat(valids, ignore_index=True).assign(**{PART_COL: parts})
     prepared = tabular.prepare_partition(whole, spec, carry=PART_COL)
-    counts = np.bincount(prepared[PART_COL].to_numpy(), minlength=len(valids))
-    return _split(prepared.drop(columns=[PART_COL]), counts.tolist())
+    part = prepared[PART_COL].to_numpy()
+    stats = tabular.split_partials(prepared, part, len(valids), spec)
+    counts = np.bincount(part, minlength=len(valids))
+    return _split(prepared.drop(columns=[PART_COL]), counts.tolist()), stats
 
 
 def _encode_each(prepared: list[pd.DataFrame], ctx: BuildContext) -> list[pd.DataFrame]:
@@ -196,13 +201,11 @@ def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
             "cpu_s": round((time.process_time() - cpu0) / n, 3), "batch": n}
 
 
-def _build(task: SegmentTask, ctx: BuildContext, valid: pd.DataFrame, stats: dict[str, Any],
+def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, stats: dict[str, Any],
            final: pd.DataFrame, report: vpart.PartitionReport, misfiled: int) -> dict[str, Any]:
     """Everything after row-level validation, the feature transform and encoding: partials,
-    shards, metadata."""
+    shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
     spec = ctx.spec
-    typed = typed_frame(valid[list(ctx.metric_columns)],
-                        {c: ctx.kinds[c] for c in ctx.metric_columns})
     entries, arrays = vpartials.to_stored(vpartials.partition_partials(typed, ctx.metric_keys))
     write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
     if ctx.key_columns:
@@ -226,7 +229,7 @@ def _build(task: SegmentTask, ctx: BuildContext, valid: pd.DataFrame, stats: dic
             "keys_file": KEYS_FILE if ctx.key_columns else None,
         },
         "statistics_partial": stats,
-        "dropped_rows": {spec.label.drop_reason: int(len(valid) - len(final))},
+        "dropped_rows": {spec.label.drop_reason: int(len(typed) - len(final))},
     }
     tfds_meta.write_tfds_metadata(task.uri, {**meta, "version": task.segment})
     return meta

@@ -131,9 +131,15 @@ def _feature_names(spec: Spec) -> tuple[list[str], list[str]]:
 
 def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.Partial:
     """The mergeable statistics of one frame of prepared rows, per split."""
+    return split_partials(prepared, np.zeros(len(prepared), dtype=np.int64), 1, spec)[0]
+
+
+def split_partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
+                   spec: Spec) -> list[stats_mod.Partial]:
+    """``split_partial`` of each group of rows (``groups[i]``: row i's group), in one pass."""
     numeric, categorical = _feature_names(spec)
-    return stats_mod.partial(prepared, [s for s, _ in spec.split.fractions], spec.label.name,
-                             numeric, categorical, task_of(spec.label).summary)
+    return stats_mod.partials(prepared, groups, n_groups, [s for s, _ in spec.split.fractions],
+                              spec.label.name, numeric, categorical, task_of(spec.label).summary)
 
 
 def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
