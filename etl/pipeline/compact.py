@@ -3,9 +3,10 @@
 A window's segments are read left to right; a run of consecutive small ones (each under half
 the shard target) is merged once it holds ``FAN_IN`` segments or about the target's bytes.
 The merged segment is a new segment (its id digests its inputs), never a rewrite: versions
-that list the inputs keep them. Its records are the inputs' records, copied byte for byte
-(no re-encoding), and before ``segment.json`` is written the per-split record counts and
-content hashes are checked against the inputs'. Its partials are the inputs' merged, so the
+that list the inputs keep them. Its records are the inputs' records, copied byte for byte in
+their TFRecord framing (each input shard is first checked against its manifest's sha256), and
+before ``segment.json`` is written the per-split record counts and content hashes are checked
+against the inputs'. Its partials are the inputs' merged, so the
 window is judged the same from either. A merged segment can be merged again later (a few
 levels cover years), and ``leaves`` (the daily segments it holds) let a later window use it
 wherever its leaves appear in order.
@@ -149,11 +150,14 @@ def _inputs(root: str, dataset: str, run: list[dict[str, Any]]) -> list[str]:
 
 def _copy_split(uris: list[str], run: list[dict[str, Any]], split: str, out_uri: str,
                 dataset: str, compression: str | None, target_bytes: int) -> dict[str, Any]:
-    """The inputs' records of one split, in input order, into shards of about the target."""
+    """The inputs' records of one split, in input order, into shards of about the target;
+    each input shard is checked against its manifest's sha256 and its records are copied in
+    their framing, digested on the way for the content-hash check."""
     total = sum((m["splits"].get(split) or {}).get("num_bytes", 0) for m in run)
     count = shards.num_shards_for(total, target_bytes)
     records = (r for uri, m in zip(uris, run) for shard in (m["splits"].get(split) or {}).get(
-        "shards", []) for r in shards.iter_records(storage.join(uri, shard["file"]), compression))
+        "shards", []) for r in shards.read_framed(storage.join(uri, shard["file"]),
+                                                  shard["sha256"], compression))
     n = sum((m["splits"].get(split) or {}).get("num_examples", 0) for m in run)
     per = -(-n // count) if n else 0
     digests: list[int] = []
@@ -161,8 +165,8 @@ def _copy_split(uris: list[str], run: list[dict[str, Any]], split: str, out_uri:
     for i in range(count):
         take = itertools.islice(records, max(0, min(per, n - i * per)))
         name = shards.shard_filename(dataset, split, i, count, compression)
-        part = (digests.append(segments.record_digest(r)) or r for r in take)
-        entries.append(shards.write_shard(storage.join(out_uri, name), part, compression))
+        part = (digests.append(segments.record_digest(data)) or framed for framed, data in take)
+        entries.append(shards.write_framed(storage.join(out_uri, name), part, compression))
     return {"num_examples": sum(e["records"] for e in entries),
             "num_bytes": sum(e["bytes"] for e in entries),
             "content_hash": segments.content_hash(digests),

@@ -76,7 +76,7 @@ def referenced(manifest: Mapping[str, Any]) -> set[str]:
             for shard in info.get("shards", []) if shard.get("segment")}
 
 
-def record_digest(record: bytes) -> int:
+def record_digest(record: bytes | memoryview) -> int:
     return int.from_bytes(hashlib.sha256(record).digest(), "big")
 
 
