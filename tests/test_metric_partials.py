@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from etl import moments
-from etl.validation.partials import hashes_of, merge_partials, partition_partials
+from etl.validation.partials import group_partials, hashes_of, merge_partials, partition_partials
 
 KEYS = [("rows",), ("count", "x"), ("num", "x"), ("vc", "c"),
         ("hashes", ("k1", "k2"), "all_values_are_missing")]
@@ -52,3 +52,29 @@ def test_empty_parts_merge_cleanly(frame):
     assert got[("rows",)] == 5
     assert got[("num", "x")] == moments.merge(moments.EMPTY, some[("num", "x")])
     assert merge_partials([]) == {}
+
+
+def test_each_group_of_a_batch_gets_its_own_rows_partials(frame):
+    """A batch of segments computes its partials in one pass; each group's must be what its
+    rows alone give (an empty group included)."""
+    groups = np.random.default_rng(5).integers(0, 6, len(frame))
+    groups[groups == 2] = 3
+    got = group_partials(frame, groups, 6, KEYS)
+    for g, part in enumerate(got):
+        rows = frame[groups == g]
+        assert part[("rows",)] == len(rows)
+        assert part[("count", "x")] == rows["x"].count()
+        want = moments.of(rows["x"])
+        assert part[("num", "x")].keys() == want.keys()
+        assert {k: v for k, v in part[("num", "x")].items() if k in ("count", "min", "max")} \
+            == {k: v for k, v in want.items() if k in ("count", "min", "max")}
+        if len(rows):
+            assert part[("num", "x")]["mean"] == pytest.approx(want["mean"], rel=1e-12)
+            assert part[("num", "x")]["m2"] == pytest.approx(want["m2"], rel=1e-9)
+        counts = part[("vc", "c")]
+        assert counts.to_dict() == rows["c"].value_counts().to_dict()
+        assert (counts.name, counts.index.name) == ("count", "c")
+        assert list(counts) == sorted(counts, reverse=True)
+        assert np.array_equal(part[("hashes", ("k1", "k2"), "all_values_are_missing")],
+                              np.sort(hashes_of(rows, ["k1", "k2"],
+                                                "all_values_are_missing").to_numpy()))

@@ -147,12 +147,11 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
             prepared, stats = _prepare_each(valids, ctx.spec)
             for (task, _), st in zip(todo, stats):  # before a record is encoded
                 _check_classes(ctx.spec, ctx.label_schema, st, task.uri)
-            typed = _split(typed_frame(pd.concat(valids, ignore_index=True)[
-                list(ctx.metric_columns)], {c: ctx.kinds[c] for c in ctx.metric_columns}),
-                [len(v) for v in valids])
-            metas = [_build(task, ctx, typ, st, final, report, misfiled)
-                     for (task, _), typ, st, final, report, (_, misfiled)
-                     in zip(todo, typed, stats, _encode_each(prepared, ctx), reports, raws)]
+            typed, partials = _typed_each(valids, ctx)
+            metas = [_build(task, ctx, typ, part, st, final, report, misfiled)
+                     for (task, _), typ, part, st, final, report, (_, misfiled)
+                     in zip(todo, typed, partials, stats, _encode_each(prepared, ctx), reports,
+                            raws)]
             share = _share(t0, cpu0, len(todo))
             for (task, beat), meta in zip(todo, metas):
                 beat.check()  # still ours: only then does the segment become visible
@@ -187,6 +186,18 @@ def _prepare_each(valids: list[pd.DataFrame], spec: Spec
     return _split(prepared.drop(columns=[PART_COL]), counts.tolist()), stats
 
 
+def _typed_each(valids: list[pd.DataFrame], ctx: BuildContext
+                ) -> tuple[list[pd.DataFrame], list[dict]]:
+    """Each segment's valid rows with the metric columns parsed, and its dataset-level metric
+    partials: parsed and computed once per batch."""
+    typed = typed_frame(pd.concat(valids, ignore_index=True)[list(ctx.metric_columns)],
+                        {c: ctx.kinds[c] for c in ctx.metric_columns})
+    lengths = [len(v) for v in valids]
+    parts = np.repeat(np.arange(len(valids)), lengths)
+    return (_split(typed, lengths),
+            vpartials.group_partials(typed, parts, len(valids), ctx.metric_keys))
+
+
 def _encode_each(prepared: list[pd.DataFrame], ctx: BuildContext) -> list[pd.DataFrame]:
     """Each segment's final rows with their Example bytes, encoded in one call per batch."""
     whole = pd.concat(prepared, ignore_index=True)
@@ -201,12 +212,13 @@ def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
             "cpu_s": round((time.process_time() - cpu0) / n, 3), "batch": n}
 
 
-def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, stats: dict[str, Any],
-           final: pd.DataFrame, report: vpart.PartitionReport, misfiled: int) -> dict[str, Any]:
-    """Everything after row-level validation, the feature transform and encoding: partials,
-    shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
+def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: dict,
+           stats: dict[str, Any], final: pd.DataFrame, report: vpart.PartitionReport,
+           misfiled: int) -> dict[str, Any]:
+    """Everything after row-level validation, the feature transform and encoding: stored
+    partials, shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
     spec = ctx.spec
-    entries, arrays = vpartials.to_stored(vpartials.partition_partials(typed, ctx.metric_keys))
+    entries, arrays = vpartials.to_stored(partials)
     write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
     if ctx.key_columns:
         write_keys(storage.join(task.uri, KEYS_FILE), typed[list(ctx.key_columns)])

@@ -9,6 +9,7 @@ different nights).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,20 +22,46 @@ from etl.validation.report import jsonable
 Key = tuple
 
 
-def _partial_of(pdf: pd.DataFrame, key: Key) -> Any:
-    """One partition's partial for one plan key."""
-    kind = key[0]
+def _grouped(pdf: pd.DataFrame, key: Key, groups: np.ndarray, order: np.ndarray,
+             blocks: list[slice]) -> list[Any]:
+    """One plan key's partial for each group of rows (``order`` sorts the rows by group,
+    ``blocks`` are the groups' slices of that order)."""
+    kind, n = key[0], len(blocks)
     if kind == "rows":
-        return len(pdf)
+        return [b.stop - b.start for b in blocks]
     if kind == "count":
-        return int(pdf[key[1]].count())
+        seen = pdf[key[1]].notna().to_numpy(dtype=bool)
+        return np.bincount(groups[seen], minlength=n).tolist()
     if kind == "num":
-        return moments.of(pdf[key[1]])
+        x = pd.to_numeric(pdf[key[1]], errors="coerce").astype("float64").to_numpy()
+        x = x[order][:, None]
+        return [moments.of_array(x[b], [""])[""] for b in blocks]
     if kind == "vc":
-        return pdf[key[1]].value_counts(dropna=True)
+        return _value_counts(pdf[key[1]], groups, n)
     if kind == "hashes":
-        return np.sort(hashes_of(pdf, list(key[1]), key[2]).to_numpy())
+        sub = pdf[list(key[1])]
+        keep = considered(sub, key[2])
+        hashed = pd.util.hash_pandas_object(sub[keep], index=False).to_numpy(dtype=np.uint64)
+        group = groups[keep]
+        by = np.lexsort((hashed, group))
+        hashed, bounds = hashed[by], np.searchsorted(group[by], np.arange(n + 1))
+        return [hashed[bounds[g]:bounds[g + 1]] for g in range(n)]
     raise KeyError(key)
+
+
+def _value_counts(values: pd.Series, groups: np.ndarray, n: int) -> list[pd.Series]:
+    """Per group, ``values.value_counts(dropna=True)`` of its rows (most frequent first)."""
+    codes, uniques = pd.factorize(values)
+    width = max(len(uniques), 1)
+    seen = codes >= 0
+    flat, counts = np.unique(groups[seen] * width + codes[seen], return_counts=True)
+    group, code = np.divmod(flat, width)
+    by = np.lexsort((code, -counts, group))
+    group, code, counts = group[by], code[by], counts[by]
+    bounds = np.searchsorted(group, np.arange(n + 1))
+    return [pd.Series(counts[lo:hi], name="count", dtype="int64",
+                      index=pd.Index(uniques.take(code[lo:hi]), name=values.name))
+            for lo, hi in itertools.pairwise(bounds.tolist())]
 
 
 def _merge(key: Key, a: Any, b: Any) -> Any:
@@ -50,7 +77,20 @@ def _merge(key: Key, a: Any, b: Any) -> Any:
 
 def partition_partials(pdf: pd.DataFrame, keys: Sequence[Key]) -> dict[Key, Any]:
     """Every partial a plan needs, for one partition (one Dask task)."""
-    return {k: _partial_of(pdf, k) for k in keys}
+    return group_partials(pdf, np.zeros(len(pdf), dtype=np.int64), 1, keys)[0]
+
+
+def group_partials(pdf: pd.DataFrame, groups: np.ndarray, n_groups: int,
+                   keys: Sequence[Key]) -> list[dict[Key, Any]]:
+    """``partition_partials`` of each group of rows (``groups[i]``, in ``0..n_groups-1``, is
+    row i's group) at once: a batch of segments pays pandas' per-call costs once, not once
+    per segment and key."""
+    groups = np.asarray(groups, dtype=np.int64)
+    order = np.argsort(groups, kind="stable")
+    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1)).tolist()
+    blocks = [slice(bounds[g], bounds[g + 1]) for g in range(n_groups)]
+    values = {k: _grouped(pdf, k, groups, order, blocks) for k in keys}
+    return [{k: values[k][g] for k in keys} for g in range(n_groups)]
 
 
 def merge_partials(parts: Sequence[dict[Key, Any]]) -> dict[Key, Any]:
