@@ -126,10 +126,16 @@ def _assign_shards(df: pd.DataFrame, plan: ShardPlan) -> pd.DataFrame:
     return df.assign(**{SHARD_COL: shard})
 
 
-def _deterministic_order(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """Rows by key hash; equal hashes (practically never) fall back to every column's value."""
-    by = [HASH_COL] if not part[HASH_COL].duplicated().any() else [HASH_COL, *columns]
-    return part.sort_values(by, kind="mergesort").reset_index(drop=True)
+def _row_order(part: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Positions of the rows by key hash; equal hashes (practically never) fall back to every
+    column's value."""
+    hashes = part[HASH_COL].to_numpy(dtype=np.uint64)
+    order = np.argsort(hashes, kind="stable")
+    ranked = hashes[order]
+    if not (ranked[1:] == ranked[:-1]).any():
+        return order
+    by = part[[HASH_COL, *columns]].reset_index(drop=True)
+    return by.sort_values([HASH_COL, *columns], kind="mergesort").index.to_numpy()
 
 
 def write_partition(part: pd.DataFrame, uri: str, columns: list[str], schema: dict[str, Any],
@@ -137,16 +143,17 @@ def write_partition(part: pd.DataFrame, uri: str, columns: list[str], schema: di
                     on_record: Callable[[bytes], None] | None = None) -> dict[str, Any]:
     """Encode and write one shard; runs on a worker. ``on_record`` sees every record. Rows
     carrying ``RECORD_COL`` were encoded already: their bytes are written as they are."""
-    ordered = _deterministic_order(part, columns)
+    order = _row_order(part, columns)
     encode_fn = _encoder(config.encoder)
 
     def records() -> Iterator[bytes]:
-        if RECORD_COL in ordered:
-            for record in ordered[RECORD_COL]:
+        if RECORD_COL in part:
+            for record in part[RECORD_COL].to_numpy()[order]:
                 if on_record is not None:
                     on_record(record)
                 yield record
             return
+        ordered = part.iloc[order].reset_index(drop=True)
         for i in range(0, len(ordered), config.chunk_rows):
             for record in encode_fn(ordered.iloc[i:i + config.chunk_rows][columns], schema):
                 if on_record is not None:
