@@ -25,7 +25,7 @@ from etl import storage
 from etl.errors import LeaseHeldError
 from etl.pipeline.segment_files import KEYS_FILE, PARTIALS_NPZ, write_keys, write_npz
 from etl.provenance import code_version, iso
-from etl.sources.extract import join_lookups, outside, read_primary
+from etl.sources.extract import event_times, join_lookups, outside, read_primary
 from etl.spec import Spec
 from etl.transform import tabular
 from etl.transform.labels import task_of
@@ -271,8 +271,8 @@ def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
     """
     source = ctx.spec.primary_source
     raw = read_primary(list(task.files), ctx.spec)
-    misfiled = outside(raw, source, *task.period) if task.period else outside(raw, source,
-                                                                            None, None)
+    times = event_times(raw, source)
+    misfiled = outside(raw, source, *(task.period or (None, None)), times)
     if misfiled.any():
         lo, hi = task.period or (None, None)
         bad = raw[misfiled].copy()
@@ -280,7 +280,8 @@ def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
                                     f"{task.partition} [{iso(lo)}, {iso(hi)}) of its file")
         bad[vpart.PARTITION_COLUMN] = 0
         write_parquet(bad, storage.join(task.uri, "quarantine"), MISFILED)
-    raw = raw[~misfiled & ~outside(raw, source, task.start, task.end)].reset_index(drop=True)
+    raw = raw[~misfiled & ~outside(raw, source, task.start, task.end, times)].reset_index(
+        drop=True)
     return raw, int(misfiled.sum())
 
 

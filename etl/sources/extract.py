@@ -183,13 +183,21 @@ def _read_group(uris: list[str], source: Source, start: datetime | None,
     return df[~outside(df, source, start, end)].reset_index(drop=True)
 
 
-def outside(df: pd.DataFrame, source: Source, start: datetime | None,
-            end: datetime | None) -> pd.Series:
-    """Rows whose event time parses and falls outside [start, end) (unparseable ones stay,
-    so validation rejects them with a reason); all False without an event time."""
+def event_times(df: pd.DataFrame, source: Source) -> pd.Series | None:
+    """The rows' event times, parsed (unparseable: NaT); None without an event time."""
     if source.event_time is None:
+        return None
+    return pd.to_datetime(df[source.event_time], utc=True, errors="coerce", format="ISO8601")
+
+
+def outside(df: pd.DataFrame, source: Source, start: datetime | None,
+            end: datetime | None, times: pd.Series | None = None) -> pd.Series:
+    """Rows whose event time parses and falls outside [start, end) (unparseable ones stay,
+    so validation rejects them with a reason); all False without an event time.
+    ``times``: ``event_times(df, source)`` when the caller already parsed them."""
+    ts = times if times is not None else event_times(df, source)
+    if ts is None:
         return pd.Series(False, index=df.index)
-    ts = pd.to_datetime(df[source.event_time], utc=True, errors="coerce", format="ISO8601")
     inside = pd.Series(True, index=df.index)
     if end is not None:
         inside &= ts < pd.Timestamp(end)
