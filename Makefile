@@ -57,7 +57,8 @@ test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)
 
 # BENCH_ARGS: --scales 1,4 (default 1,4,16), --peers tfx_beam,ray_data ('' for none),
-# --peer-timeout SECONDS (default 3600; a stopped peer is recorded as timed out), --quick.
+# --peer-scale N (the scale the peers run on; default the largest), --peer-timeout SECONDS
+# (default 3600; a stopped peer is recorded as timed out), --quick.
 # The peers install into bench/.peers/<name> (their own uv virtualenvs), never into $(VENV).
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)

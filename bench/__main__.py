@@ -105,30 +105,37 @@ def _peers(results: dict[str, Any], work: Path, root: str, names: list[str],
     raw = Path(storage.get_fs(storage.join(root, "raw"))[1])
     files = sorted(str(p) for p in (raw / "flights").glob("date=*/flights.csv"))
     text = [c for c, t in spec.primary_source.columns.items() if t == "timestamp"]
-    log.info("peers %s on the %d files of the largest scale", names, len(files))
+    log.info("peers %s on the %d files of %s", names, len(files), results["peers_scale"])
     results["peers"] = run_peers(names, raw, files, work, os.cpu_count() or 1, text, timeout_s)
 
 
 def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
-        peer_timeout_s: float = 3600) -> dict[str, Any]:
+        peer_timeout_s: float = 3600, peer_scale: int | None = None) -> dict[str, Any]:
+    """Every figure; the peers run on the data of ``peer_scale`` (default: the largest)."""
+    peer_scale = peer_scale or scales[-1]
+    if peer_scale not in scales:
+        raise ValueError(f"--peer-scale {peer_scale}: not one of the scales run {scales}")
     results: dict[str, Any] = {"machine": measure.machine(), "etl_scaling": {},
                                "etl_peak_rss_mb": {}, "peers": {}, "quick": quick,
-                               "complete": False}
+                               "complete": False, "peers_scale": f"{peer_scale}x"}
     days = QUICK_DAYS if quick else None
     one_x_root, one_x = _scale(results, work, 1, days)
     results.update(measure.csv_read(one_x_root))
     _save(results, out)
     root = one_x_root
-    for scale in scales[1:]:
-        if root != one_x_root:
-            shutil.rmtree(Path(root.removeprefix("file://")), ignore_errors=True)
-        root, _ = _scale(results, work, scale, days)
-        _save(results, out)
+    for scale in scales:
+        if scale != 1:
+            if root != one_x_root:
+                shutil.rmtree(Path(root.removeprefix("file://")), ignore_errors=True)
+            root, _ = _scale(results, work, scale, days)
+            _save(results, out)
+        if scale == peer_scale:
+            _peers(results, work, root, peers, peer_timeout_s)
+            _save(results, out)
     largest = results["etl_scaling"][f"{scales[-1]}x"]
     results["etl_scale"] = f"{scales[-1]}x"
     results["etl_rows_per_s"] = largest["etl"]["rows_per_s"]
     results["etl_floor_rows_per_s"] = largest["floor"]["rows_per_s"]
-    _peers(results, work, root, peers, peer_timeout_s)
     _save(results, out)
     _fixed_overhead(results, work)
     _save(results, out)
@@ -157,6 +164,9 @@ def main() -> int:
     parser.add_argument("--scales", default="1,4,16", help="comma-separated data multiples")
     parser.add_argument("--peers", default=",".join(PEERS),
                         help=f"peers to install and run ({','.join(PEERS)}; '' for none)")
+    parser.add_argument("--peer-scale", type=int, default=None,
+                        help="the scale whose data the peers run on (default: the largest; "
+                             "a peer at 16x can take an hour on 2 cores)")
     parser.add_argument("--peer-timeout", type=float, default=3600,
                         help="seconds a peer may run before it is stopped and recorded as such")
     parser.add_argument("--quick", action="store_true",
@@ -172,7 +182,8 @@ def main() -> int:
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     peers = [p for p in args.peers.split(",") if p]
-    results = run(work, scales, out, peers, args.quick, args.peer_timeout)
+    results = run(work, scales, out, peers, args.quick, args.peer_timeout,
+                  None if args.quick else args.peer_scale)
     _save(results, out)
     table = report.table(results)
     print(table)

@@ -98,3 +98,10 @@ def test_performance_md_block_is_replaced_and_prose_kept(tmp_path: Path) -> None
     text = doc.read_text()
     assert "old table" not in text and "new table" in text
     assert text.startswith("# Perf\n\nintro\n") and text.endswith("how it works\n")
+
+
+def test_peers_are_compared_with_the_etl_on_their_own_data() -> None:
+    """Peers run at 1x (an hour at 16x on 2 cores) face the ETL's 1x figure, not the 4x one."""
+    at_1x = {**RESULTS, "peers_scale": "1x"}
+    assert _by_name(at_1x)["ETL faster than every peer measured"] == (0.2, False)
+    assert "| peer tfx_beam (40 rows, 1x) |" in report.table(at_1x)
