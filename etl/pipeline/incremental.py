@@ -46,7 +46,7 @@ from etl.write.writer import WriteConfig
 
 log = logging.getLogger("etl.pipeline")
 
-BATCH_BYTES = 8 * 2**20  # raw bytes of consecutive segments validated by one GX run
+BATCH_BYTES = 16 * 2**20  # raw bytes of consecutive segments validated by one GX run
 
 
 def run_incremental(spec_name: str, root: str, interval_end: str | datetime,
