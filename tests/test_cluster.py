@@ -93,7 +93,9 @@ class _NoCluster(RuntimeError):
 def _forbid_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise _NoCluster("a LocalCluster was started")
-    monkeypatch.setattr(cluster, "LocalCluster", refuse)
+    import distributed
+
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
 
 
 def test_which_work_runs_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,6 +117,7 @@ def test_small_work_computes_on_threads_and_nested_steps_stay_there(
     with cluster.dask_client(work_bytes=1000) as client:
         assert client is None
         assert dask.config.get("scheduler") == "threads"
+        assert dask.config.get("num_workers") == cluster.IN_PROCESS_THREADS
         with cluster.dask_client() as inner:  # a step of `etl run` that does not know the size
             assert inner is None
     # outside it, unknown work gets its cluster again
