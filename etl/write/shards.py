@@ -119,31 +119,19 @@ def write_shard(
     Raises:
         IOError: the stored size differs from what was written (nothing is trusted then).
     """
-
-    def fill(sink: Any) -> int:
-        count, pending, buffer = 0, 0, []
-        for record in records:  # hot loop: ~1 us per record, kept free of calls we can avoid
-            buffer += (_header(len(record)), record, _u32(masked_crc32c(record)))
-            pending += len(record) + 16
-            count += 1
-            if pending >= FLUSH_BYTES:
-                sink.write(b"".join(buffer))
-                buffer, pending = [], 0
-        sink.write(b"".join(buffer))
-        return count
-
-    return _write(uri, compression, fill)
+    return write_framed(uri, map(frame, records), compression)
 
 
 def write_framed(
     uri: str, framed: Iterable[bytes | memoryview], compression: str | None = None
 ) -> dict[str, Any]:
-    """``write_shard`` of records already in TFRecord framing (as ``read_framed`` yields
-    them), copied byte for byte: a compaction does not frame or checksum them again."""
+    """``write_shard`` of records already in TFRecord framing (``frame``, or as
+    ``read_framed`` yields them), stored as they are: a compaction does not frame or checksum
+    them again."""
 
     def fill(sink: Any) -> int:
         count, pending, buffer = 0, 0, []
-        for record in framed:
+        for record in framed:  # hot loop: kept free of calls we can avoid
             buffer.append(record)
             pending += len(record)
             count += 1
