@@ -27,7 +27,8 @@ import pyarrow.csv as pa_csv
 
 from etl import storage
 from etl.provenance import utc
-from etl.sources.extract import _source_uri, group_by_size, window_files
+from etl.sources.extract import group_by_size, window_files
+from etl.sources.read import source_uri
 from etl.spec import Source, Spec, load_spec
 from etl.transform.split import SPLIT_COL
 from etl.transform.tabular import prepare_partition
@@ -65,7 +66,7 @@ def _lookup(root: str, spec: Spec, index: int) -> pa.Table:
     """A join's right side: keys not null, first row per key kept, columns renamed."""
     join = spec.joins[index]
     source = spec.sources[join.source]
-    table = read_csv(_source_uri(root, source), source).select([*join.on, *join.columns])
+    table = read_csv(source_uri(root, source), source).select([*join.on, *join.columns])
     for key in join.on:
         table = table.filter(pc.is_valid(table.column(key)))
     rows = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))

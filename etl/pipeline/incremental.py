@@ -39,6 +39,7 @@ from etl.provenance import iso, run_key, utc
 from etl.sources.extract import group_by_size
 from etl.spec import Spec
 from etl.transform import stats as stats_mod
+from etl.transform import tabular
 from etl.transform.labels import task_of
 from etl.validation.modes import check_mode
 from etl.versions import segments
@@ -222,10 +223,7 @@ def _learn_classes(spec: Spec, run: dict[str, Any], config: WriteConfig, start: 
     ctx = context(spec, plan, spec.label.schema(), config, run["run_id"])
     parts = _compute(probe_statistics, list(plan.tasks), ctx, plan.rights,
                      storage.join(run["run_dir"], "probe"), dask_address=dask_address)
-    merged = stats_mod.merge_all(parts)
-    splits = [s for s, _ in spec.split.fractions]
-    counts = {s: (merged.get(s) or {}).get("labels", {}) for s in splits}
-    schema = task_of(spec.label).resolve(spec.label, counts, str(spec.path))
+    schema = tabular.resolve_label(stats_mod.merge_all(parts), spec)
     names = tuple(schema["names"])
     label = replace(spec.label, names=names, classes=len(names),
                     names_from=f"the train split's classes {list(names)} ({spec.path}.label "

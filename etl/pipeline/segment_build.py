@@ -25,10 +25,10 @@ from etl import storage
 from etl.errors import LeaseHeldError
 from etl.pipeline.segment_files import KEYS_FILE, PARTIALS_NPZ, write_keys, write_npz
 from etl.provenance import code_version, iso
-from etl.sources.extract import event_times, join_lookups, outside, read_primary
+from etl.sources.extract import event_times, outside, read_primary
+from etl.sources.lookups import join_lookups
 from etl.spec import Spec
 from etl.transform import tabular
-from etl.transform.labels import task_of
 from etl.validation import partials as vpartials
 from etl.validation import partition as vpart
 from etl.validation.parts import validate_parts
@@ -146,7 +146,8 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
                       for f, r in zip(frames, reports)]
             prepared, stats = _prepare_each(valids, ctx.spec)
             for (task, _), st in zip(todo, stats):  # before a record is encoded
-                _check_classes(ctx.spec, ctx.label_schema, st, task.uri)
+                if ctx.label_schema.get("names"):  # a value outside the classes fails here
+                    tabular.resolve_label(st, ctx.spec, f"{ctx.spec.path} (segment {task.uri})")
             typed, partials = _typed_each(valids, ctx)
             metas = [_build(task, ctx, typ, part, st, final, report, misfiled)
                      for (task, _), typ, part, st, final, report, (_, misfiled)
@@ -295,12 +296,3 @@ def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataF
                                       list(ctx.spec.key), storage.join(scratch.uri, "quarantine"))
     valid = vpart.keep_valid(raw, report, list(ctx.spec.key))
     return tabular.split_partial(tabular.prepare_partition(valid, ctx.spec), ctx.spec)
-
-
-def _check_classes(spec: Spec, label_schema: dict[str, Any], stats: dict[str, Any],
-                   uri: str) -> None:
-    """Class values outside the classes fail here (ValidationFailed names them), before a
-    record is encoded; a label without classes has nothing to check."""
-    if label_schema.get("names"):
-        counts = {s: (stats.get(s) or {}).get("labels", {}) for s in stats}
-        task_of(spec.label).resolve(spec.label, counts, f"{spec.path} (segment {uri})")

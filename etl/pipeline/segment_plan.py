@@ -18,7 +18,8 @@ from typing import Any
 from etl import storage
 from etl.pipeline.segment_build import BuildContext, SegmentTask
 from etl.provenance import iso
-from etl.sources.extract import fingerprint, period_end, read_lookups, window_partitions
+from etl.sources.extract import fingerprint, period_end, window_partitions
+from etl.sources.lookups import read_lookups
 from etl.spec import Spec
 from etl.transform.labels import task_of
 from etl.validation import gx as vgx

@@ -23,7 +23,8 @@ import pandas as pd
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.sources.read import STRING, read_source_file
+from etl.sources.lookups import join_lookups, join_one, read_lookups, ts_keys_of
+from etl.sources.read import STRING, read_source_file, source_uri
 from etl.spec import Source, Spec
 
 log = logging.getLogger(__name__)
@@ -56,17 +57,10 @@ def _floor(ts: datetime, granularity: str) -> datetime:
     return ts if granularity == "hour" else ts.replace(hour=0)
 
 
-def _source_uri(root: str, source: Source, **fmt: str) -> str:
-    rel = source.uri
-    for key, value in fmt.items():
-        rel = rel.replace("{" + key + "}", value)
-    return rel if "://" in rel else storage.safe_join(root, rel)
-
-
 def _listed_periods(root: str, source: Source, end: datetime) -> dict[datetime, str]:
     """Every landed period of a partitioned source up to ``end`` (an unbounded window)."""
     part = source.partitioning
-    pattern = _source_uri(root, source, **{part.placeholder: "*"})
+    pattern = source_uri(root, source, **{part.placeholder: "*"})
     fs, path = storage.get_fs(pattern)
     prefix, suffix = path.split("*", 1)
     found: dict[datetime, str] = {}
@@ -78,7 +72,7 @@ def _listed_periods(root: str, source: Source, end: datetime) -> dict[datetime, 
             log.warning("ignoring %s: %r does not match %s", match, text, part.format)
             continue
         if period < end:
-            found[period] = _source_uri(root, source, **{part.placeholder: text})
+            found[period] = source_uri(root, source, **{part.placeholder: text})
     return found
 
 
@@ -94,14 +88,14 @@ def window_partitions(root: str, source: Source, start: datetime | None,
     ``window_files`` does."""
     part = source.partitioning
     if part is None:
-        return [(None, _source_uri(root, source))]
+        return [(None, source_uri(root, source))]
     step = _period_step(part.granularity)
     first = _floor(start, part.granularity) if start else None
     if first is not None and (end - first) / step <= MAX_LISTED_PERIODS:
         periods = {}
         p = first
         while p < end:
-            periods[p] = _source_uri(root, source, **{part.placeholder: p.strftime(part.format)})
+            periods[p] = source_uri(root, source, **{part.placeholder: p.strftime(part.format)})
             p += step
         present = {p: u for p, u in periods.items() if storage.exists(u)}
     else:
@@ -134,7 +128,7 @@ def window_bytes(root: str, spec: Spec, start: datetime | None, end: datetime,
     """Raw bytes a run of [start, end) reads: the window's primary files and the lookups.
     With ``limit``, counting stops once the sum exceeds it (what a caller comparing against
     a threshold needs, without a request per file of a long window)."""
-    uris = [_source_uri(root, spec.sources[j.source]) for j in spec.joins]
+    uris = [source_uri(root, spec.sources[j.source]) for j in spec.joins]
     uris += window_files(root, spec.primary_source, start, end)
     total = 0
     for uri in uris:
@@ -206,64 +200,10 @@ def outside(df: pd.DataFrame, source: Source, start: datetime | None,
     return ~inside & ts.notna()
 
 
-def _lookup(root: str, spec: Spec, index: int, dropped: dict[str, int]) -> pd.DataFrame:
-    """A join's right side, read once on the client: keys not null, duplicates dropped."""
-    join = spec.joins[index]
-    source = spec.sources[join.source]
-    df = read_source_file(_source_uri(root, source), source)
-    df = df[list(join.on) + list(join.columns)].dropna(subset=list(join.on))
-    before = len(df)
-    df = df.drop_duplicates(subset=list(join.on), keep="first")
-    dropped[join.source] = before - len(df)
-    renamed = {c: join.output_name(c) for c in join.columns}
-    df = df.rename(columns=renamed).reset_index(drop=True)
-    for k in _ts_keys(spec, join):  # parsed once here, not in every partition's task
-        df[_JOIN_PREFIX + k] = _instant(df.pop(k))
-    return df
-
-
-_JOIN_PREFIX = "__join_"
-
-
-def _ts_keys(spec: Spec, join: Any) -> list[str]:
-    types = spec.sources[join.source].columns
-    return [k for k in join.on if types[k] == "timestamp"]
-
-
-def _instant(s: pd.Series) -> pd.Series:
-    return pd.to_datetime(s, utc=True, errors="coerce", format="ISO8601")
-
-
-def _join_one(left: pd.DataFrame, right: pd.DataFrame, keys: list[str],
-              ts_keys: list[str]) -> pd.DataFrame:
-    """Left join on keys, timestamps compared as instants (not as strings), row order kept."""
-    lk, on = left, list(keys)
-    for k in ts_keys:
-        lk = lk.assign(**{_JOIN_PREFIX + k: _instant(lk[k])})
-        on[on.index(k)] = _JOIN_PREFIX + k
-    out = lk.merge(right, how="left", on=on, sort=False)
-    return out.drop(columns=[c for c in out.columns if c.startswith(_JOIN_PREFIX)])
-
-
-def read_lookups(root: str, spec: Spec) -> tuple[list[pd.DataFrame], dict[str, int], list[str]]:
-    """(each join's right side, duplicates dropped per lookup, the lookup files' URIs)."""
-    dropped: dict[str, int] = {}
-    rights = [_lookup(root, spec, i, dropped) for i in range(len(spec.joins))]
-    return rights, dropped, [_source_uri(root, spec.sources[j.source]) for j in spec.joins]
-
-
 def read_primary(uris: list[str], spec: Spec) -> pd.DataFrame:
     """Every row of some primary source files, as they arrived (no time filter, no join)."""
     frames = [read_source_file(u, spec.primary_source) for u in uris]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-
-
-def join_lookups(df: pd.DataFrame, spec: Spec, rights: list[pd.DataFrame]) -> pd.DataFrame:
-    """The spec's lookup joins (row count and order kept: lookups hold one row per key), in
-    the spec's columns."""
-    for join, right in zip(spec.joins, rights):
-        df = _join_one(df, right, list(join.on), _ts_keys(spec, join))
-    return df[list(spec.column_types())]
 
 
 def joined_part(uris: list[str], spec: Spec, rights: list[pd.DataFrame]) -> pd.DataFrame:
@@ -284,11 +224,11 @@ def build_frame(root: str, spec: Spec, start: datetime | None, end: datetime,
     ddf = dd.from_map(_read_group, groups, source=primary, start=start, end=end, meta=meta,
                       enforce_metadata=False, label="read-" + primary.name)
     for join, right in zip(spec.joins, rights):
-        ts_keys = _ts_keys(spec, join)
-        out_meta = _join_one(ddf._meta, right.iloc[:0], list(join.on), ts_keys)
+        ts_keys = ts_keys_of(spec, join)
+        out_meta = join_one(ddf._meta, right.iloc[:0], list(join.on), ts_keys)
         # one graph key for the lookup, shared by every partition's task
         shared = dask.delayed(right, pure=True)
-        ddf = ddf.map_partitions(_join_one, shared, list(join.on), ts_keys, meta=out_meta)
+        ddf = ddf.map_partitions(join_one, shared, list(join.on), ts_keys, meta=out_meta)
     return ddf[list(spec.column_types())], fp, lookups
 
 

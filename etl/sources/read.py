@@ -24,6 +24,16 @@ STRING = pd.StringDtype("pyarrow")  # one string dtype end to end (what Dask nor
 PARQUET_MAGIC = b"PAR1"  # first 4 bytes, and last 4 after the footer and its 4-byte length
 
 
+def source_uri(root: str, source: Source, **fmt: str) -> str:
+    """A source file's URI: its pattern with ``fmt`` filled in, under ``root`` unless it is
+    an absolute URI."""
+    rel = source.uri
+    for key, value in fmt.items():
+        rel = rel.replace("{" + key + "}", value)
+    return rel if "://" in rel else storage.safe_join(root, rel)
+
+
+
 class SourceReadError(PipelineError):
     """A raw file cannot be read as the spec describes; names the file and what was expected."""
 

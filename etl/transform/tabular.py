@@ -150,16 +150,23 @@ def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
     are keyed by the stored value (the class index).
     """
     numeric, categorical = _feature_names(spec)
-    splits = [s for s, _ in spec.split.fractions]
-    stats = stats_mod.finalize(merged, splits, numeric, categorical)
-    counts = {s: (merged.get(s) or {}).get("labels", {}) for s in splits}
-    schema = task_of(spec.label).resolve(spec.label, counts, str(spec.path))
+    stats = stats_mod.finalize(merged, [s for s, _ in spec.split.fractions], numeric,
+                               categorical)
+    schema = resolve_label(merged, spec)
     if schema.get("names"):
-        train = counts.get("train", {})
+        train = (merged.get("train") or {}).get("labels", {})
         stats["label_counts"] = {str(i): int(train.get(n, 0))
                                  for i, n in enumerate(schema["names"])}
     stats["label_schema"] = schema
     return stats
+
+
+def resolve_label(partial: stats_mod.Partial, spec: Spec, where: str | None = None
+                  ) -> dict[str, Any]:
+    """The label's schema with its classes resolved from a partial's label counts; raises
+    ValidationFailed naming a class value outside the classes (``where``: the spec's path)."""
+    counts = {s: (partial.get(s) or {}).get("labels", {}) for s, _ in spec.split.fractions}
+    return task_of(spec.label).resolve(spec.label, counts, where or str(spec.path))
 
 
 def finalize_partition(df: pd.DataFrame, spec: Spec,
