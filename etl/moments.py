@@ -8,6 +8,7 @@ variance of values with a large mean. A summary is JSON-able.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -60,3 +61,26 @@ def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {"count": n, "sum": a["sum"] + b["sum"], "mean": a["mean"] + delta * b["count"] / n,
             "m2": a["m2"] + b["m2"] + delta * delta * a["count"] * b["count"] / n,
             "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"])}
+
+
+def group_blocks(keys: np.ndarray, n: int) -> tuple[np.ndarray, list[slice]]:
+    """(an order sorting rows by ``keys``, each key's slice of that order), keys in 0..n-1; a
+    row keyed -1 belongs to no block. Lets a batch's partials be computed per group at once."""
+    order = np.argsort(keys, kind="stable")
+    bounds = np.searchsorted(keys[order], np.arange(n + 1)).tolist()
+    return order, [slice(bounds[k], bounds[k + 1]) for k in range(n)]
+
+
+def group_counts(values: pd.Series, keys: np.ndarray, n: int
+                 ) -> tuple[pd.Index, list[tuple[np.ndarray, np.ndarray]]]:
+    """Value counts of every group of rows in one pass: (the distinct present values, per key
+    in 0..n-1 the positions of its values in them and their counts, most frequent first)."""
+    codes, uniques = pd.factorize(values)
+    width = max(len(uniques), 1)
+    seen = (codes >= 0) & (keys >= 0)
+    flat, counts = np.unique(keys[seen] * width + codes[seen], return_counts=True)
+    group, code = np.divmod(flat, width)
+    by = np.lexsort((code, -counts, group))
+    group, code, counts = group[by], code[by], counts[by]
+    bounds = np.searchsorted(group, np.arange(n + 1)).tolist()
+    return uniques, [(code[lo:hi], counts[lo:hi]) for lo, hi in itertools.pairwise(bounds)]

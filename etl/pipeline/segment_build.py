@@ -144,11 +144,14 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
                                      [storage.join(t.uri, "quarantine") for t, _ in todo])
             valids = [vpart.keep_valid(f, r, list(ctx.spec.key))
                       for f, r in zip(frames, reports)]
-            prepared, stats = _prepare_each(valids, ctx.spec)
+            lengths = [len(v) for v in valids]
+            whole, parts = pd.concat(valids, ignore_index=True), np.repeat(
+                np.arange(len(valids)), lengths)
+            prepared, stats = _prepare_each(whole, parts, len(valids), ctx.spec)
             for (task, _), st in zip(todo, stats):  # before a record is encoded
                 if ctx.label_schema.get("names"):  # a value outside the classes fails here
                     tabular.resolve_label(st, ctx.spec, f"{ctx.spec.path} (segment {task.uri})")
-            typed, partials = _typed_each(valids, ctx)
+            typed, partials = _typed_each(whole, parts, lengths, ctx)
             metas = [_build(task, ctx, typ, part, st, final, report, misfiled)
                      for (task, _), typ, part, st, final, report, (_, misfiled)
                      in zip(todo, typed, partials, stats, _encode_each(prepared, ctx), reports,
@@ -174,29 +177,26 @@ def _split(frame: pd.DataFrame, lengths: list[int]) -> list[pd.DataFrame]:
     return [frame.iloc[lo:hi].reset_index(drop=True) for lo, hi in itertools.pairwise(bounds)]
 
 
-def _prepare_each(valids: list[pd.DataFrame], spec: Spec
+def _prepare_each(whole: pd.DataFrame, parts: np.ndarray, n: int, spec: Spec
                   ) -> tuple[list[pd.DataFrame], list[dict[str, Any]]]:
-    """The feature transform and the split statistics run once over a batch's rows, split
-    back per segment (per-call costs are paid once, not once a day)."""
-    parts = np.repeat(np.arange(len(valids)), [len(v) for v in valids])
-    whole = pd.concat(valids, ignore_index=True).assign(**{PART_COL: parts})
-    prepared = tabular.prepare_partition(whole, spec, carry=PART_COL)
+    """The feature transform and the split statistics run once over a batch's valid rows
+    (``parts``: each row's segment), split back per segment (per-call costs are paid once,
+    not once a day)."""
+    prepared = tabular.prepare_partition(whole.assign(**{PART_COL: parts}), spec, carry=PART_COL)
     part = prepared[PART_COL].to_numpy()
-    stats = tabular.split_partials(prepared, part, len(valids), spec)
-    counts = np.bincount(part, minlength=len(valids))
+    stats = tabular.split_partials(prepared, part, n, spec)
+    counts = np.bincount(part, minlength=n)
     return _split(prepared.drop(columns=[PART_COL]), counts.tolist()), stats
 
 
-def _typed_each(valids: list[pd.DataFrame], ctx: BuildContext
+def _typed_each(whole: pd.DataFrame, parts: np.ndarray, lengths: list[int], ctx: BuildContext
                 ) -> tuple[list[pd.DataFrame], list[dict]]:
     """Each segment's valid rows with the metric columns parsed, and its dataset-level metric
     partials: parsed and computed once per batch."""
-    typed = typed_frame(pd.concat(valids, ignore_index=True)[list(ctx.metric_columns)],
+    typed = typed_frame(whole[list(ctx.metric_columns)],
                         {c: ctx.kinds[c] for c in ctx.metric_columns})
-    lengths = [len(v) for v in valids]
-    parts = np.repeat(np.arange(len(valids)), lengths)
     return (_split(typed, lengths),
-            vpartials.group_partials(typed, parts, len(valids), ctx.metric_keys))
+            vpartials.group_partials(typed, parts, len(lengths), ctx.metric_keys))
 
 
 def _encode_each(prepared: list[pd.DataFrame], ctx: BuildContext) -> list[pd.DataFrame]:

@@ -51,9 +51,7 @@ def partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
     key = np.where(split_code >= 0, np.asarray(groups, dtype=np.int64) * n_splits + split_code,
                    -1)
     n_keys = n_groups * n_splits
-    order = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(n_keys + 1)).tolist()
-    blocks = [slice(bounds[k], bounds[k + 1]) for k in range(n_keys)]
+    order, blocks = moments.group_blocks(key, n_keys)
     numbers = _block_moments(prepared, list(numeric), order, blocks)
     vocab = {c: _counts(prepared[c], key, n_keys) for c in categorical}
     labels = _counts(prepared[label], key, n_keys) if label_summary == "counts" else None
@@ -83,14 +81,10 @@ def _block_moments(frame: pd.DataFrame, columns: list[str], order: np.ndarray,
 
 def _counts(values: pd.Series, key: np.ndarray, n_keys: int) -> list[dict[str, int]]:
     """Per key, the counts of the present values (keyed by their text)."""
-    codes, uniques = pd.factorize(values)
+    uniques, per_key = moments.group_counts(values, key, n_keys)
     names = [str(u) for u in uniques.tolist()]
-    seen = (codes >= 0) & (key >= 0)
-    flat, counts = np.unique(key[seen] * max(len(names), 1) + codes[seen], return_counts=True)
-    out: list[dict[str, int]] = [{} for _ in range(n_keys)]
-    for f, n in zip(flat.tolist(), counts.tolist()):
-        out[f // len(names)][names[f % len(names)]] = n
-    return out
+    return [{names[c]: n for c, n in zip(code.tolist(), counts.tolist())}
+            for code, counts in per_key]
 
 
 def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:

@@ -9,7 +9,6 @@ different nights).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,17 +50,10 @@ def _grouped(pdf: pd.DataFrame, key: Key, groups: np.ndarray, order: np.ndarray,
 
 def _value_counts(values: pd.Series, groups: np.ndarray, n: int) -> list[pd.Series]:
     """Per group, ``values.value_counts(dropna=True)`` of its rows (most frequent first)."""
-    codes, uniques = pd.factorize(values)
-    width = max(len(uniques), 1)
-    seen = codes >= 0
-    flat, counts = np.unique(groups[seen] * width + codes[seen], return_counts=True)
-    group, code = np.divmod(flat, width)
-    by = np.lexsort((code, -counts, group))
-    group, code, counts = group[by], code[by], counts[by]
-    bounds = np.searchsorted(group, np.arange(n + 1))
-    return [pd.Series(counts[lo:hi], name="count", dtype="int64",
-                      index=pd.Index(uniques.take(code[lo:hi]), name=values.name))
-            for lo, hi in itertools.pairwise(bounds.tolist())]
+    uniques, per_group = moments.group_counts(values, groups, n)
+    return [pd.Series(counts, name="count", dtype="int64",
+                      index=pd.Index(uniques.take(code), name=values.name))
+            for code, counts in per_group]
 
 
 def _merge(key: Key, a: Any, b: Any) -> Any:
@@ -86,9 +78,7 @@ def group_partials(pdf: pd.DataFrame, groups: np.ndarray, n_groups: int,
     row i's group) at once: a batch of segments pays pandas' per-call costs once, not once
     per segment and key."""
     groups = np.asarray(groups, dtype=np.int64)
-    order = np.argsort(groups, kind="stable")
-    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1)).tolist()
-    blocks = [slice(bounds[g], bounds[g + 1]) for g in range(n_groups)]
+    order, blocks = moments.group_blocks(groups, n_groups)
     values = {k: _grouped(pdf, k, groups, order, blocks) for k in keys}
     return [{k: values[k][g] for k in keys} for g in range(n_groups)]
 
