@@ -59,7 +59,7 @@ def _scale(results: dict[str, Any], work: Path, scale: int,
     key = f"{scale}x"
     log.info("ETL at %s: landing, CLI run, floor", key)
     root = _fresh_root(work, key, scale, days)
-    etl = measure.etl_cli(root, **_interval(days))
+    etl = measure.etl_cli(root, **_interval(days), steps=measure.ONE_SHOT)
     floor = measure.floor(root, str(work / f"floor-{key}"), **_interval(days))
     shutil.rmtree(work / f"floor-{key}", ignore_errors=True)
     results["etl_scaling"][key] = {"etl": etl, "floor": floor,
@@ -70,7 +70,8 @@ def _scale(results: dict[str, Any], work: Path, scale: int,
 
 def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
     log.info("fixed overhead: CLI run and each step as a task, one-day window")
-    fixed = measure.etl_cli(_fresh_root(work, "day-cli", days=DAY), DAY_END, DAY_START)
+    fixed = measure.etl_cli(_fresh_root(work, "day-cli", days=DAY), DAY_END, DAY_START,
+                            steps=measure.ONE_SHOT)
     results["etl_fixed_run"] = fixed
     results["etl_fixed_overhead_s"] = fixed["fixed_overhead_s"]
     tasks = overhead.task_overheads(_fresh_root(work, "day-tasks", days=DAY), DAY_END,

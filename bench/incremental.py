@@ -18,7 +18,7 @@ from typing import Any
 from bench import measure
 
 log = logging.getLogger("bench")
-INCREMENTAL = ("--incremental",)
+INCREMENTAL = measure.INCREMENTAL
 
 
 def _end(day: date) -> str:
@@ -31,15 +31,15 @@ def incremental(fresh_root: Callable[..., str], first: date, last: date,
     it measured in this run. ``fresh_root(name, days=(start, end))`` lands a new root."""
     span = (first.isoformat(), last.isoformat())
     log.info("incremental: bulk build of %s .. %s into segments", *span)
-    bulk = measure.etl_cli(fresh_root("inc-bulk", days=span), _end(last), extra=INCREMENTAL)
+    bulk = measure.etl_cli(fresh_root("inc-bulk", days=span), _end(last), steps=INCREMENTAL)
     log.info("incremental: nightly run adding %s after a bulk build", last - timedelta(days=1))
     history = fresh_root("inc-night-n", days=span)
-    measure.etl_cli(history, _end(last - timedelta(days=1)), extra=INCREMENTAL)
-    night_n = measure.etl_cli(history, _end(last), extra=INCREMENTAL)
+    measure.etl_cli(history, _end(last - timedelta(days=1)), steps=INCREMENTAL)
+    night_n = measure.etl_cli(history, _end(last), steps=INCREMENTAL)
     log.info("incremental: nightly run adding day 2")
     young = fresh_root("inc-night-1", days=(span[0], (first + timedelta(days=2)).isoformat()))
-    measure.etl_cli(young, _end(first + timedelta(days=1)), extra=INCREMENTAL)
-    night_1 = measure.etl_cli(young, _end(first + timedelta(days=2)), extra=INCREMENTAL)
+    measure.etl_cli(young, _end(first + timedelta(days=1)), steps=INCREMENTAL)
+    night_1 = measure.etl_cli(young, _end(first + timedelta(days=2)), steps=INCREMENTAL)
     return {
         "bulk": _brief(bulk), "night_1": _brief(night_1), "night_n": _brief(night_n),
         "nights": [(first + timedelta(days=1)).isoformat(),

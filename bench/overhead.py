@@ -1,12 +1,13 @@
 """Fixed overhead per Airflow task, approximated without Airflow.
 
-Each DAG task body calls one ``etl.pipeline`` step in the task runner's process; here each step
-runs as its CLI subcommand (``python -m etl extract|validate|write|publish``, the same
-functions) in a fresh interpreter. A task's overhead is the child's wall time minus the step's
-work: its time in a ``run`` of the same window, where the Dask cluster was already up (a step
-run alone times its own cluster start inside the step, so ``run.json`` of the task is kept as
-information only). Publish records no time: its whole wall time is counted. Not included: the Airflow task runner's own start-up (supervisor, task SDK, XCom), which the DAG
-end-to-end tests exercise but this bench does not time.
+Each task of the one-shot ETL DAG calls one ``etl.pipeline`` step in the task runner's process;
+here each step runs as its CLI subcommand (``python -m etl extract|validate|write|publish``, the
+same functions) in a fresh interpreter. A task's overhead is the child's wall time minus the
+step's work: its time in a ``run --one-shot`` of the same window, where the Dask cluster was
+already up (a step run alone times its own cluster start inside the step, so ``run.json`` of
+the task is kept as information only). Publish records no time: its whole wall time is counted.
+Not included: the Airflow task runner's own start-up (supervisor, task SDK, XCom), which the
+DAG end-to-end tests exercise but this bench does not time.
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@
 
 Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/specs).
 
-Step by step (what the DAG does, URIs passed from one step to the next):
-extract -> validate -> write -> publish. ``--root`` defaults to $PIPELINE_STORAGE_ROOT.
+``run`` does what the spec's DAG does: with ``incremental: true``, build the window's missing
+segments, then publish; otherwise extract -> validate -> write -> publish, each also its own
+subcommand taking the previous step's URI. ``--incremental`` or ``--one-shot`` overrides the
+spec. ``--root`` defaults to $PIPELINE_STORAGE_ROOT.
 """
 
 from __future__ import annotations
@@ -81,6 +83,19 @@ def _write_opts(p: argparse.ArgumentParser) -> None:
                         "tfx-bsl C++; or the Python loop (the baseline)")
 
 
+def _run_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
+    _write_opts(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON only")
+    steps = p.add_mutually_exclusive_group()
+    steps.add_argument("--incremental", action="store_true",
+                       help="build only the window's missing segments, then publish (default "
+                            "when the spec sets incremental: true)")
+    steps.add_argument("--one-shot", action="store_true",
+                       help="extract, validate, write and publish the whole window (default "
+                            "otherwise)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m etl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -96,15 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="repeat flights N times with shifted flight numbers (memory tests)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace landed files whose content differs")
-    p = sub.add_parser("run", help="extract, validate, write and publish one interval")
+    p = sub.add_parser("run", help="build and publish one interval's version")
     _common(p)
     _interval(p)
-    p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
-    _write_opts(p)
-    p.add_argument("--json", action="store_true", help="print the result as JSON only")
-    p.add_argument("--incremental", action="store_true",
-                   help="build only the window's missing segments (one per raw partition) and "
-                        "compose the version from them (tabular specs)")
+    _run_opts(p)
     p = sub.add_parser("extract", help="stage the interval's raw data as Parquet")
     _common(p)
     _interval(p)
@@ -179,16 +189,34 @@ def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
     print(format_shards(manifest))
 
 
+def _incremental(args: argparse.Namespace) -> bool:
+    """Segments or the one-shot steps: --incremental, --one-shot, else the spec's setting."""
+    from etl.kinds import kind_of
+    from etl.spec.load import spec_path
+    from etl.spec.scheduling import read_settings
+
+    if args.one_shot:
+        return False
+    wanted = args.incremental or read_settings(spec_path(args.dataset)).incremental
+    if wanted and not kind_of(args.dataset).incremental:
+        asked = "--incremental" if args.incremental else "the spec's incremental: true"
+        raise SystemExit(f"{asked}: {kind_of(args.dataset).name} specs cannot build segments; "
+                         "use the one-shot steps (--one-shot)")
+    return wanted
+
+
 def _run(args: argparse.Namespace) -> int:
     from etl import pipeline, versions
 
     options = {"mode": args.mode, "shard_bytes": args.shard_bytes,
                "compression": args.compression, "force": args.force,
                "source_uri": args.source_uri, "dask_address": args.dask_address}
-    if args.incremental and args.encoder != "vectorized":
-        raise SystemExit("--incremental writes segments with the byte-deterministic "
-                         f"'vectorized' encoder only, got --encoder {args.encoder}")
-    if args.incremental:
+    incremental = _incremental(args)
+    if incremental and args.encoder != "vectorized":
+        raise SystemExit("incremental runs write segments with the byte-deterministic "
+                         f"'vectorized' encoder only, got --encoder {args.encoder} "
+                         "(add --one-shot for the one-shot steps)")
+    if incremental:
         result = pipeline.run_incremental(args.dataset, args.root, args.interval_end,
                                           args.interval_start, args.run_id, **options)
     else:
