@@ -30,9 +30,10 @@ def _stages(ds: tf.data.Dataset) -> list[str]:
         "ParallelInterleaveDatasetV4": "interleave", "BatchDatasetV2": "batch",
         "ParallelMapDatasetV2": "map", "CacheDatasetV2": "cache", "PrefetchDataset": "prefetch",
         "AssertCardinalityDataset": "cardinality", "OptionsDataset": "options",
-        "UnbatchDataset": "unbatch",
+        "UnbatchDataset": "unbatch", "RebatchDatasetV2": "rebatch", "RandomDataset": "random",
+        "ZipDataset": "zip",
     }
-    # a plain MapDataset is unbatch's own reshaping step: ours are all ParallelMapDatasetV2
+    # a plain MapDataset would be a reshaping step: ours are all ParallelMapDatasetV2
     ops = [n.op for n in _graph(ds).node if "Dataset" in n.op and n.op != "MapDataset"]
     return [names.get(op, op) for op in ops]
 
@@ -61,20 +62,30 @@ def _expected(rows: list[dict]) -> list[tuple]:
     return [tuple(_py(r[k]) for k in keys) + (r["late"],) for r in rows]
 
 
-def test_training_order_is_shuffle_interleave_shuffle_repeat_batch_parse_map_prefetch(version):
+def test_training_order_shuffles_chunks_then_permutes_parsed_windows(version):
+    """files shuffled -> interleave (chunks) -> chunk shuffle -> repeat -> windows -> (zip with
+    per-window seeds) parse + permute -> batches -> feature map -> prefetch; no per-record
+    stage (unbatch, record shuffle) anywhere."""
     ds = make_dataset(version.uri, "train", version.manifest, InputConfig(batch_size=64))
-    assert _stages(ds) == ["files", "shuffle", "interleave", "unbatch", "shuffle", "repeat",
-                           "batch", "map", "map", "prefetch", "options"]
+    assert _stages(ds) == ["files", "shuffle", "interleave", "shuffle", "repeat", "rebatch",
+                           "random", "batch", "zip", "map", "rebatch", "cardinality", "map",
+                           "prefetch", "options"]
     ops = _functions_ops(ds)
+    assert "StatelessShuffle" in ops
     assert "ParseExampleV2" in ops and "ParseSingleExample" not in ops  # vectorized parse
     assert "TFRecordDataset" in ops
     assert ds.cardinality() == tf.data.INFINITE_CARDINALITY
+    unshuffled = make_dataset(version.uri, "train", version.manifest,
+                              InputConfig(batch_size=64, shuffle_buffer=0))
+    assert _stages(unshuffled) == ["files", "shuffle", "interleave", "repeat", "rebatch",
+                                   "cardinality", "map", "map", "prefetch", "options"]
+    assert unshuffled.cardinality() == tf.data.INFINITE_CARDINALITY
 
 
 def test_eval_order_has_no_shuffle_or_repeat_and_a_known_length(version):
     ds = make_dataset(version.uri, "eval", version.manifest, InputConfig(batch_size=50))
-    assert _stages(ds) == ["files", "interleave", "unbatch", "batch", "cardinality", "map",
-                           "map", "prefetch", "options"]
+    assert _stages(ds) == ["files", "interleave", "rebatch", "cardinality", "map", "map",
+                           "prefetch", "options"]
     assert int(ds.cardinality()) == -(-len(version.rows["eval"]) // 50)
     assert ds.options().deterministic is True
 
@@ -82,8 +93,9 @@ def test_eval_order_has_no_shuffle_or_repeat_and_a_known_length(version):
 def test_cache_sits_after_parse_and_before_batch_reshuffle_and_repeat(version):
     ds = make_dataset(version.uri, "train", version.manifest,
                       InputConfig(batch_size=64, cache="memory", shuffle_buffer=256))
-    assert _stages(ds) == ["files", "shuffle", "interleave", "unbatch", "shuffle", "batch",
-                           "map", "map", "cache", "shuffle", "repeat", "prefetch", "options"]
+    assert _stages(ds) == ["files", "shuffle", "interleave", "shuffle", "rebatch", "random",
+                           "batch", "zip", "map", "rebatch", "map", "cache", "shuffle", "repeat",
+                           "prefetch", "options"]
 
 
 def test_file_cache_goes_under_the_version_and_serves_the_same_batches(version, tmp_path: Path):
@@ -112,6 +124,18 @@ def test_seeded_training_order_is_reproducible(version):
     assert a == b
     assert a != c
     assert sorted(a) != a  # actually shuffled
+
+
+def test_a_shuffled_epoch_holds_every_record_once_in_batches_of_the_asked_size(version):
+    """The permuted windows lose, double or alter no record, and cut into full batches."""
+    cfg = InputConfig(batch_size=64, seed=3, shuffle_buffer=300, read_chunk=50, cache="memory")
+    n = len(version.rows["train"])
+    ds = make_dataset(version.uri, "train", version.manifest, cfg)
+    sizes = [int(label.shape[0]) for _, label in ds.take(-(-n // 64))]
+    assert sizes.count(64) == n // 64 and sum(sizes) == n  # one short batch at most
+    epoch = _rows(ds.take(-(-n // 64)))
+    assert sorted(epoch) == sorted(_expected(version.rows["train"]))
+    assert epoch != _expected(version.rows["train"])
 
 
 def test_parsed_values_equal_the_written_records(version):

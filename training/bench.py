@@ -6,10 +6,13 @@ times round-robin (the best rate of each is reported: on a shared machine, the s
 samples measure the neighbours). Absolute figures move with the machine; the ratios are
 what we hold ourselves to.
 
-- ceiling: interleaved ``TFRecordDataset`` reads + batch, no parsing (what storage gives);
-- parse ceiling: the same reads + batch -> ``parse_example`` -> prefetch and nothing else (no
+- ceiling: interleaved ``TFRecordDataset`` reads cut into batches, no parsing (what storage
+  gives);
+- parse ceiling: the same reads -> batches -> ``parse_example`` -> prefetch and nothing else (no
   shuffle, no feature map): the fastest any parsing pipeline over these shards and cores runs,
-  the figure ours is held to (issue 15);
+  the figure ours is held to (issue 15). Both ceilings cut the readers' chunks into batches
+  with ``rebatch``, as ours does: ``unbatch`` then ``batch`` would handle every record
+  (measured ~10% slower), and the ceiling should be the fastest bare form;
 - ours: ``training.data.tabular.make_dataset`` in training mode, raw features out; and the
   same with the model's preprocessing in the feature map, as training runs it;
 - naive: one file after another, ``parse_single_example`` per record, then batch, no
@@ -22,6 +25,7 @@ what we hold ourselves to.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -34,7 +38,8 @@ from training.data.tabular import (
     feature_map,
     feature_specs,
     make_dataset,
-    read_records,
+    parse_batch,
+    read_chunks,
     shard_files,
 )
 from training.models.tabular import build_models, compile_model
@@ -63,19 +68,18 @@ def throughput(ds: tf.data.Dataset, batch_size: int, warmup: int, batches: int) 
 
 def ceiling_dataset(files: list[str], compression: str | None, config: InputConfig) -> tf.data.Dataset:
     """Raw records only: the fastest any parsing pipeline over these shards could go."""
-    ds = read_records(files, compression, config, training=False, deterministic=False)
-    return ds.repeat().batch(config.batch_size).prefetch(tf.data.AUTOTUNE)
+    ds = read_chunks(files, compression, config, training=False, deterministic=False)
+    return ds.repeat().rebatch(config.batch_size).prefetch(tf.data.AUTOTUNE)
 
 
 def parse_ceiling_dataset(files: list[str], manifest: dict[str, Any],
                           config: InputConfig) -> tf.data.Dataset:
     """Bare interleave -> batch -> ``parse_example``: parsing's ceiling over these shards."""
-    specs = feature_specs(manifest)
-    ds = read_records(files, compression_type(manifest), config, training=False,
-                      deterministic=False)
-    ds = ds.repeat().batch(config.batch_size)
-    return ds.map(lambda b: tf.io.parse_example(b, specs),
-                  num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    ds = read_chunks(files, compression_type(manifest), config, training=False,
+                     deterministic=False)
+    ds = ds.repeat().rebatch(config.batch_size)
+    return ds.map(parse_batch(manifest), num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE)
 
 
 def naive_dataset(files: list[str], manifest: dict[str, Any], batch_size: int) -> tf.data.Dataset:
@@ -164,6 +168,7 @@ def bench_input(
         "stall_batches": config.stall_batches, "split": config.split, "shards": len(files),
         "examples_in_split": manifest["splits"][config.split]["num_examples"],
         "device": "GPU" if tf.config.list_physical_devices("GPU") else "CPU",
+        "cores": len(os.sched_getaffinity(0)),
         "version_uri": version_uri,
     }
     log.info("bench-input: %s", result)
@@ -189,7 +194,8 @@ def format_table(result: dict[str, Any]) -> str:
           "cached (target <= 1.10)")),
     ]
     head = (f"bench-input on {result['version_uri']} [{result['split']}, {result['shards']} shards, "
-            f"batch {result['batch_size']}, {result['batches']} timed batches, {result['device']}]")
+            f"batch {result['batch_size']}, {result['batches']} timed batches, {result['device']}, "
+            f"{result['cores']} cores]")
     cost = result["cpu_us_per_example"]
     cpu_line = ("CPU per example (us): " + ", ".join(f"{k} {v:.2f}" for k, v in cost.items())
                 + f"; naive/ours {cost['naive'] / cost['ours']:.1f}x")

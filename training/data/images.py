@@ -19,7 +19,7 @@ from typing import Any
 import tensorflow as tf
 
 from training.config import AUTOTUNE, ImageTrainConfig
-from training.data.tabular import compression_type, pipeline_options, read_records, shard_files
+from training.data.tabular import compression_type, pipeline_options, read_chunks, shard_files
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,8 @@ def make_image_dataset(version_uri: str, split: str, manifest: dict[str, Any],
                          "training needs a fixed size (set image.resize in the spec)")
     icfg = InputConfig(batch_size=config.batch_size, seed=config.seed)
     files = shard_files(version_uri, split, manifest, icfg)
-    ds = read_records(files, compression_type(manifest), icfg, training, deterministic=True)
-    ds = ds.batch(config.batch_size).map(
+    ds = read_chunks(files, compression_type(manifest), icfg, training, deterministic=True)
+    ds = ds.map(
         _decode_batch(name, manifest["schema"]["label"]["name"], feat["shape"], feat["encoding"]),
         num_parallel_calls=AUTOTUNE).unbatch()
     if config.cache:

@@ -1,13 +1,22 @@
 """The tf.data input pipeline, built from a version's manifest.
 
-Order (training): shuffle the shard list -> interleave TFRecord readers -> shuffle buffer
--> repeat -> batch -> ``parse_example`` on the whole batch -> feature map -> [cache] ->
-prefetch. Parsing a batch at once is vectorized C++; parsing per record is the classic
-bottleneck. Eval/test: fixed shard order, deterministic, no shuffle, no repeat.
+Order (training): shuffle the shard list -> interleave TFRecord readers, each handing over
+chunks of records -> shuffle the chunks -> repeat -> windows of ``shuffle_buffer`` records ->
+``parse_example`` on the whole window, then a random permutation of its rows -> batches ->
+feature map -> [cache] -> prefetch. Eval/test: fixed shard order, deterministic, no shuffle,
+no repeat: chunks -> batches -> ``parse_example`` -> feature map.
+
+Records are never handled one at a time: ``rebatch`` slices chunks into windows and windows
+into batches, and parsing is vectorized C++ over thousands of records. A per-record
+``shuffle`` buffer (plus the ``unbatch`` and ``batch`` around it) cost about a third more CPU
+per example than the whole bare read-and-parse path (session 7, PERFORMANCE.md). Shuffling
+chunks and then permuting each window uniformly mixes examples within a window completely
+and across windows through the chunk shuffle and the per-epoch shard order; the shards
+themselves are written in key-hash order, uncorrelated with time or label.
 
 With ``cache`` set, the cache sits after the expensive parse, and shuffling then repeating
 move after it (batch-level reshuffle each epoch): a cache before ``repeat`` is the only
-placement that ever completes, and one after a per-example shuffle would freeze its order.
+placement that ever completes, and one after the permutation would freeze its order.
 """
 
 from __future__ import annotations
@@ -114,17 +123,19 @@ def make_dataset(
     training = split == "train" if training is None else training
     deterministic = config.seed is not None or not training
     files = shard_files(version_uri, split, manifest, config)
-    ds = read_records(files, compression_type(manifest), config, training, deterministic)
+    ds = read_chunks(files, compression_type(manifest), config, training, deterministic)
+    parse = parse_batch(manifest)
+    drop = training and config.drop_remainder
     if training and config.shuffle_buffer:
-        ds = ds.shuffle(config.shuffle_buffer, seed=config.seed, reshuffle_each_iteration=True)
-    if training and not config.cache:
-        ds = ds.repeat()
-    ds = ds.batch(config.batch_size, drop_remainder=training and config.drop_remainder)
-    if not training:  # known length: Keras sizes its loops, and a short shard fails loudly
-        examples = sum(int(e["records"]) for e in staging.split_shards(manifest, split))
-        ds = ds.apply(tf.data.experimental.assert_cardinality(-(-examples // config.batch_size)))
-    specs = feature_specs(manifest)
-    ds = ds.map(lambda rec: tf.io.parse_example(rec, specs), num_parallel_calls=config.map_parallel_calls)
+        ds = shuffled_windows(ds, parse, config, repeat=not config.cache)
+        ds = _with_length(ds.rebatch(config.batch_size, drop_remainder=drop), manifest, split,
+                          config, training)
+    else:
+        if training and not config.cache:
+            ds = ds.repeat()
+        ds = _with_length(ds.rebatch(config.batch_size, drop_remainder=drop), manifest, split,
+                          config, training)
+        ds = ds.map(parse, num_parallel_calls=config.map_parallel_calls)
     ds = ds.map(feature_map(manifest, preprocess, target),
                 num_parallel_calls=config.map_parallel_calls)
     if config.cache:
@@ -133,25 +144,56 @@ def make_dataset(
     return ds.with_options(pipeline_options(config, deterministic))
 
 
-def read_records(
+def parse_batch(manifest: dict[str, Any]) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
+    """``parse_example`` of a vector of serialized records into the manifest's features."""
+    specs = feature_specs(manifest)
+    return lambda records: tf.io.parse_example(records, specs)
+
+
+def shuffled_windows(chunks: tf.data.Dataset, parse: Callable, config: InputConfig,
+                     repeat: bool = True) -> tf.data.Dataset:
+    """Parsed windows of ``shuffle_buffer`` examples, each in a uniformly random row order.
+
+    The chunks pass a shuffle buffer of ``shuffle_buffer / read_chunk`` chunks first, so a
+    window draws from about twice its size of the stream. Each window's permutation comes
+    from a stateless shuffle seeded by ``Dataset.random(config.seed)``: reproducible with a
+    seed, different each epoch either way.
+    """
+    chunk_buffer = max(2, config.shuffle_buffer // config.read_chunk)
+    ds = chunks.shuffle(chunk_buffer, seed=config.seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.rebatch(config.shuffle_buffer)
+    seeds = tf.data.Dataset.random(seed=config.seed).batch(2)
+
+    def parse_and_permute(records: tf.Tensor, seed: tf.Tensor) -> dict[str, tf.Tensor]:
+        order = tf.random.experimental.stateless_shuffle(tf.range(tf.size(records)), seed=seed)
+        return {name: tf.gather(column, order) for name, column in parse(records).items()}
+
+    return tf.data.Dataset.zip(ds, seeds).map(parse_and_permute,
+                                              num_parallel_calls=config.map_parallel_calls)
+
+
+def read_chunks(
     files: list[str],
     compression: str | None,
     config: InputConfig,
     training: bool,
     deterministic: bool,
 ) -> tf.data.Dataset:
-    """Serialized records, read from ``cycle_length`` shards at once.
+    """Vectors of up to ``read_chunk`` serialized records, read from ``cycle_length`` shards
+    at once.
 
-    Each reader hands over chunks of ``read_chunk`` records, unbatched after the interleave:
-    a parallel interleave pays a thread hand-off per element, which one record at a time
-    made cost more CPU than reading (measured ~6-10 us vs ~2 us per record).
+    A parallel interleave pays a thread hand-off per element, which one record at a time
+    made cost more CPU than reading (measured ~6-10 us vs ~2 us per record); downstream,
+    ``rebatch`` cuts these chunks into batches without touching records one by one.
     """
     files_ds = tf.data.Dataset.from_tensor_slices(files)
     if training and config.shuffle_files:
         files_ds = files_ds.shuffle(len(files), seed=config.seed, reshuffle_each_iteration=True)
     cycle = config.cycle_length
     if cycle == AUTOTUNE:
-        cycle = max(1, min(len(files), os.cpu_count() or 1))
+        cycle = max(1, min(len(files), len(os.sched_getaffinity(0))))
     return files_ds.interleave(
         lambda f: tf.data.TFRecordDataset(
             f, compression_type=compression, buffer_size=config.read_buffer_bytes
@@ -160,7 +202,7 @@ def read_records(
         block_length=config.block_length,
         num_parallel_calls=config.num_parallel_reads,
         deterministic=deterministic,
-    ).unbatch()
+    )
 
 
 def feature_map(manifest: dict[str, Any], preprocess: Callable | None = None,
@@ -206,6 +248,18 @@ def _cached(
     if training:
         batches = max(1, config.shuffle_buffer // config.batch_size)
         ds = ds.shuffle(batches, seed=config.seed, reshuffle_each_iteration=True).repeat()
+    return ds
+
+
+def _with_length(ds: tf.data.Dataset, manifest: dict[str, Any], split: str,
+                 config: InputConfig, training: bool) -> tf.data.Dataset:
+    """State the batch count ``rebatch`` hides: Keras sizes its loops by it (a repeating
+    stream is infinite), and an eval shard shorter than its manifest says fails loudly."""
+    if not training:
+        examples = sum(int(e["records"]) for e in staging.split_shards(manifest, split))
+        return ds.apply(tf.data.experimental.assert_cardinality(-(-examples // config.batch_size)))
+    if not config.cache:
+        return ds.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY))
     return ds
 
 
