@@ -148,7 +148,9 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
     for key in ("input_examples_per_s", "input_parse_ceiling_examples_per_s",
                 "input_ceiling_examples_per_s", "input_naive_examples_per_s", "stall_ratio"):
         results[key] = bench_input[key]
-    results["stall_ratio_by_cores"] = {str(results["machine"]["cores"]): bench_input["stall_ratio"]}
+    log.info("stall ratio per core count")
+    results["stall_ratio_by_cores"] = measure.stall_by_cores(one_x["version_uri"], bench_input,
+                                                             quick, work)
     _save(results, out)
     log.info("DAG parse times")
     with tempfile.TemporaryDirectory() as home:

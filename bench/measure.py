@@ -110,6 +110,41 @@ def input_pipeline(version_uri: str, quick: bool = False) -> dict[str, Any]:
     return bench_input(version_uri, config)
 
 
+def core_counts(cores: int) -> list[int]:
+    """1, 2, 4, ... below ``cores``, then ``cores``: the counts the stall ratio is taken at."""
+    counts, k = [], 1
+    while k < cores:
+        counts.append(k)
+        k *= 2
+    return [*counts, cores]
+
+
+def stall_by_cores(version_uri: str, full: dict[str, Any], quick: bool = False,
+                   work: Path | None = None) -> dict[str, dict[str, float]]:
+    """The stall ratio and our pipeline's rate at each core count: ``full`` (this process, every
+    core) for the largest, a ``bench-input --cores k`` child pinned to k CPUs for the others."""
+    cores = int(full["cores"])
+    out: dict[str, dict[str, float]] = {}
+    for k in core_counts(cores):
+        if k == cores:
+            figures = full
+        else:
+            path = Path(work or Path.cwd()) / f"bench-input-{k}-cores.json"
+            cmd = [sys.executable, "-m", "training", "bench-input", "--version-uri", version_uri,
+                   "--cores", str(k), "--json", str(path)]
+            if quick:
+                cmd += ["--batches", "40", "--warmup-batches", "5", "--naive-batches", "10",
+                        "--stall-batches", "20", "--repeats", "2"]
+            child = run_child(cmd, cwd=REPO)
+            if child.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+            figures = json.loads(path.read_text())
+        out[str(k)] = {"stall_ratio": figures["stall_ratio"],
+                       "input_examples_per_s": figures["input_examples_per_s"],
+                       "ratio_to_parse_ceiling": figures["ratio_to_parse_ceiling"]}
+    return out
+
+
 _PARSE_SNIPPET = """
 import json, sys, time
 t0 = time.perf_counter()

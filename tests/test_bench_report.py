@@ -105,3 +105,17 @@ def test_peers_are_compared_with_the_etl_on_their_own_data() -> None:
     at_1x = {**RESULTS, "peers_scale": "1x"}
     assert _by_name(at_1x)["ETL faster than every peer measured"] == (0.2, False)
     assert "| peer tfx_beam (40 rows, 1x) |" in report.table(at_1x)
+
+
+def test_stall_ratio_is_taken_at_each_power_of_two_core_count_and_shown_per_count() -> None:
+    from bench.measure import core_counts
+
+    assert core_counts(1) == [1] and core_counts(2) == [1, 2] and core_counts(6) == [1, 2, 4, 6]
+    by_cores = {"1": {"stall_ratio": 1.5, "input_examples_per_s": 300.0,
+                      "ratio_to_parse_ceiling": 0.9},
+                "2": {"stall_ratio": 1.25, "input_examples_per_s": 600.0,
+                      "ratio_to_parse_ceiling": 0.95}}
+    table = report.table({**RESULTS, "stall_ratio_by_cores": by_cores})
+    assert "| stall ratio (1 cores, demo model) | 1.500 | input 300 examples/s | 0.90x parse " \
+           "ceiling |" in table
+    assert "| stall ratio (2 cores, demo model) | 1.250 | input 600 examples/s |" in table

@@ -75,3 +75,20 @@ def test_train_resolves_latest_and_bench_input_reports_all_figures(tmp_path: Pat
     assert "raw read (ceiling)" in table and "parse ceiling" in table and "stall ratio" in table
     assert result["input_naive_examples_per_s"] == max(result["samples_examples_per_s"]["naive"])
     assert all(len(rates) == 2 for rates in result["samples_examples_per_s"].values())
+
+
+def test_bench_input_on_fewer_cores_pins_itself_and_refuses_more_than_it_has(tmp_path: Path) -> None:
+    """``--cores k`` (the per-core-count stall ratio) runs pinned to k CPUs; TensorFlow and
+    tf.data size themselves by those, and the figures say how many there were."""
+    v = fx.write_version(tmp_path, n=600, seed=5)
+    out = tmp_path / "one-core.json"
+    run = _cli("bench-input", "--version-uri", v.uri, "--cores", "1", "--batch-size", "64",
+               "--batches", "4", "--warmup-batches", "1", "--naive-batches", "2",
+               "--stall-batches", "4", "--repeats", "1", "--json", str(out))
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["cores"] == 1 and result["stall_ratio"] > 0
+    assert ", 1 cores]" in run.stdout
+    refused = _cli("bench-input", "--version-uri", v.uri, "--cores", "0")
+    assert refused.returncode != 0
+    assert "--cores 0: expected 1 to " in refused.stderr

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=bd.repeats,
                    help="timed runs per pipeline, round-robin; the best counts (%(default)s)")
     b.add_argument("--json", help="also write the figures to this file")
+    b.add_argument("--cores", type=int, default=None,
+                   help="run on this many of the CPUs this process may use (default: all); "
+                        "the stall ratio per core count comes from one run per count")
     return parser
 
 
@@ -163,8 +166,20 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def restrict_cores(cores: int) -> None:
+    """Pin this process to its first ``cores`` allowed CPUs; TensorFlow, imported after, sizes
+    its thread pools and tf.data's autotuning by the CPUs it may run on."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if not 1 <= cores <= len(allowed):
+        raise SystemExit(f"--cores {cores}: expected 1 to {len(allowed)}, the CPUs this "
+                         "process may use")
+    os.sched_setaffinity(0, allowed[:cores])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "cores", None) is not None:
+        restrict_cores(args.cores)  # before TensorFlow is imported
     from etl import logs
 
     logs.configure(logging.INFO)  # ours at INFO; TensorFlow, absl, gcsfs... at WARNING
