@@ -34,7 +34,8 @@ def incremental_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = tmp_path_factory.mktemp("specs") / "flights"
     shutil.copytree(SPECS_DIR / "flights", folder)
     raw = yaml.safe_load((folder / "spec.yaml").read_text())
-    (folder / "spec.yaml").write_text(yaml.safe_dump({**raw, "incremental": True}))
+    spec = yaml.safe_dump({**raw, "incremental": True}, sort_keys=False)  # split order kept
+    (folder / "spec.yaml").write_text(spec)
     return str(folder / "spec.yaml")
 
 
