@@ -16,10 +16,11 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 | `transform_and_write` | features, split, statistics, TFRecord shards written by Dask workers | written URI |
 | `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version}` | version dict |
 
-A spec with `incremental: true` runs `build_segments -> publish` instead: `build_segments` checks
-the Params, builds only the window's segments that do not exist yet (one per raw partition:
-read, validate, encode; small ones merged), judges the window from their stored partials and
-writes the version's draft, so a nightly run costs its new day, not the whole history.
+A spec with `incremental: true` (the shipped flights spec) runs `build_segments -> publish`
+instead: `build_segments` checks the Params, builds only the window's segments that do not exist
+yet (one per raw partition: read, validate, encode; small ones merged), judges the window from
+their stored partials and writes the version's draft, so a nightly run costs its new day, not
+the whole history.
 
 Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker;
 `publish` depends on the previous interval's `publish`, so a backfill publishes versions in
@@ -27,9 +28,10 @@ interval order even when its runs execute concurrently. A re-run whose version a
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
-size, compression and validation mode. Values are checked by `extract` before any work: a
-refusal names the Param and what it allows in one sentence. A run whose version already
-exists is green with `publish` **skipped**; its log says why in one line.
+size, compression and validation mode. Values are checked by the first task (`extract` or
+`build_segments`) before any work: a refusal names the Param and what it allows in one
+sentence. A run whose version already exists is green with `publish` **skipped**; its log says
+why in one line.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ from flightpipe_dags import (
 
 # long: four task bodies of a few lines each, wired in one DAG and read top to bottom
 def build_etl_dag(name: str, settings: DagSettings) -> DAG:
-    """Wire extract -> validate -> transform_and_write -> publish for dataset ``name``."""
+    """Wire dataset ``name``'s chain: build_segments -> publish when its spec sets
+    ``incremental``, else extract -> validate -> transform_and_write -> publish."""
     asset = dataset_asset(name)
 
     # long: five task bodies of a few lines each; the spec picks which chain is wired

@@ -97,3 +97,13 @@ def test_refusals_name_the_option_before_any_work(tmp_path: Path, incremental_sp
               incremental_spec, *args])
     assert message in str(exc.value.code)
     assert list(tmp_path.iterdir()) == []  # nothing read, nothing written
+
+
+def test_the_shipped_flights_spec_builds_segments_and_wine_does_not() -> None:
+    from etl.__main__ import _incremental, build_parser
+
+    def segments(*args: str) -> bool:
+        return _incremental(build_parser().parse_args(["run", "--interval-end", END, *args]))
+
+    assert segments("--dataset", "flights") and not segments("--dataset", "flights", "--one-shot")
+    assert not segments("--dataset", "wine") and segments("--dataset", "wine", "--incremental")

@@ -223,10 +223,15 @@ def _edges(dag) -> set[tuple[str, str]]:
     return {(t.task_id, d) for t in dag.tasks for d in t.downstream_task_ids}
 
 
+ONE_SHOT_EDGES = {("extract", "validate"), ("validate", "transform_and_write"),
+                  ("transform_and_write", "publish")}
+ONE_SHOT_HEAVY = {"extract", "validate", "transform_and_write"}
+
+
 def test_etl_dag_wiring(dagbag, common) -> None:
-    dag = dagbag.dags["etl_flights"]
-    assert _edges(dag) == {("extract", "validate"), ("validate", "transform_and_write"),
-                           ("transform_and_write", "publish")}
+    dag = dagbag.dags["etl_flights"]  # its spec sets incremental: true
+    assert _edges(dag) == {("build_segments", "publish")}
+    assert _edges(dagbag.dags["etl_wine"]) == ONE_SHOT_EDGES  # a spec without it
     assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
     assert dag.timetable.expression == "0 0 * * *" and str(dag.timetable.timezone) == "UTC"
     assert dag.catchup is False and dag.max_active_runs == 1
@@ -236,7 +241,7 @@ def test_etl_dag_wiring(dagbag, common) -> None:
         assert task.retries >= 1 and task.retry_exponential_backoff > 1
         assert task.max_retry_delay and task.execution_timeout, task.task_id
     heavy = {t.task_id for t in dag.tasks if t.pool == "dask"}
-    assert heavy == {"extract", "validate", "transform_and_write"}
+    assert heavy == {"build_segments"}
     publish = dag.get_task("publish")
     assert publish.depends_on_past, "backfills must publish versions in interval order"
     assert [o.name for o in publish.outlets] == ["dataset_flights"]
@@ -385,17 +390,26 @@ def test_metrics_summary_keeps_scalars_for_xcom(common) -> None:
                                                "baseline": {"auc": 0.5}, "epochs": 3}
 
 
-def test_an_incremental_spec_builds_segments_then_publishes(dagbag, common) -> None:
-    """``incremental: true`` in a spec picks the segment chain; everything else stays."""
+@pytest.mark.parametrize(("incremental", "edges", "heavy"), [
+    (True, {("build_segments", "publish")}, {"build_segments"}),
+    (False, ONE_SHOT_EDGES, ONE_SHOT_HEAVY),
+])
+def test_the_spec_picks_the_chain_everything_else_stays(common, incremental: bool,
+                                                        edges: set, heavy: set) -> None:
+    """``incremental`` in a spec picks segments or the one-shot steps for the same dataset."""
     import importlib.util
 
     loader = importlib.util.spec_from_file_location("dataset_etl_probe", DAGS / "dataset_etl.py")
     module = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(module)
-    dag = module.build_etl_dag("flights", common.DagSettings(incremental=True))
-    assert _edges(dag) == {("build_segments", "publish")}
-    assert {t.task_id for t in dag.tasks if t.pool == "dask"} == {"build_segments"}
-    assert dag.get_task("publish").depends_on_past
+    dag = module.build_etl_dag("flights", common.DagSettings(incremental=incremental))
+    assert _edges(dag) == edges
+    assert {t.task_id for t in dag.tasks if t.pool == "dask"} == heavy
+    for task in dag.tasks:
+        assert task.retries >= 1 and task.execution_timeout, task.task_id
+    publish = dag.get_task("publish")
+    assert publish.depends_on_past
+    assert publish.outlets[0].uri == common.dataset_asset("flights").uri
     assert "build_segments -> publish" in dag.doc_md
 
 

@@ -166,7 +166,7 @@ def test_cli_run_on_gcs(client, gcs_root: str, capsys: pytest.CaptureFixture) ->
 
     land(gcs_root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
     assert main(["run", "--root", gcs_root, "--interval-end", "2013-01-02",
-                 "--shard-bytes", "200000"]) == 0
+                 "--shard-bytes", "200000", "--one-shot"]) == 0
     out = capsys.readouterr().out
     vuri = f"{gcs_root}/datasets/flights/20130102T000000Z_all"
     assert f"published: {vuri}" in out
@@ -180,6 +180,15 @@ def test_cli_run_on_gcs(client, gcs_root: str, capsys: pytest.CaptureFixture) ->
     assert json.loads(capsys.readouterr().out)["version"] == "20130102T000000Z_all"
     assert main(["run", "--root", gcs_root, "--interval-end", "2013-01-02"]) == 0
     assert "already published (nothing written)" in capsys.readouterr().out
+    # The spec's default (incremental: true): the same day as a segment, composed into a version.
+    assert main(["run", "--root", gcs_root, "--interval-end", "2013-01-02", "--interval-start",
+                 "2013-01-01", "--shard-bytes", "200000"]) == 0
+    vuri = f"{gcs_root}/datasets/flights/20130102T000000Z_20130101T000000Z"
+    out = capsys.readouterr().out
+    assert f"published: {vuri}" in out and "shard(s) in 1 segment(s)" in out, out
+    manifest = versions.read_manifest(vuri)
+    assert manifest["layout"] == "segments" and versions.verify_shards(vuri, manifest) >= 3
+    assert storage.list_dir(f"{gcs_root}/staging") == []
 
 
 def test_publish_refuses_when_its_lock_was_taken_over(client, root: str,

@@ -200,8 +200,11 @@ def _log_in_and_trigger(page, base: str, expect) -> None:
 def _check_published(env: dict[str, str]) -> str:
     """The run's version carries the changed Param; training wrote its metrics beside it."""
     root = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"))
-    (version,) = [p.name for p in (root / "datasets" / "flights").iterdir() if p.is_dir()]
+    # the flights spec sets incremental: true: one version, composed of the days' segments
+    version, segments = sorted(p.name for p in (root / "datasets" / "flights").iterdir()
+                               if p.is_dir())
     manifest = json.loads((root / "datasets" / "flights" / version / "manifest.json").read_text())
+    assert segments == "segments" and manifest["layout"] == "segments", (segments, manifest)
     assert manifest["data_interval"]["end"].startswith(INTERVAL_END_DAY), manifest
     assert version.startswith(INTERVAL_END_DAY.replace("-", "")), version
     assert manifest["run_id"].startswith("manual__")

@@ -76,13 +76,13 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
 
 def _kill_cli_while_writing(root: str, end: str, start: str, started: Callable[[], bool],
                             env: dict[str, str] | None = None) -> float:
-    """Run the CLI as run id "killed", SIGKILL its process group once writing started.
+    """Run the one-shot CLI as run id "killed", SIGKILL its process group once writing started.
 
     Returns the time.time() of the kill.
     """
     cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--interval-end", end,
            "--interval-start", start, "--run-id", "killed", "--shard-bytes", "4000",
-           "--encoder", "python"]
+           "--encoder", "python", "--one-shot"]
     proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + KILL_WAIT_S
