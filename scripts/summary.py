@@ -9,6 +9,7 @@ import argparse
 import json
 
 from etl import storage, versions
+from etl.__main__ import format_shards
 
 
 def _latest_model_metrics(root: str, dataset: str, version: str) -> tuple[str, dict] | None:
@@ -33,11 +34,7 @@ def summarize(root: str, dataset: str) -> None:
     manifest = versions.read_manifest(version_uri)
     print(f"\n=== dataset {dataset}")
     print(f"version URI: {version_uri}")
-    print(f"{'shard':<50} {'records':>10} {'bytes':>12}")
-    for split, info in manifest["splits"].items():
-        for shard in info["shards"]:
-            print(f"{shard['file']:<50} {shard['records']:>10} {shard['bytes']:>12}")
-        print(f"{'  total ' + split:<50} {info['num_examples']:>10}")
+    print(format_shards(manifest))  # a version of segments: one line per split
     found = _latest_model_metrics(root, dataset, manifest["version"])
     if found is None:
         print("no trained model for this version yet")
