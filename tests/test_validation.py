@@ -319,3 +319,13 @@ def test_dataset_expectation_without_dask_metric_is_refused_before_reading(tmp_p
     with pytest.raises(vgx.SuiteError, match="column.quantile_values"):
         validate_dataset(ddf, custom, "quarantine", str(tmp_path / "r"), str(tmp_path / "q"))
     assert not (tmp_path / "r").exists()
+
+
+def test_a_day_whose_busiest_carriers_tie_passes(tmp_path):
+    """2013-01-04 alone: B6 and UA both have the most flights. Both are allowed, so the
+    day is valid (GX fails a tie unless ``ties_okay``); a nightly one-day window hit this."""
+    df = _real_rows(4000)
+    day = df[df["day"] == "4"].reset_index(drop=True)
+    counts = day["carrier"].value_counts()
+    assert set(counts[counts == counts.max()].index) == {"B6", "UA"}
+    assert run(tmp_path, day).summary["success"]
