@@ -421,6 +421,24 @@ def test_incremental_must_be_a_boolean(tmp_path: Path) -> None:
     assert "inc/spec.yaml.incremental: expected true or false, got 'nightly'" in message
 
 
+def test_an_images_spec_asking_for_segments_is_refused_at_parse_time(tmp_path: Path) -> None:
+    """The DAG file's import error names the file and the key, not a failed run later."""
+    (tmp_path / "c" / "pics").mkdir(parents=True)
+    (tmp_path / "c" / "pics" / "spec.yaml").write_text("name: pics\nkind: images\n"
+                                                       "incremental: true\n")
+    result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=str(tmp_path / "c"))
+    message = " ".join(result["errors"].values())
+    assert ("pics/spec.yaml.incremental: segments are built for tabular specs only; "
+            "a kind: images spec builds whole versions") in message
+
+
+def test_the_parse_time_segment_kinds_are_the_kinds_that_build_segments() -> None:
+    from etl.kinds import KINDS
+    from etl.spec.scheduling import SEGMENT_KINDS
+
+    assert SEGMENT_KINDS == {name for name, kind in KINDS.items() if kind.incremental}
+
+
 def test_metrics_summary_keeps_each_splits_scalars_beside_nested_reports(common) -> None:
     """A multi-class test split carries per-class scores and a confusion matrix: the summary
     keeps its accuracy and macro-F1 (it used to drop the whole ``test`` dict)."""

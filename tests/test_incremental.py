@@ -320,3 +320,14 @@ def test_unlisted_classes_are_learned_once_and_an_unpartitioned_source_is_one_se
     assert segments.list_segments(root, "wine") == [seg]  # reused: same rows, same classes
     assert versions.read_manifest(again["version_uri"])["schema"]["label"] == label
     assert segments.read_segment(segments.segment_uri(root, "wine", seg))["run_id"] == "a"
+
+
+def test_an_images_dataset_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    """The task an incremental DAG runs names the dataset and what to run instead."""
+    from etl.errors import PipelineError
+
+    with pytest.raises(PipelineError, match=r"dataset 'digits': segments are built for tabular "
+                                            r"specs only; a kind: images spec builds whole "
+                                            r"versions \(python -m etl run --one-shot\)"):
+        pipeline.build_version("digits", tmp_path.as_uri(), "2014-01-01T00:00:00Z")
+    assert not any(tmp_path.iterdir())

@@ -79,8 +79,9 @@ def build_version(spec_name: str, root: str, interval_end: str | datetime,
     check_mode(mode)
     kind = kinds.kind_of(spec_name)
     if not kind.incremental:
-        raise PipelineError(f"dataset {spec_name!r}: incremental builds (segments) are for "
-                            f"tabular specs; a {kind.name} spec runs with `python -m etl run`")
+        raise PipelineError(f"dataset {spec_name!r}: segments are built for tabular specs "
+                            f"only; a kind: {kind.name} spec builds whole versions "
+                            "(python -m etl run --one-shot)")
     spec = kind.stage("load_spec")(spec_name, source_uri=source_uri)
     run = _run_record(spec, root, interval_end, interval_start, run_id, force, source_uri)
     target = _target_version(run, force)

@@ -76,9 +76,23 @@ def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
         tags=tuple(_text(t, f"{where}.tags[{i}]") or "" for i, t in
                    enumerate(_typed(raw.get("tags") or [], list, f"{where}.tags", "a list"))),
         training=_training(raw.get("training") or {}, f"{where}.training"),
-        incremental=_typed(raw.get("incremental", False), bool, f"{where}.incremental",
-                           "true or false"),
+        incremental=_incremental(raw, f"{where}.incremental"),
     )
+
+
+# The spec kinds whose versions can be composed of segments: etl.kinds.KINDS[k].incremental,
+# restated because DAG parsing may not import etl.kinds (tests/test_dags.py keeps them equal).
+SEGMENT_KINDS = frozenset({"tabular"})
+
+
+def _incremental(raw: dict[str, Any], where: str) -> bool:
+    value = _typed(raw.get("incremental", False), bool, where, "true or false")
+    kind = raw.get("kind") or "tabular"
+    if value and kind not in SEGMENT_KINDS:
+        raise SpecSettingsError(f"{where}: segments are built for {', '.join(sorted(SEGMENT_KINDS))} "
+                                f"specs only; a kind: {kind} spec builds whole versions "
+                                "(remove incremental)")
+    return value
 
 
 def _typed(value: Any, kind: type, where: str, expected: str) -> Any:
