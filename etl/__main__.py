@@ -12,8 +12,8 @@
 Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/specs).
 
 ``run`` does what the spec's DAG does: with ``incremental: true``, build the window's missing
-segments, then publish; otherwise extract -> validate -> write -> publish, each also its own
-subcommand taking the previous step's URI. ``--incremental`` or ``--one-shot`` overrides the
+segments, then publish (``build`` -> ``publish``); otherwise extract -> validate -> write ->
+publish. Each step is also its own subcommand, printing the URI the next one takes. ``--incremental`` or ``--one-shot`` overrides the
 spec. ``--root`` defaults to $PIPELINE_STORAGE_ROOT.
 """
 
@@ -25,29 +25,10 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from etl.authoring.cli import add_spec_parser, run_spec
 
 DEFAULT_ROOT = f"file://{Path(__file__).resolve().parent.parent / '.data'}"
-
-
-def format_shards(manifest: dict[str, Any]) -> str:
-    """The shard table of a manifest: file, records, bytes, per split with totals."""
-    lines = [f"{'shard':<52} {'records':>10} {'bytes':>13}"]
-    order = {"train": 0, "eval": 1, "validation": 1, "test": 2}
-    composed = manifest.get("layout") == "segments"
-    for split, info in sorted(manifest["splits"].items(), key=lambda kv: order.get(kv[0], 3)):
-        if composed:  # one line per split: a year of daily segments is a thousand shards
-            segs = len({s["segment"] for s in info["shards"]})
-            where = f"  {len(info['shards'])} shard(s) in {segs} segment(s)"
-            lines.append(where)
-        else:
-            lines += [f"{shard['file']:<52} {shard['records']:>10} {shard['bytes']:>13}"
-                      for shard in info["shards"]]
-        lines.append(f"{'  ' + split + ' total':<52} {info['num_examples']:>10} "
-                     f"{info['num_bytes']:>13}")
-    return "\n".join(lines)
 
 
 def _common(p: argparse.ArgumentParser, root: bool = True) -> None:
@@ -73,14 +54,15 @@ def _interval(p: argparse.ArgumentParser) -> None:
                    help="dask scheduler (default: $PIPELINE_DASK_ADDRESS, else a LocalCluster)")
 
 
-def _write_opts(p: argparse.ArgumentParser) -> None:
+def _write_opts(p: argparse.ArgumentParser, encoder: bool = True) -> None:
     p.add_argument("--shard-bytes", type=int, default=None,
                    help="target bytes per shard (default: the spec's, 128 MiB)")
     p.add_argument("--compression", choices=("gzip", "none"), default=None,
                    help="shard compression (default: the spec's)")
-    p.add_argument("--encoder", choices=("vectorized", "tfx", "python"), default="vectorized",
-                   help="tf.train.Example encoder: numpy/Arrow, byte-deterministic (default); "
-                        "tfx-bsl C++; or the Python loop (the baseline)")
+    if encoder:
+        p.add_argument("--encoder", choices=("vectorized", "tfx", "python"), default="vectorized",
+                       help="tf.train.Example encoder: numpy/Arrow, byte-deterministic (default); "
+                            "tfx-bsl C++; or the Python loop (the baseline)")
 
 
 def _run_opts(p: argparse.ArgumentParser) -> None:
@@ -115,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _interval(p)
     _run_opts(p)
+    p = sub.add_parser("build", help="build the interval's missing segments and the version's "
+                                     "draft (then: publish); tabular specs")
+    _common(p)
+    _interval(p)
+    p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
+    _write_opts(p, encoder=False)
     p = sub.add_parser("extract", help="stage the interval's raw data as Parquet")
     _common(p)
     _interval(p)
@@ -173,6 +161,7 @@ def _gc(args: argparse.Namespace) -> int:
 
 def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
     from etl import versions
+    from etl.versions.manifest import format_shards
 
     version_uri = versions.resolve(root, dataset, version)
     manifest = versions.read_manifest(version_uri)
@@ -207,6 +196,7 @@ def _incremental(args: argparse.Namespace) -> bool:
 
 def _run(args: argparse.Namespace) -> int:
     from etl import pipeline, versions
+    from etl.versions.manifest import format_shards
 
     options = {"mode": args.mode, "shard_bytes": args.shard_bytes,
                "compression": args.compression, "force": args.force,
@@ -261,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         elif args.command == "spec":
             return run_spec(args)
+        elif args.command == "build":
+            print(pipeline.build_version(
+                args.dataset, args.root, args.interval_end, args.interval_start, args.run_id,
+                mode=args.mode, shard_bytes=args.shard_bytes, compression=args.compression,
+                force=args.force, source_uri=args.source_uri, dask_address=args.dask_address))
         elif args.command == "extract":
             print(pipeline.extract(args.dataset, args.root, args.interval_end,
                                    args.interval_start, args.run_id, force=args.force,

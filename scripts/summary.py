@@ -9,7 +9,7 @@ import argparse
 import json
 
 from etl import storage, versions
-from etl.__main__ import format_shards
+from etl.versions.manifest import format_shards
 
 
 def _latest_model_metrics(root: str, dataset: str, version: str) -> tuple[str, dict] | None:

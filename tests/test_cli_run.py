@@ -107,3 +107,21 @@ def test_the_shipped_flights_spec_builds_segments_and_wine_does_not() -> None:
 
     assert segments("--dataset", "flights") and not segments("--dataset", "flights", "--one-shot")
     assert not segments("--dataset", "wine") and segments("--dataset", "wine", "--incremental")
+
+
+def test_build_then_publish_are_the_segment_chain_one_step_at_a_time(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``etl build`` is the DAG's build_segments task: it prints the draft's URI, publishes
+    nothing, and ``etl publish`` of that URI makes the version."""
+    uri = tmp_path.as_uri()
+    land(uri, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
+    assert main(["build", "--root", uri, "--interval-end", END, "--run-id", "steps"]) == 0
+    draft = capsys.readouterr().out.strip().splitlines()[-1]
+    assert draft.startswith(f"{uri}/datasets/flights/")
+    assert versions.list_versions(uri, "flights") == []  # built, not published
+    assert main(["publish", "--written-uri", draft]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["created"] and result["version_uri"] == draft
+    assert versions.list_versions(uri, "flights") == [result["version"]]
+    assert versions.read_manifest(draft)["layout"] == "segments"
+    assert set(result["timings"]) >= {"build_s", "validate_s", "compose_s"}

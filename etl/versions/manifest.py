@@ -113,3 +113,21 @@ def publish_manifest(uri: str, manifest: dict[str, Any], lock: WriterLock | None
     elif lock is not None:
         release_writer_lock(lock)
     return created
+
+
+def format_shards(manifest: dict[str, Any]) -> str:
+    """The shard table of a manifest: file, records, bytes, per split with totals."""
+    lines = [f"{'shard':<52} {'records':>10} {'bytes':>13}"]
+    order = {"train": 0, "eval": 1, "validation": 1, "test": 2}
+    composed = manifest.get("layout") == "segments"
+    for split, info in sorted(manifest["splits"].items(), key=lambda kv: order.get(kv[0], 3)):
+        if composed:  # one line per split: a year of daily segments is a thousand shards
+            segs = len({s["segment"] for s in info["shards"]})
+            where = f"  {len(info['shards'])} shard(s) in {segs} segment(s)"
+            lines.append(where)
+        else:
+            lines += [f"{shard['file']:<52} {shard['records']:>10} {shard['bytes']:>13}"
+                      for shard in info["shards"]]
+        lines.append(f"{'  ' + split + ' total':<52} {info['num_examples']:>10} "
+                     f"{info['num_bytes']:>13}")
+    return "\n".join(lines)
