@@ -76,9 +76,13 @@ def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
     results["etl_fixed_overhead_s"] = fixed["fixed_overhead_s"]
     tasks = overhead.task_overheads(_fresh_root(work, "day-tasks", days=DAY), DAY_END,
                                     DAY_START, fixed["timings"])
+    segment_tasks = overhead.segment_task_overheads(
+        _fresh_root(work, "day-segment-tasks", days=DAY), DAY_END, DAY_START)
+    tasks["per_task"].update(segment_tasks["per_task"])
+    tasks["max_overhead_s"] = max(tasks["max_overhead_s"], segment_tasks["max_overhead_s"])
     results["etl_tasks"] = tasks
     results["etl_task_fixed_overhead_s"] = tasks["max_overhead_s"]
-    for name in ("day-cli", "day-tasks"):
+    for name in ("day-cli", "day-tasks", "day-segment-tasks"):
         shutil.rmtree(work / name, ignore_errors=True)
 
 

@@ -118,8 +118,10 @@ def _peer_rows(r: dict[str, Any]) -> list[str]:
 def _task_rows(r: dict[str, Any]) -> list[str]:
     tasks = r.get("etl_tasks", {}).get("per_task", {})
     return [f"| task {name}: wall, own step, overhead | {_num(t.get('wall_s'), '.2f')} s, "
-            f"{_num(t.get('step_s'), '.2f')} s, {_num(t.get('overhead_s'), '.2f')} s | | |"
-            for name, t in tasks.items()]
+            f"{_num(t.get('step_s'), '.2f')} s, {_num(t.get('overhead_s'), '.2f')} s | "
+            + (f"GX import {_num(t['gx_import_s'], '.2f')} s, counted as validation work |"
+               if "gx_import_s" in t else "|")
+            + " |" for name, t in tasks.items()]
 
 
 def _incremental_rows(r: dict[str, Any]) -> list[str]:

@@ -18,7 +18,9 @@ RESULTS = {
     "etl_rows_per_s": 30_000.0, "etl_floor_rows_per_s": 50_000.0,
     "etl_fixed_overhead_s": 4.0, "etl_task_fixed_overhead_s": 2.5,
     "etl_fixed_run": {"wall_s": 6.0, "steps_s": 2.0},
-    "etl_tasks": {"per_task": {"extract": {"wall_s": 3.0, "step_s": 0.5, "overhead_s": 2.5}}},
+    "etl_tasks": {"per_task": {"extract": {"wall_s": 3.0, "step_s": 0.5, "overhead_s": 2.5},
+                               "build_segments": {"wall_s": 6.0, "step_s": 1.0, "overhead_s": 1.5,
+                                                  "gx_import_s": 3.5}}},
     "input_examples_per_s": 85.0, "input_parse_ceiling_examples_per_s": 100.0,
     "input_ceiling_examples_per_s": 300.0, "input_naive_examples_per_s": 5.0, "stall_ratio": 1.2,
     "peers": {"tfx_beam": {"rows": 40, "rows_per_s": 20_000.0, "cpu_s": 300.0},
@@ -86,7 +88,9 @@ def test_table_shows_scales_peers_overheads_and_misses() -> None:
     assert "1.50x CPU, 1.75x wall" in table
     assert "| peer tfx_beam (40 rows) | 20,000 rows/s, 300.0 CPU-s" in table
     assert "| peer ray_data | absent (install failed: uv: no wheel for cp311) |" in table
-    assert "| task extract: wall, own step, overhead | 3.00 s, 0.50 s, 2.50 s |" in table
+    assert "| task extract: wall, own step, overhead | 3.00 s, 0.50 s, 2.50 s | | |" in table
+    assert ("| task build_segments: wall, own step, overhead | 6.00 s, 1.00 s, 1.50 s | GX "
+            "import 3.50 s, counted as validation work | |") in table
     assert "| fixed overhead, CLI run, one-day window <= 3 s | 4.00 | **MISSED** |" in table
     assert "| input: our pipeline | 85 examples/s | parse ceiling 100 | 0.85x |" in table
 
