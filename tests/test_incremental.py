@@ -234,6 +234,14 @@ def test_compaction_merges_small_days_and_keeps_every_record(landed: Path, tmp_p
         assert last["splits"][split]["num_examples"] == ref["splits"][split]["num_examples"]
     _close(last["statistics"], ref["statistics"])
     assert versions.verify_shards(res["version_uri"], last) == 6
+    # the merged segment's records are in digest order, not day after day: a reader taking
+    # consecutive records must not see one day, then the next (training would see seasons)
+    merged = last["segments"][0]["segment"]
+    for split in ("train", "eval", "test"):
+        shards_ = [s for s in last["splits"][split]["shards"] if s["segment"] == merged]
+        digests = [segments.record_digest(r) for shard in shards_ for r in iter_records(
+            versions.shard_uri(res["version_uri"], shard), last["compression"])]
+        assert len(digests) > 1 and digests == sorted(digests), split
 
 
 def test_retain_and_gc_delete_only_segments_no_version_lists(landed: Path, tmp_path: Path,
