@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.proctree import last_json, run_child
+from bench.proctree import last_json, run_checked
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -53,9 +53,7 @@ def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None 
     """
     cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
            "--run-id", "bench", "--json", *_interval_args(interval_end, interval_start), *steps]
-    child = run_child(cmd, cwd=REPO)
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+    child = run_checked(cmd, cwd=REPO)
     result = last_json(child.stdout)
     if not result["created"]:
         raise RuntimeError(f"{root}: version already existed, nothing was measured")
@@ -72,9 +70,7 @@ def floor(root: str, out: str, interval_end: str = YEAR_END,
     """``python -m bench.floor`` over the same landed files, measured like the CLI run."""
     cmd = [sys.executable, "-m", "bench.floor", "--root", root, "--dataset", dataset,
            "--out", out, *_interval_args(interval_end, interval_start)]
-    child = run_child(cmd, cwd=REPO)
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+    child = run_checked(cmd, cwd=REPO)
     result = last_json(child.stdout)
     return {**result, "rows_per_s": result["rows"] / child.wall_s,
             "work_rows_per_s": result["rows_per_s"], **child.figures()}
@@ -135,9 +131,7 @@ def stall_by_cores(version_uri: str, full: dict[str, Any], quick: bool = False,
             if quick:
                 cmd += ["--batches", "40", "--warmup-batches", "5", "--naive-batches", "10",
                         "--stall-batches", "20", "--repeats", "2"]
-            child = run_child(cmd, cwd=REPO)
-            if child.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+            run_checked(cmd, cwd=REPO)
             figures = json.loads(path.read_text())
         out[str(k)] = {"stall_ratio": figures["stall_ratio"],
                        "input_examples_per_s": figures["input_examples_per_s"],

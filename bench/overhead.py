@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from bench.measure import REPO
-from bench.proctree import last_json, run_child
+from bench.proctree import last_json, run_checked
 
 STEPS = (  # subcommand, the step's key in run.json's timings, the flag taking the last URI
     ("extract", "extract_s", None),
@@ -34,10 +34,7 @@ STEPS = (  # subcommand, the step's key in run.json's timings, the flag taking t
 
 
 def _step(args: list[str]) -> tuple[str, dict[str, float]]:
-    cmd = [sys.executable, "-m", "etl", *args]
-    child = run_child(cmd, cwd=REPO)
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+    child = run_checked([sys.executable, "-m", "etl", *args], cwd=REPO)
     return child.stdout, child.figures()
 
 
@@ -78,16 +75,9 @@ def gx_import_s() -> float:
     start. It is taken out of ``build_segments``' overhead so both chains count it alike, and
     kept beside it (``gx_import_s``, ``overhead_with_gx_import_s``).
     """
-    bare = _step_python("pass")
-    gx = _step_python("import great_expectations")
+    bare, gx = (run_checked([sys.executable, "-c", code], cwd=REPO).wall_s
+                for code in ("pass", "import great_expectations"))
     return max(0.0, gx - bare)
-
-
-def _step_python(code: str) -> float:
-    child = run_child([sys.executable, "-c", code], cwd=REPO)
-    if child.returncode != 0:
-        raise RuntimeError(f"python -c {code!r} failed:\n{child.stderr[-4000:]}")
-    return child.figures()["wall_s"]
 
 
 def segment_task_overheads(root: str, interval_end: str, interval_start: str | None,

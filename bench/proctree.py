@@ -95,6 +95,15 @@ def run_child(cmd: list[str], *, cwd: str | os.PathLike | None = None,
     return ChildRun(proc.returncode, out, err, wall, cpu, sampler.peak / 2**20)
 
 
+def run_checked(cmd: list[str], **kwargs: Any) -> ChildRun:
+    """``run_child`` for a run the bench cannot do without: a non-zero exit raises, with the
+    command and the end of its stderr."""
+    child = run_child(cmd, **kwargs)
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{child.stderr[-4000:]}")
+    return child
+
+
 def last_json(text: str) -> dict[str, Any]:
     """The JSON object a child printed last (its result line)."""
     import json

@@ -13,8 +13,9 @@ Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/spe
 
 ``run`` does what the spec's DAG does: with ``incremental: true``, build the window's missing
 segments, then publish (``build`` -> ``publish``); otherwise extract -> validate -> write ->
-publish. Each step is also its own subcommand, printing the URI the next one takes. ``--incremental`` or ``--one-shot`` overrides the
-spec. ``--root`` defaults to $PIPELINE_STORAGE_ROOT.
+publish. Each step is also its own subcommand, printing the URI the next one takes.
+``--incremental`` or ``--one-shot`` overrides the spec. ``--root`` defaults to
+$PIPELINE_STORAGE_ROOT.
 """
 
 from __future__ import annotations
@@ -187,9 +188,10 @@ def _incremental(args: argparse.Namespace) -> bool:
     if args.one_shot:
         return False
     wanted = args.incremental or read_settings(spec_path(args.dataset)).incremental
-    if wanted and not kind_of(args.dataset).incremental:
+    kind = kind_of(args.dataset) if wanted else None
+    if kind is not None and not kind.incremental:
         asked = "--incremental" if args.incremental else "the spec's incremental: true"
-        raise SystemExit(f"{asked}: {kind_of(args.dataset).name} specs cannot build segments; "
+        raise SystemExit(f"{asked}: {kind.name} specs cannot build segments; "
                          "use the one-shot steps (--one-shot)")
     return wanted
 

@@ -16,7 +16,7 @@ CACHE_MEMORY = "memory"
 DEFAULT_BATCH_SIZE = 1024
 DEFAULT_SHUFFLE_BUFFER = 16_384  # examples; ~6 MiB of serialized flights records
 DEFAULT_READ_BUFFER_BYTES = 4 * 2**20  # per open shard; large reads matter on gs://
-DEFAULT_READ_CHUNK = 256  # records per hand-off from a parallel reader (see pipeline.read_records)
+DEFAULT_READ_CHUNK = 256  # records per hand-off from a parallel reader (see training.data.tabular.read_chunks)
 DEFAULT_STAGING_WORKERS = 8  # parallel shard copies: object-store latency, not CPU, bounds it
 
 DEFAULT_EPOCHS = 10
