@@ -122,8 +122,12 @@ def remove_empty_dir(uri: str) -> None:
 
 
 def clear_dir(uri: str, keep: str) -> None:
-    """Delete everything in folder ``uri`` (temp files too) except the entry named ``keep``:
-    what a killed writer left, cleared by whoever now holds the lease object ``keep``."""
+    """Delete everything in folder ``uri`` (temp files too) except the entry named ``keep``
+    and its own temp files: what a killed writer left, cleared by whoever now holds the lease
+    object ``keep``. A ``keep`` temp file is another run creating the lease right now (write
+    a temp file, then link it): deleting it made that run fail instead of finding the lease
+    taken."""
+    in_flight = f".{keep}{TEMP_MARKER}"
     for name in list_dir(uri, include_temp=True):
-        if name != keep:
+        if name != keep and not name.startswith(in_flight):
             delete_tree(join(uri, name))
