@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from etl import storage
-from etl.errors import LeaseHeldError
-from etl.pipeline.segment_files import KEYS_FILE, PARTIALS_NPZ, write_keys, write_npz
 from etl.provenance import code_version, iso
+from etl.segments.claim import claim, try_claim
+from etl.segments.files import PARTIALS_NPZ, write_partials
 from etl.sources.extract import event_times, outside, read_primary
 from etl.sources.lookups import join_lookups
 from etl.spec import Spec
@@ -42,22 +42,42 @@ log = logging.getLogger(__name__)
 
 MISFILED = "misfiled-00000.parquet"
 PART_COL = "_segment_in_batch"
-WAIT_S = 600.0  # another run building the same segment usually finishes within this
-POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Part:
+    """One raw partition of a segment: its file and the part of the window it holds."""
+
+    label: str  # 20130101 (its period), or "all" for an unpartitioned source
+    uri: str
+    start: datetime | None  # the part of the window it holds (None: unbounded)
+    end: datetime | None
+    period: tuple[datetime, datetime] | None  # the partition's own span, if partitioned
+    file: dict[str, Any]  # storage.stat of its file: size, generation or mtime
+    digest: str  # of everything its rows' bytes depend on (etl.segments.plan)
+
+    @property
+    def size(self) -> int:
+        return int(self.file.get("size") or 0)
 
 
 @dataclass(frozen=True)
 class SegmentTask:
-    """One segment to build: its id and folder, its raw files and its part of the window."""
+    """One segment of the window: its id and folder and the consecutive partitions it holds."""
 
     segment: str
     uri: str
-    partition: str
-    files: tuple[str, ...]
-    start: datetime | None  # the part of the window it holds (None: unbounded)
-    end: datetime | None
+    partition: str  # the label of its partitions: 20130101, or 20130101_20130131
+    parts: tuple[Part, ...]
     fingerprint: dict[str, Any]
-    period: tuple[datetime, datetime] | None = None  # the partition's own span, if partitioned
+
+    @property
+    def raw_bytes(self) -> int:
+        return sum(p.size for p in self.parts)
+
+    @property
+    def interval(self) -> tuple[datetime | None, datetime | None]:
+        return self.parts[0].start, self.parts[-1].end
 
 
 @dataclass(frozen=True)
@@ -78,44 +98,26 @@ class BuildContext:
     material: dict[str, Any] = field(default_factory=dict)
 
 
-def build_segment(task: SegmentTask, ctx: BuildContext,
-                  rights: list[pd.DataFrame]) -> dict[str, Any]:
-    """The segment's ``segment.json``: read if it exists, else built under its lease (a live
-    holder -- another run building it -- is waited for, then its segment is used)."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        meta = segments.read_segment(task.uri)
-        if meta is not None:
-            return meta
-        try:
-            held = lease.acquire(storage.join(task.uri, segments.SEGMENT_LOCK), ctx.run_id)
-            break
-        except LeaseHeldError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(POLL_S)
-    return _build_held([(task, held)], ctx, rights)[task.segment]
-
-
 def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
                 rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
     """Consecutive segments in one Dask task, their rows validated by one GX run
-    (``etl.validation.parts``); segments another run is building are waited for after."""
+    (``etl.validation.parts``); segments another run is building are waited for after, and
+    built here only if that run dies."""
     done: dict[str, dict[str, Any]] = {}
     held, deferred = [], []
     for task in tasks:
-        meta = segments.read_segment(task.uri)
+        meta, ours = try_claim(task.uri, ctx.run_id)
         if meta is not None:
             done[task.segment] = meta
-            continue
-        try:
-            held.append((task, lease.acquire(storage.join(task.uri, segments.SEGMENT_LOCK),
-                                             ctx.run_id)))
-        except LeaseHeldError:
+        elif ours is not None:
+            held.append((task, ours))
+        else:
             deferred.append(task)
     done.update(_build_held(held, ctx, rights))
     for task in deferred:
-        done[task.segment] = build_segment(task, ctx, rights)
+        meta, ours = claim(task.uri, ctx.run_id)
+        done[task.segment] = meta if ours is None else \
+            _build_held([(task, ours)], ctx, rights)[task.segment]
     return done
 
 
@@ -220,14 +222,14 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
     partials, shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
     spec = ctx.spec
     entries, arrays = vpartials.to_stored(partials)
-    write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
-    if ctx.key_columns:
-        write_keys(storage.join(task.uri, KEYS_FILE), typed[list(ctx.key_columns)])
+    write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays,
+                   typed[list(ctx.key_columns)] if ctx.key_columns else None)
     splits = _write_splits(task, ctx, final)
     meta = {
         "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
         "segment": task.segment, "partition": task.partition,
-        "data_interval": {"start": iso(task.start), "end": iso(task.end)},
+        "partitions": [[p.label, p.digest] for p in task.parts],
+        "data_interval": {"start": iso(task.interval[0]), "end": iso(task.interval[1])},
         "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
         "code_version": code_version(), "compression": ctx.write.compression,
         "schema": ctx.schema, "splits": splits, "source_fingerprint": task.fingerprint,
@@ -239,7 +241,7 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
                 MISFILED if misfiled else None, report.quarantine_file) if name],
             "row_partials": [jsonable(asdict(p)) for p in report.partials],
             "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
-            "keys_file": KEYS_FILE if ctx.key_columns else None,
+            "keys": bool(ctx.key_columns),
         },
         "statistics_partial": stats,
         "dropped_rows": {spec.label.drop_reason: int(len(typed) - len(final))},
@@ -264,26 +266,31 @@ def _write_splits(task: SegmentTask, ctx: BuildContext, final: pd.DataFrame) -> 
 
 
 def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
-    """(the partition's rows inside the window, as they arrived; rows quarantined as misfiled).
+    """(the segment's rows inside the window, as they arrived; rows quarantined as misfiled).
 
     A row whose event time lies outside its file's partition is misfiled: it is quarantined
-    with that reason, never silently dropped; rows of the partition outside the window (a
+    with that reason, never silently dropped; rows of a partition outside the window (a
     window that cuts a day) are not this segment's. The lookups are joined per batch.
     """
     source = ctx.spec.primary_source
-    raw = read_primary(list(task.files), ctx.spec)
-    times = event_times(raw, source)
-    misfiled = outside(raw, source, *(task.period or (None, None)), times)
-    if misfiled.any():
-        lo, hi = task.period or (None, None)
-        bad = raw[misfiled].copy()
-        bad[vpart.REASON_COLUMN] = (f"{source.event_time} outside the partition "
-                                    f"{task.partition} [{iso(lo)}, {iso(hi)}) of its file")
-        bad[vpart.PARTITION_COLUMN] = 0
-        write_parquet(bad, storage.join(task.uri, "quarantine"), MISFILED)
-    raw = raw[~misfiled & ~outside(raw, source, task.start, task.end, times)].reset_index(
-        drop=True)
-    return raw, int(misfiled.sum())
+    kept, bad = [], []
+    for part in task.parts:
+        raw = read_primary([part.uri], ctx.spec)
+        times = event_times(raw, source)
+        misfiled = outside(raw, source, *(part.period or (None, None)), times)
+        if misfiled.any():
+            lo, hi = part.period or (None, None)
+            rows = raw[misfiled].copy()
+            rows[vpart.REASON_COLUMN] = (f"{source.event_time} outside the partition "
+                                         f"{part.label} [{iso(lo)}, {iso(hi)}) of its file")
+            rows[vpart.PARTITION_COLUMN] = 0
+            bad.append(rows)
+        kept.append(raw[~misfiled & ~outside(raw, source, part.start, part.end, times)])
+    if bad:
+        write_parquet(pd.concat(bad, ignore_index=True), storage.join(task.uri, "quarantine"),
+                      MISFILED)
+    raw = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0].reset_index(drop=True)
+    return raw, sum(len(b) for b in bad)
 
 
 def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
