@@ -337,12 +337,14 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
     assert drift["against"] == first["version"] and len(drift["segments"]) == 1
     assert drift["segments"][0].startswith("20130102-") and drift["rows"] > 500
     assert {f["name"] for f in drift["features"]} >= {"distance", "carrier", "label"}
-    assert storage.exists(storage.join(res["version_uri"], "validation", "drift.json"))
+    assert not storage.exists(storage.join(res["version_uri"], "validation", "drift.json"))
     ui = TestClient(create_app(root))
     page = ui.get(f"/datasets/flights/versions/{res['version']}")
     assert page.status_code == 200
     text = unescape(page.text)
     assert "Segments" in text and "segments/20130101-" in text
+    rows = re.findall(r'<tr class="segment-row">(.*?)</tr>', text, re.S)
+    assert len(rows) == 2 and "2013-01-01" in rows[0] and "2013-01-02" in rows[1]
     assert "Drift of the new data" in text and f"against version <code>{first['version']}" in text
     assert "20130102-" in text and "/flights-train.tfrecord-00000-of-00001" in text
     for href in set(re.findall(r'href="(/[^"#]*)"', page.text)):

@@ -79,10 +79,10 @@ def judge(window: Window, mode: str, results_uri: str) -> Judged:
 
     summary = judge_window(window.spec, window.context, window.metas, mode, results_uri)
     stats = merged_statistics(window.spec, [m for _, m in window.metas])
-    return Judged(summary, stats, _drift(window, results_uri))
+    return Judged(summary, stats, _drift(window))
 
 
-def _drift(window: Window, results_uri: str) -> dict[str, Any] | None:
+def _drift(window: Window) -> dict[str, Any] | None:
     """The new segments' train statistics against the previous version's."""
     from etl.segments.compose import merged_statistics
     from etl.transform.drift import compare
@@ -93,12 +93,10 @@ def _drift(window: Window, results_uri: str) -> dict[str, Any] | None:
     stats = merged_statistics(window.spec, window.new)
     report = compare(stats, previous.get("statistics", {}), previous["version"],
                      [m["segment"] for m in window.new])
-    storage.write_bytes_atomic(storage.join(results_uri, "drift.json"),
-                               storage.json_bytes(report))
     name, against, rows = window.spec.name, previous["version"], f"{report['rows']:,}"
     if report["drifted"]:
         log.warning("drift %s: %s moved beyond their limits against %s (%s new rows); see "
-                    "validation/drift.json", name, ", ".join(report["drifted"]), against, rows)
+                    "the version page", name, ", ".join(report["drifted"]), against, rows)
     else:
         log.info("drift %s: %d feature(s) within limits against %s (%s new rows)", name,
                  len(report["features"]), against, rows)
