@@ -343,7 +343,7 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
     assert page.status_code == 200
     text = unescape(page.text)
     assert "Segments" in text and "segments/20130101-" in text
-    rows = re.findall(r'<tr class="segment-row">(.*?)</tr>', text, re.S)
+    rows = re.findall(r'<tr class="segment-row">(.*?)</tr>', text, re.DOTALL)
     assert len(rows) == 2 and "2013-01-01" in rows[0] and "2013-01-02" in rows[1]
     assert "Drift of the new data" in text and f"against version <code>{first['version']}" in text
     assert "20130102-" in text and "/flights-train.tfrecord-00000-of-00001" in text
@@ -428,7 +428,7 @@ def test_two_concurrent_runs_of_one_window_both_succeed_with_one_version(
 def test_a_window_is_planned_from_the_previous_manifest_and_one_listing(tmp_path: Path) -> None:
     """cover() uses a known segment wherever its partitions (with digests) match, and new
     partitions are chunked by bytes; a changed digest matches nothing."""
-    from etl.segments.build import Part
+    from etl.segments.window import Part
 
     def part(label: str, digest: str, size: int) -> Part:
         return Part(label, f"u/{label}", None, None, None, {"size": size}, digest)

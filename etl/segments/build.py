@@ -25,6 +25,7 @@ from etl import storage
 from etl.provenance import code_version, iso
 from etl.segments.claim import claim, try_claim
 from etl.segments.files import PARTIALS_NPZ, write_partials
+from etl.segments.window import SegmentTask
 from etl.sources.extract import event_times, outside, read_primary
 from etl.sources.lookups import join_lookups
 from etl.spec import Spec
@@ -42,42 +43,6 @@ log = logging.getLogger(__name__)
 
 MISFILED = "misfiled-00000.parquet"
 PART_COL = "_segment_in_batch"
-
-
-@dataclass(frozen=True)
-class Part:
-    """One raw partition of a segment: its file and the part of the window it holds."""
-
-    label: str  # 20130101 (its period), or "all" for an unpartitioned source
-    uri: str
-    start: datetime | None  # the part of the window it holds (None: unbounded)
-    end: datetime | None
-    period: tuple[datetime, datetime] | None  # the partition's own span, if partitioned
-    file: dict[str, Any]  # storage.stat of its file: size, generation or mtime
-    digest: str  # of everything its rows' bytes depend on (etl.segments.plan)
-
-    @property
-    def size(self) -> int:
-        return int(self.file.get("size") or 0)
-
-
-@dataclass(frozen=True)
-class SegmentTask:
-    """One segment of the window: its id and folder and the consecutive partitions it holds."""
-
-    segment: str
-    uri: str
-    partition: str  # the label of its partitions: 20130101, or 20130101_20130131
-    parts: tuple[Part, ...]
-    fingerprint: dict[str, Any]
-
-    @property
-    def raw_bytes(self) -> int:
-        return sum(p.size for p in self.parts)
-
-    @property
-    def interval(self) -> tuple[datetime | None, datetime | None]:
-        return self.parts[0].start, self.parts[-1].end
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
     from etl.cluster import dask_client
     from etl.segments.compose import manifest_schema
     from etl.transform.images import prepare_for_write
-    from etl.validation.images import validate_dataset
+    from etl.validation.images import QUARANTINE_FILE, validate_dataset
     from etl.write import tfds as tfds_meta
     from etl.write.writer import write_splits
 
@@ -108,7 +108,7 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
                                           "sha256": fingerprint["sha256"]}], "lookups": None},
         "validation": {"rows": outcome.summary["evaluated_rows"], "quarantined_rows": bad,
                        "reasons": outcome.summary["reasons"],
-                       "quarantine_files": ["quarantine/rejected.jsonl"] if bad else []},
+                       "quarantine_files": [f"quarantine/{QUARANTINE_FILE}"] if bad else []},
     }
     tfds_meta.write_tfds_metadata(uri, {**meta, "version": seg})
     return meta
@@ -144,8 +144,12 @@ def judge(window: Window, mode: str, results_uri: str) -> Judged:
         storage.write_bytes_atomic(storage.join(results_uri, name), storage.read_bytes(
             storage.join(uri, "validation", name)))
     if bad > limit:
+        from etl.validation.images import SHOWN_FILES
+
+        failures = storage.read_json(storage.join(uri, "validation", RESULTS[0]))["failures"]
+        shown = "; ".join(f"{f['uri']}: {f['reason']}" for f in failures[:SHOWN_FILES])
         raise ValidationFailed(
             f"{spec.name}: {bad} of {total} image file(s) failed the checks, more than the "
             f"{limit} allowed ({mode} mode, quarantine.max_fraction "
-            f"{spec.quarantine.max_fraction}); see {results_uri}/index.html", summary)
+            f"{spec.quarantine.max_fraction}): {shown}", summary)
     return Judged(summary, meta["statistics"])

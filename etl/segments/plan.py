@@ -24,8 +24,9 @@ from typing import Any
 
 from etl import storage
 from etl.provenance import iso
-from etl.segments.build import BuildContext, Part, SegmentTask
+from etl.segments.build import BuildContext
 from etl.segments.compose import manifest_schema
+from etl.segments.window import Part, SegmentTask
 from etl.sources.extract import fingerprint, period_end, window_listing
 from etl.sources.lookups import read_lookups
 from etl.spec import Spec

@@ -19,6 +19,42 @@ Metas = list[tuple[str, dict[str, Any]]]  # (segment URI, segment.json), in wind
 
 
 @dataclass(frozen=True)
+class Part:
+    """One raw partition of a segment: its file and the part of the window it holds."""
+
+    label: str  # 20130101 (its period), or "all" for an unpartitioned source
+    uri: str
+    start: datetime | None  # the part of the window it holds (None: unbounded)
+    end: datetime | None
+    period: tuple[datetime, datetime] | None  # the partition's own span, if partitioned
+    file: dict[str, Any]  # storage.stat of its file: size, generation or mtime
+    digest: str  # of everything its rows' bytes depend on (etl.segments.plan)
+
+    @property
+    def size(self) -> int:
+        return int(self.file.get("size") or 0)
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    """One segment of the window: its id and folder and the consecutive partitions it holds."""
+
+    segment: str
+    uri: str
+    partition: str  # the label of its partitions: 20130101, or 20130101_20130131
+    parts: tuple[Part, ...]
+    fingerprint: dict[str, Any]
+
+    @property
+    def raw_bytes(self) -> int:
+        return sum(p.size for p in self.parts)
+
+    @property
+    def interval(self) -> tuple[datetime | None, datetime | None]:
+        return self.parts[0].start, self.parts[-1].end
+
+
+@dataclass(frozen=True)
 class BuildRequest:
     """One run's window, as a segment builder needs it.
 
