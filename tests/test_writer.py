@@ -52,7 +52,8 @@ def test_plan_is_pure_arithmetic() -> None:
 @pytest.mark.parametrize(("train", "least", "expected"), [
     (300_000, 10, 10),  # a year of flights: 10 train files though ~100 MB fit in one
     (300_000, 1, 1),
-    (4_500, 10, 4),  # never fewer than 1000 records per shard on average
+    (100_000, 10, 3),  # never shards under 10 MiB on average (40 MB: 3 files)
+    (4_500, 10, 1),  # ... nor under 1000 records
     (999, 10, 1),
     (50_000_000, 10, 150),  # large data: the byte target decides
 ])

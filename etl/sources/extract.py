@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import pandas as pd
+import pyarrow as pa
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.sources.read import read_source_file, source_uri
+from etl.sources.read import as_frame, read_source_table, source_uri
 from etl.spec import Source, Spec
 
 log = logging.getLogger(__name__)
@@ -142,23 +143,15 @@ def event_times(df: pd.DataFrame, source: Source) -> pd.Series | None:
     return pd.to_datetime(df[source.event_time], utc=True, errors="coerce", format="ISO8601")
 
 
-def outside(df: pd.DataFrame, source: Source, start: datetime | None,
-            end: datetime | None, times: pd.Series | None = None) -> pd.Series:
-    """Rows whose event time parses and falls outside [start, end) (unparseable ones stay,
-    so validation rejects them with a reason); all False without an event time.
-    ``times``: ``event_times(df, source)`` when the caller already parsed them."""
-    ts = times if times is not None else event_times(df, source)
-    if ts is None:
-        return pd.Series(False, index=df.index)
-    inside = pd.Series(True, index=df.index)
-    if end is not None:
-        inside &= ts < pd.Timestamp(end)
-    if start is not None:
-        inside &= ts >= pd.Timestamp(start)
-    return ~inside & ts.notna()
+def read_files(uris: list[str], source: Source) -> tuple[pd.DataFrame, list[int]]:
+    """Every row of some files of ``source``, as they arrived (no time filter, no join), and
+    each file's row count: read as Arrow tables, made one frame at the end (a frame per file
+    costs more than a one-row day's rows)."""
+    tables = [read_source_table(u, source) for u in uris]
+    frame = as_frame(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
+    return frame, [t.num_rows for t in tables]
 
 
 def read_primary(uris: list[str], spec: Spec) -> pd.DataFrame:
     """Every row of some primary source files, as they arrived (no time filter, no join)."""
-    frames = [read_source_file(u, spec.primary_source) for u in uris]
-    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return read_files(uris, spec.primary_source)[0]

@@ -118,6 +118,17 @@ def _parquet_frame(raw: bytes, uri: str) -> pd.DataFrame:
 
 def read_source_file(uri: str, source: Source) -> pd.DataFrame:
     """One raw file as a frame of string columns (the spec's columns, in spec order)."""
+    return as_frame(read_source_table(uri, source))
+
+
+def as_frame(table: pa.Table) -> pd.DataFrame:
+    """String columns as the pipeline's one string dtype."""
+    return table.to_pandas(types_mapper={pa.string(): STRING}.get)
+
+
+def read_source_table(uri: str, source: Source) -> pa.Table:
+    """``read_source_file`` as an Arrow table: many small files are read as tables and
+    concatenated, then turned into one frame (a frame per file costs more than its rows)."""
     fs, path = storage.get_fs(uri)
     try:
         with fs.open(path, "rb") as f:
@@ -129,7 +140,7 @@ def read_source_file(uri: str, source: Source) -> pd.DataFrame:
     if source.format == "csv":
         table = _csv_table(raw, uri, source)
         _check_not_hollow(table.num_rows, uri, source)
-        return table.to_pandas(types_mapper={pa.string(): STRING}.get)
+        return table
     if source.format == "parquet":
         df = _parquet_frame(raw, uri)
     else:
@@ -139,4 +150,6 @@ def read_source_file(uri: str, source: Source) -> pd.DataFrame:
         except (ValueError, OSError) as exc:
             raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
     _check_not_hollow(len(df), uri, source)
-    return _as_strings(df, uri, source)
+    strings = _as_strings(df, uri, source)
+    return pa.Table.from_pandas(strings, preserve_index=False).cast(
+        pa.schema([(c, pa.string()) for c in strings.columns]))
