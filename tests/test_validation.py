@@ -249,12 +249,16 @@ def test_invalid_hhmm_and_null_key_are_caught(tmp_path):
 
 
 def test_a_raw_file_missing_columns_fails_naming_the_file_and_columns(tmp_path):
+    """Read before GX: the reader names the file and what it lacks. Columns the spec does not
+    declare are not read at all (raw files carry more than the spec uses), so an extra
+    column alone passes; a rename shows as a missing column and the header as found."""
     df = frame(50).drop(columns=["dest"]).rename(columns={"distance": "dist"})
     with pytest.raises(SourceReadError) as info:
         run(tmp_path, df)
     msg = str(info.value)
     assert "date=2013-01-01/flights.csv" in msg
-    assert "dest" in msg and "distance" in msg
+    assert "missing column(s) ['dest', 'distance']" in msg
+    assert "'dist'" in msg.split("found", 1)[1]  # the header as found, with the new name
     assert not list(dataset_dir(tmp_path).glob("*/validation/results.json"))
 
 
