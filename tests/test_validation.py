@@ -132,7 +132,7 @@ def test_clean_real_data_passes_and_writes_results_and_docs(tmp_path):
     cancelled = int(frame()["arr_delay"].isna().sum())
     assert s["success"] and s["evaluated_rows"] == ROWS and s["quarantined_rows"] == 0
     days = pd.to_datetime(frame()["time_hour"], utc=True).dt.date.nunique()
-    assert days == 3 and len(manifest["segments"]) == days  # one per UTC day
+    assert days == 3 and len(manifest["segments"]) == days == s["segments"]  # one per UTC day
     assert sum(sp["num_examples"] for sp in manifest["splits"].values()) == ROWS - cancelled
     suite = json.loads((SPECS_DIR / "flights" / "expectations.json").read_text())
     res = results(tmp_path)
@@ -155,6 +155,8 @@ def test_out_of_range_rows_under_mostly_are_quarantined_and_run_continues(tmp_pa
     assert len(q) == 1 and q.iloc[0]["temp"] == "500"
     assert q.iloc[0][REASON_COLUMN] == "expect_column_values_to_be_between(temp)"
     assert tuple(q.iloc[0][KEY]) == tuple(df.loc[7, KEY])
+    (q_file,) = s["quarantine_files"]  # relative to the dataset folder
+    assert (dataset_dir(tmp_path) / q_file).is_file()
     cancelled = int(df["arr_delay"].isna().sum())
     assert sum(sp["num_examples"] for sp in manifest["splits"].values()) == ROWS - cancelled - 1
     temp = next(e for e in s["expectations"]
