@@ -13,6 +13,7 @@ import pytest
 
 from etl.sources import extract
 from etl.sources.land import land
+from etl.sources.lookups import join_lookups, read_lookups
 from etl.spec import load_spec
 from etl.transform import tabular as transform
 from etl.write import shards, writer
@@ -22,14 +23,16 @@ LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
 
 @pytest.fixture(scope="module")
 def final(client, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
-    """Four real days, transformed: the frame the writer gets, computed once."""
+    """Four real days, transformed as a segment build does: the frame the writer gets."""
     root = f"file://{tmp_path_factory.mktemp('raw')}"
     land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 5))
     spec = load_spec("flights")
-    ddf, _, _ = extract.build_frame(root, spec, None, datetime(2013, 1, 5, tzinfo=UTC))
-    prepared = transform.prepare(ddf, spec)
-    stats = transform.statistics(prepared, ddf, spec)
-    return transform.finalize(prepared, spec).compute(), stats
+    uris = extract.window_files(root, spec.primary_source, None, datetime(2013, 1, 5, tzinfo=UTC))
+    rights, _, _ = read_lookups(root, spec)
+    prepared = transform.prepare_partition(
+        join_lookups(extract.read_primary(uris, spec), spec, rights), spec)
+    stats = transform.finalize_partial(transform.split_partial(prepared, spec), spec)
+    return transform.finalize_partition(prepared, spec, stats["label_schema"]), stats
 
 
 def _write(frame: pd.DataFrame, stats: dict, out: Path, npartitions: int,
