@@ -133,6 +133,8 @@ def _check_draft(written_uri: str, draft_uri: str, owner: str | None,
                                 "by another run; not publishing")
     for info in manifest["splits"].values():
         for shard in info["shards"]:
+            if shard.get("segment"):
+                continue  # checked before its segment.json existed; segments are immutable
             size = storage.stat(versions.shard_uri(written_uri, shard))["size"]
             if size != shard["bytes"]:
                 raise PipelineError(f"{written_uri}/{shard['file']}: {size} bytes stored, "

@@ -52,7 +52,11 @@ def stat(uri: str) -> dict[str, Any]:
     """Size plus GCS generation or local mtime: a cheap fingerprint of a source file."""
     fs, path = get_fs(uri)
     if is_gcs(uri):
-        return _fingerprint(uri, with_retries(lambda: fs.info(path), f"stat {uri}"))
+        from fsspec.asyn import sync
+
+        # the object alone: fs.info also lists the prefix, in case it is a folder
+        return _fingerprint(uri, with_retries(lambda: sync(fs.loop, fs._get_object, path),
+                                              f"stat {uri}"))
     st = os.stat(path)
     mtime = dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat()
     return {"uri": uri, "size": st.st_size, "mtime": mtime}
