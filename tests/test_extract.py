@@ -166,7 +166,7 @@ def test_type_change_reaches_validation_as_text(root: str) -> None:
 
 @pytest.mark.parametrize("edit, message", [
     (lambda ls: [ls[0].replace(",distance,", ",dist,")] + ls[1:],
-     r"missing column\(s\) \['distance'\]"),
+     r"missing column\(s\) \['distance'\].*renamed\? 'distance' -> 'dist'"),
     (lambda ls: ls[:3] + [ls[3].rstrip() + ",extra\n"] + ls[4:], r"malformed row.*row \d+"),
     (lambda ls: [], "empty file"),
     (lambda ls: [ls[0], ls[1].replace("EWR", "\udcff", 1)], None),

@@ -61,9 +61,7 @@ def _csv_table(raw: bytes, uri: str, source: Source) -> pa.Table:
                 null_values=opts.get("null_values", [""]), strings_can_be_null=True))
     except pa.ArrowKeyError as exc:
         header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
-        missing = [c for c in source.columns if c not in header]
-        raise SourceReadError(f"{uri}: missing column(s) {missing}; expected {list(source.columns)},"
-                              f" found {header}") from exc
+        raise SourceReadError(missing_columns(uri, source, header)) from exc
     except pa.ArrowInvalid as exc:
         raise SourceReadError(f"{uri}: cannot read as CSV ({source.read or 'defaults'}): "
                               f"{exc}") from exc
@@ -72,12 +70,24 @@ def _csv_table(raw: bytes, uri: str, source: Source) -> pa.Table:
     return table
 
 
+def missing_columns(uri: str, source: Source, found: list[str]) -> str:
+    """The refusal of a file without some of the spec's columns: which are missing, the
+    header as found, and a likely rename for each missing one (a close undeclared name)."""
+    import difflib
+
+    missing = [c for c in source.columns if c not in found]
+    extra = [c for c in found if c not in source.columns]
+    renames = [f"{m!r} -> {close[0]!r}" for m in missing
+               if (close := difflib.get_close_matches(m, extra, n=1, cutoff=0.6))]
+    hint = f"; renamed? {', '.join(renames)}" if renames else ""
+    return (f"{uri}: missing column(s) {missing}; expected {list(source.columns)}, found "
+            f"{found}{hint}")
+
+
 def _as_strings(df: pd.DataFrame, uri: str, source: Source) -> pd.DataFrame:
     """Typed formats (Parquet, JSON) as the same strings a CSV would give: one contract."""
-    missing = [c for c in source.columns if c not in df.columns]
-    if missing:
-        raise SourceReadError(f"{uri}: missing column(s) {missing}; expected "
-                              f"{list(source.columns)}, found {list(df.columns)}")
+    if any(c not in df.columns for c in source.columns):
+        raise SourceReadError(missing_columns(uri, source, list(df.columns)))
     out = {}
     for col in source.columns:
         s = df[col]
