@@ -121,7 +121,7 @@ def test_sigkill_while_writing_shards_then_retry(root: str, root_path: Path,
     assert_untouched(root, base_digest)  # the half-written version is invisible to readers
 
     result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="killed",
-                          shard_bytes=4000, encoder="python")
+                          shard_bytes=4000)
     assert result["created"] and result["version"] == NEXT_VERSION
     _assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
@@ -137,7 +137,7 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
     assert_untouched(root, base_digest)
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="other",
-                              shard_bytes=4000, encoder="python")
+                              shard_bytes=4000)
     assert result["created"] and result["version"] == NEXT_VERSION
     assert any("breaking the lease" in r.getMessage() and "is gone" in r.getMessage()
                for r in caplog.records)
@@ -175,7 +175,7 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
     with FaultProxy(gcs_emulator.endpoint, plan) as proxy:
         _via(monkeypatch, proxy.endpoint)
         result = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="flaky",
-                              shard_bytes=60_000, encoder="python")
+                              shard_bytes=60_000)
         etl_faults = proxy.counters.total_faults
         manifest = versions.read_manifest(result["version_uri"])
         versions.verify_shards(result["version_uri"], manifest)
@@ -204,7 +204,7 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
     monkeypatch.setattr(lease, "_host", lambda: "another-host")  # no pid check: expiry only
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="other",
-                              shard_bytes=60_000, encoder="python")
+                              shard_bytes=60_000)
     assert result["created"] and result["version"] == DAY_VERSION
     waits = [r for r in caplog.records if "waiting for it" in r.getMessage()]
     broke = [r for r in caplog.records if "breaking the lease" in r.getMessage()]
@@ -235,7 +235,7 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
         dask_client: object) -> None:
     """The store answers 503 to everything after N requests: a clear error, nothing visible."""
     first = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="base",
-                         shard_bytes=60_000, encoder="python")
+                         shard_bytes=60_000)
     vuri = first["version_uri"]
     before = {n: storage.stat(storage.join(vuri, n))["size"] for n in storage.list_dir(vuri)}
     monkeypatch.setattr(storage_retry, "DEFAULT_RETRY", storage.RetryPolicy(
@@ -247,7 +247,7 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
         t0 = time.monotonic()
         with pytest.raises(StorageError, match=r"gs://.*gave up after .*503"):
             pipeline.run(DATASET, landed_gcs, "2013-01-03T00:00:00Z", DAY_END, run_id="dead",
-                         shard_bytes=60_000, encoder="python")
+                         shard_bytes=60_000)
         elapsed = time.monotonic() - t0
     assert proxy.counters.faults["503"] > 0, proxy.counters
     assert elapsed < 45, f"a dead store took {elapsed:.0f}s to give up"

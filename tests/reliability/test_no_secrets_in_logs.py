@@ -124,7 +124,7 @@ def test_etl_run_with_a_service_account_logs_no_secret(gcs_root: str, planted: P
     with every_log_at_debug() as logs:
         land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 2))
         result = pipeline.run(DATASET, gcs_root, DAY_END, DAY_START, run_id="keyed",
-                              shard_bytes=SHARD_BYTES, encoder="python")
+                              shard_bytes=SHARD_BYTES)
     out, err = capfd.readouterr()
     assert result["created"]
     assert planted.server.assertions, "the service account was never used"
@@ -174,7 +174,7 @@ def test_refused_key_and_dead_store_log_no_secret(gcs_root: str, planted: Plante
         with FaultProxy(gcs_emulator.endpoint, plan) as proxy:
             monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.endpoint)
             dead = _failure(lambda: pipeline.run(DATASET, gcs_root, DAY_END, DAY_START,
-                                                 run_id="dead", encoder="python"))
+                                                 run_id="dead"))
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator.endpoint)
     out, err = capfd.readouterr()
     assert "401" in refused or "Invalid Credentials" in refused, refused[-2000:]
