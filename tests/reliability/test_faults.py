@@ -1,8 +1,8 @@
 """Faults while running: damaged shards, a SIGKILLed writer, a flaky or dead object store.
 
-The kill test runs the real command line in its own process group and kills the group as soon
-as the first temp or shard file of the new version appears; the retry with the same run id
-must publish one clean version. The storage tests put tests/faultproxy.py (seeded
+The kill tests run the real command line in its own process group and kill the group as soon
+as a segment of the new version is being written (its first temp or shard file, or on GCS its
+``_WRITER`` lease); the retry must publish one clean version. The storage tests put tests/faultproxy.py (seeded
 429/503/dropped connections) between gcsfs and the GCS emulator.
 """
 
@@ -33,9 +33,10 @@ from faultproxy import FaultPlan, FaultProxy
 from etl import pipeline, storage, versions
 from etl.errors import ChecksumMismatchError, StorageError
 from etl.pipeline.record import DRAFT_FILE
+from etl.segments import claim
 from etl.storage import fs as storage_fs
 from etl.storage import retry as storage_retry
-from etl.versions import lease
+from etl.versions import lease, segments
 
 REPO = Path(__file__).resolve().parents[2]
 KILL_WAIT_S = 120.0  # bounded: cold CLI start + extract + validate on a loaded 2-core box
@@ -45,12 +46,28 @@ SHORT_LEASE = {lease.HEARTBEAT_ENV: "0.5", lease.EXPIRY_ENV: "4"}  # the killed 
 GCSFS_SLEEP_SCALE = 0.02  # dead-store test only: gcsfs' 1..32 s backoff becomes 20..640 ms
 
 
-def _writing_started(version_dir: Path) -> bool:
-    """The writer holds its lock or has opened a temp/shard file in the version folder."""
-    if not version_dir.is_dir():
-        return False
-    return any(p.name == versions.WRITER_LOCK or ".tfrecord" in p.name
-               for p in version_dir.iterdir())
+def _segments(root: str) -> str:
+    return segments.segments_uri(root, DATASET)
+
+
+def _unfinished(root: str) -> dict[str, list[str]]:
+    """Segment folders without ``segment.json``, with what is in them (temp files too)."""
+    out = {}
+    for seg in storage.list_dir(_segments(root)):
+        names = storage.list_dir(storage.join(_segments(root), seg), include_temp=True)
+        if segments.SEGMENT_FILE not in names:
+            out[seg] = names
+    return out
+
+
+def _shard_being_written(root: str) -> bool:
+    """A segment without ``segment.json`` has a shard or shard temp file: mid-write."""
+    return any(".tfrecord" in n for names in _unfinished(root).values() for n in names)
+
+
+def _segment_lease_taken(root: str) -> bool:
+    """A segment's ``_WRITER`` lease exists (on GCS an upload is invisible until done)."""
+    return any(segments.SEGMENT_LOCK in names for names in _unfinished(root).values())
 
 
 def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
@@ -61,8 +78,9 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
 
     vuri = versions.version_uri(root, DATASET, BASE_VERSION)
     manifest = versions.read_manifest(vuri)
-    shard = manifest["splits"]["train"]["shards"][0]["file"]
-    path = root_path / "datasets" / DATASET / BASE_VERSION / shard
+    entry = manifest["splits"]["train"]["shards"][0]
+    shard = entry["file"]
+    path = Path(storage.get_fs(versions.shard_uri(vuri, entry))[1])  # in its segment's folder
     data = path.read_bytes()
     for damaged, expected in ((data[:-7], "bytes"), (data[:40] + bytes([data[40] ^ 1]) + data[41:],
                                                       "sha256")):
@@ -76,13 +94,12 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
 
 def _kill_cli_while_writing(root: str, end: str, start: str, started: Callable[[], bool],
                             env: dict[str, str] | None = None) -> float:
-    """Run the one-shot CLI as run id "killed", SIGKILL its process group once writing started.
+    """Run the CLI as run id "killed", SIGKILL its process group once writing started.
 
     Returns the time.time() of the kill.
     """
     cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--interval-end", end,
-           "--interval-start", start, "--run-id", "killed", "--shard-bytes", "4000",
-           "--encoder", "python", "--one-shot"]
+           "--interval-start", start, "--run-id", "killed", "--shard-bytes", "4000"]
     proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + KILL_WAIT_S
@@ -99,16 +116,34 @@ def _kill_cli_while_writing(root: str, end: str, start: str, started: Callable[[
 
 
 def _assert_one_clean_version(root: str, version: str) -> None:
-    """Shards match the manifest; no temp file, draft, lease or killed run's staging is left."""
+    """Shards match the manifest; every segment is finished and holds only its own shards;
+    no temp file, draft, lease or killed run's staging is left."""
     vuri = versions.version_uri(root, DATASET, version)
     manifest = versions.read_manifest(vuri)
     versions.verify_shards(vuri, manifest)
-    listed = {s["file"] for v in manifest["splits"].values() for s in v["shards"]}
     names = set(storage.list_dir(vuri, include_temp=True))
-    assert {n for n in names if ".tfrecord" in n} == listed, "orphan shards remain"
     assert not [n for n in names if storage.TEMP_MARKER in n]
     assert not {DRAFT_FILE, versions.WRITER_LOCK} & names
+    assert _unfinished(root) == {}, "a killed build's segment folder was left"
+    listed = {seg["segment"] for seg in manifest["segments"]}
+    for seg in storage.list_dir(_segments(root)):
+        seg_uri = storage.join(_segments(root), seg)
+        meta = segments.read_segment(seg_uri)
+        own = {s["file"] for v in meta["splits"].values() for s in v["shards"]}
+        found = set(storage.list_dir(seg_uri, include_temp=True))
+        assert {n for n in found if ".tfrecord" in n} == own, f"orphan shards in {seg}"
+        assert not [n for n in found if storage.TEMP_MARKER in n], seg
+        assert segments.SEGMENT_LOCK not in found, f"a lease was left on {seg}"
+        if seg in listed:
+            assert own == {s["file"] for v in manifest["splits"].values()
+                           for s in v["shards"] if s["segment"] == seg}
     assert not storage.exists(storage.safe_join(root, "staging", DATASET, version, "killed"))
+
+
+def _assert_killed_mid_write(root: str) -> None:
+    """The kill left what it should: a segment with shards but no ``segment.json``."""
+    left = _unfinished(root)
+    assert any(any(".tfrecord" in n for n in names) for names in left.values()), left
 
 
 @pytest.mark.integration
@@ -116,7 +151,8 @@ def test_sigkill_while_writing_shards_then_retry(root: str, root_path: Path,
                                                  base_digest: dict[str, str]) -> None:
     """SIGKILL the CLI (and its workers) mid-write; the same run id then publishes cleanly."""
     vdir = root_path / "datasets" / DATASET / NEXT_VERSION
-    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _writing_started(vdir))
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _shard_being_written(root))
+    _assert_killed_mid_write(root)
     assert not (vdir / "manifest.json").exists()
     assert_untouched(root, base_digest)  # the half-written version is invisible to readers
 
@@ -132,8 +168,8 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
         root: str, root_path: Path, base_digest: dict[str, str],
         caplog: pytest.LogCaptureFixture) -> None:
     """Same host, the killed writer's pid is gone: a different run breaks its lease at once."""
-    vdir = root_path / "datasets" / DATASET / NEXT_VERSION
-    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _writing_started(vdir))
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _shard_being_written(root))
+    _assert_killed_mid_write(root)
     assert_untouched(root, base_digest)
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="other",
@@ -197,9 +233,10 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
         caplog: pytest.LogCaptureFixture, dask_client: object) -> None:
     """On GCS, seen from another host: the dead lease blocks only until its expiry."""
     vuri = versions.version_uri(landed_gcs, DATASET, DAY_VERSION)
-    lock_uri = storage.join(vuri, versions.WRITER_LOCK)
     killed_at = _kill_cli_while_writing(landed_gcs, DAY_END, DAY_START,
-                                        lambda: storage.exists(lock_uri), env=SHORT_LEASE)
+                                        lambda: _segment_lease_taken(landed_gcs),
+                                        env=SHORT_LEASE)
+    assert _unfinished(landed_gcs), "the kill came after the segment was built"
     assert versions.list_versions(landed_gcs, DATASET) == []
     monkeypatch.setattr(lease, "_host", lambda: "another-host")  # no pid check: expiry only
     with caplog.at_level(logging.WARNING):
@@ -209,9 +246,10 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
     waits = [r for r in caplog.records if "waiting for it" in r.getMessage()]
     broke = [r for r in caplog.records if "breaking the lease" in r.getMessage()]
     assert waits and "'killed'" in waits[0].getMessage(), caplog.text
+    assert "being built by" in waits[0].getMessage(), caplog.text  # the segment's lease
     assert len(broke) == 1 and "no heartbeat for" in broke[0].getMessage(), caplog.text
     expiry = float(SHORT_LEASE[lease.EXPIRY_ENV])
-    assert broke[0].created - killed_at <= expiry + 2.0 + 5.0  # expiry + one poll + slack
+    assert broke[0].created - killed_at <= expiry + claim.POLL_S + 5.0  # + one poll + slack
     assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
     assert versions.read_manifest(vuri)["run_id"] == "other"
     _assert_one_clean_version(landed_gcs, DAY_VERSION)
