@@ -29,14 +29,20 @@ from conftest import (
     assert_untouched,
 )
 from faultproxy import FaultPlan, FaultProxy
+from segment_state import (
+    assert_killed_mid_write,
+    assert_one_clean_version,
+    segment_lease_taken,
+    shard_being_written,
+    unfinished,
+)
 
 from etl import pipeline, storage, versions
 from etl.errors import ChecksumMismatchError, StorageError
-from etl.pipeline.record import DRAFT_FILE
 from etl.segments import claim
 from etl.storage import fs as storage_fs
 from etl.storage import retry as storage_retry
-from etl.versions import lease, segments
+from etl.versions import lease
 
 REPO = Path(__file__).resolve().parents[2]
 KILL_WAIT_S = 120.0  # bounded: cold CLI start + extract + validate on a loaded 2-core box
@@ -44,30 +50,6 @@ DAY_END, DAY_START = "2013-01-02T00:00:00Z", "2013-01-01T00:00:00Z"
 DAY_VERSION = "20130102T000000Z_20130101T000000Z"
 SHORT_LEASE = {lease.HEARTBEAT_ENV: "0.5", lease.EXPIRY_ENV: "4"}  # the killed writer's
 GCSFS_SLEEP_SCALE = 0.02  # dead-store test only: gcsfs' 1..32 s backoff becomes 20..640 ms
-
-
-def _segments(root: str) -> str:
-    return segments.segments_uri(root, DATASET)
-
-
-def _unfinished(root: str) -> dict[str, list[str]]:
-    """Segment folders without ``segment.json``, with what is in them (temp files too)."""
-    out = {}
-    for seg in storage.list_dir(_segments(root)):
-        names = storage.list_dir(storage.join(_segments(root), seg), include_temp=True)
-        if segments.SEGMENT_FILE not in names:
-            out[seg] = names
-    return out
-
-
-def _shard_being_written(root: str) -> bool:
-    """A segment without ``segment.json`` has a shard or shard temp file: mid-write."""
-    return any(".tfrecord" in n for names in _unfinished(root).values() for n in names)
-
-
-def _segment_lease_taken(root: str) -> bool:
-    """A segment's ``_WRITER`` lease exists (on GCS an upload is invisible until done)."""
-    return any(segments.SEGMENT_LOCK in names for names in _unfinished(root).values())
 
 
 def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
@@ -115,51 +97,20 @@ def _kill_cli_while_writing(root: str, end: str, start: str, started: Callable[[
     return killed_at
 
 
-def _assert_one_clean_version(root: str, version: str) -> None:
-    """Shards match the manifest; every segment is finished and holds only its own shards;
-    no temp file, draft, lease or killed run's staging is left."""
-    vuri = versions.version_uri(root, DATASET, version)
-    manifest = versions.read_manifest(vuri)
-    versions.verify_shards(vuri, manifest)
-    names = set(storage.list_dir(vuri, include_temp=True))
-    assert not [n for n in names if storage.TEMP_MARKER in n]
-    assert not {DRAFT_FILE, versions.WRITER_LOCK} & names
-    assert _unfinished(root) == {}, "a killed build's segment folder was left"
-    listed = {seg["segment"] for seg in manifest["segments"]}
-    for seg in storage.list_dir(_segments(root)):
-        seg_uri = storage.join(_segments(root), seg)
-        meta = segments.read_segment(seg_uri)
-        own = {s["file"] for v in meta["splits"].values() for s in v["shards"]}
-        found = set(storage.list_dir(seg_uri, include_temp=True))
-        assert {n for n in found if ".tfrecord" in n} == own, f"orphan shards in {seg}"
-        assert not [n for n in found if storage.TEMP_MARKER in n], seg
-        assert segments.SEGMENT_LOCK not in found, f"a lease was left on {seg}"
-        if seg in listed:
-            assert own == {s["file"] for v in manifest["splits"].values()
-                           for s in v["shards"] if s["segment"] == seg}
-    assert not storage.exists(storage.safe_join(root, "staging", DATASET, version, "killed"))
-
-
-def _assert_killed_mid_write(root: str) -> None:
-    """The kill left what it should: a segment with shards but no ``segment.json``."""
-    left = _unfinished(root)
-    assert any(any(".tfrecord" in n for n in names) for names in left.values()), left
-
-
 @pytest.mark.integration
 def test_sigkill_while_writing_shards_then_retry(root: str, root_path: Path,
                                                  base_digest: dict[str, str]) -> None:
     """SIGKILL the CLI (and its workers) mid-write; the same run id then publishes cleanly."""
     vdir = root_path / "datasets" / DATASET / NEXT_VERSION
-    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _shard_being_written(root))
-    _assert_killed_mid_write(root)
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: shard_being_written(root))
+    assert_killed_mid_write(root)
     assert not (vdir / "manifest.json").exists()
     assert_untouched(root, base_digest)  # the half-written version is invisible to readers
 
     result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="killed",
                           shard_bytes=4000)
     assert result["created"] and result["version"] == NEXT_VERSION
-    _assert_one_clean_version(root, NEXT_VERSION)
+    assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
 
@@ -168,8 +119,8 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
         root: str, root_path: Path, base_digest: dict[str, str],
         caplog: pytest.LogCaptureFixture) -> None:
     """Same host, the killed writer's pid is gone: a different run breaks its lease at once."""
-    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _shard_being_written(root))
-    _assert_killed_mid_write(root)
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: shard_being_written(root))
+    assert_killed_mid_write(root)
     assert_untouched(root, base_digest)
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="other",
@@ -179,7 +130,7 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
                for r in caplog.records)
     assert not any("waiting for it" in r.getMessage() for r in caplog.records)
     assert versions.read_manifest(result["version_uri"])["run_id"] == "other"
-    _assert_one_clean_version(root, NEXT_VERSION)
+    assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
 
@@ -234,9 +185,9 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
     """On GCS, seen from another host: the dead lease blocks only until its expiry."""
     vuri = versions.version_uri(landed_gcs, DATASET, DAY_VERSION)
     killed_at = _kill_cli_while_writing(landed_gcs, DAY_END, DAY_START,
-                                        lambda: _segment_lease_taken(landed_gcs),
+                                        lambda: segment_lease_taken(landed_gcs),
                                         env=SHORT_LEASE)
-    assert _unfinished(landed_gcs), "the kill came after the segment was built"
+    assert unfinished(landed_gcs), "the kill came after the segment was built"
     assert versions.list_versions(landed_gcs, DATASET) == []
     monkeypatch.setattr(lease, "_host", lambda: "another-host")  # no pid check: expiry only
     with caplog.at_level(logging.WARNING):
@@ -252,7 +203,7 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
     assert broke[0].created - killed_at <= expiry + claim.POLL_S + 5.0  # + one poll + slack
     assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
     assert versions.read_manifest(vuri)["run_id"] == "other"
-    _assert_one_clean_version(landed_gcs, DAY_VERSION)
+    assert_one_clean_version(landed_gcs, DAY_VERSION)
 
 
 def _fast_gcsfs_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
