@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 
 from etl import storage
+from etl.errors import ValidationFailed
 from etl.provenance import code_version, iso
 from etl.segments.claim import claim, try_claim
 from etl.segments.files import PARTIALS_NPZ, write_partials
 from etl.segments.window import SegmentTask
-from etl.sources.extract import event_times, read_files
+from etl.sources.extract import event_times, outside_each, read_files
 from etl.sources.lookups import join_lookups
 from etl.spec import Spec
 from etl.transform import tabular
@@ -116,8 +117,7 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
                 np.arange(len(valids)), lengths)
             prepared, stats = _prepare_each(whole, parts, len(valids), ctx.spec)
             for (task, _), st in zip(todo, stats):  # before a record is encoded
-                if ctx.label_schema.get("names"):  # a value outside the classes fails here
-                    tabular.resolve_label(st, ctx.spec, f"{ctx.spec.path} (segment {task.uri})")
+                _check_classes(task, ctx, st)
             typed, partials = _typed_each(whole, parts, lengths, ctx)
             metas = [_build(task, ctx, typ, part, st, final, report, misfiled)
                      for (task, _), typ, part, st, final, report, (_, misfiled)
@@ -136,6 +136,17 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
         for _, beat in beats:
             lease.release(beat.stop())
     return done
+
+
+def _check_classes(task: SegmentTask, ctx: BuildContext, stats: dict[str, Any]) -> None:
+    """A label value outside the version's classes fails here, naming the spec's field (and
+    then the segment whose rows hold it)."""
+    if not ctx.label_schema.get("names"):
+        return
+    try:
+        tabular.resolve_label(stats, ctx.spec)
+    except ValidationFailed as exc:
+        raise ValidationFailed(f"{exc} (in segment {task.uri})", exc.summary) from None
 
 
 def _split(frame: pd.DataFrame, lengths: list[int]) -> list[pd.DataFrame]:
@@ -244,10 +255,8 @@ def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
     times = event_times(raw, source)
     if times is None:
         return raw, 0
-    stamps = times.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]")
     period = [p.period or (None, None) for p in task.parts]
-    misfiled = _outside(stamps, _per_row([lo for lo, _ in period], counts, _MIN),
-                        _per_row([hi for _, hi in period], counts, _MAX))
+    misfiled = outside_each(times, period, counts)
     if misfiled.any():
         bad = raw[misfiled].copy()
         part_of = np.repeat(np.arange(len(counts)), counts)[misfiled]
@@ -256,26 +265,8 @@ def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
             f"[{iso(period[i][0])}, {iso(period[i][1])}) of its file" for i in part_of]
         bad[vpart.PARTITION_COLUMN] = 0
         write_parquet(bad, storage.join(task.uri, "quarantine"), MISFILED)
-    elsewhere = _outside(stamps, _per_row([p.start for p in task.parts], counts, _MIN),
-                         _per_row([p.end for p in task.parts], counts, _MAX))
+    elsewhere = outside_each(times, [(p.start, p.end) for p in task.parts], counts)
     return raw[~misfiled & ~elsewhere].reset_index(drop=True), int(misfiled.sum())
-
-
-_MIN, _MAX = np.datetime64("1677-09-22", "ns"), np.datetime64("2262-04-11", "ns")
-
-
-def _per_row(bounds: list[datetime | None], counts: list[int], unbounded: np.datetime64
-             ) -> np.ndarray:
-    """Each row's bound: its partition's (``unbounded`` where that has none)."""
-    values = np.array([unbounded if b is None else np.datetime64(b.replace(tzinfo=None), "ns")
-                       for b in bounds], dtype="datetime64[ns]")
-    return np.repeat(values, counts)
-
-
-def _outside(stamps: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Rows whose time parsed and lies outside their [lo, hi) (unparseable ones stay, so
-    validation rejects them with a reason)."""
-    return ~np.isnat(stamps) & ((stamps < lo) | (stamps >= hi))
 
 
 def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],

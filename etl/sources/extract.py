@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -141,6 +142,24 @@ def event_times(df: pd.DataFrame, source: Source) -> pd.Series | None:
     if source.event_time is None:
         return None
     return pd.to_datetime(df[source.event_time], utc=True, errors="coerce", format="ISO8601")
+
+
+def outside_each(times: pd.Series, bounds: list[tuple[datetime | None, datetime | None]],
+                 counts: list[int]) -> np.ndarray:
+    """Rows whose event time parsed and lies outside their own file's [start, end) (None:
+    unbounded): ``bounds`` and ``counts`` per file, in the frame's order. Unparseable times
+    stay, so validation rejects them with a reason."""
+    stamps = times.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]")
+
+    def per_row(values: list[datetime | None], unbounded: str) -> np.ndarray:
+        edges = np.array([np.datetime64(unbounded, "ns") if v is None else
+                          np.datetime64(v.replace(tzinfo=None), "ns") for v in values],
+                         dtype="datetime64[ns]")
+        return np.repeat(edges, counts)
+
+    lo = per_row([b[0] for b in bounds], "1677-09-22")
+    hi = per_row([b[1] for b in bounds], "2262-04-11")
+    return ~np.isnat(stamps) & ((stamps < lo) | (stamps >= hi))
 
 
 def read_files(uris: list[str], source: Source) -> tuple[pd.DataFrame, list[int]]:
