@@ -28,18 +28,7 @@ QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instea
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
                 days: tuple[str, str] | None = None) -> str:
-    """A new storage root with the flights landed ``scale`` times (only ``days`` if given)."""
-    from datetime import date
-
-    from etl.sources.land import land
-
-    folder = work / name
-    shutil.rmtree(folder, ignore_errors=True)
-    root = f"file://{folder}"
-    window = {"start": date.fromisoformat(days[0]), "end": date.fromisoformat(days[1])} \
-        if days else {}
-    land(root, "flights", scale=scale, **window)
-    return root
+    return measure.fresh_flights_root(work, name, scale, days)
 
 
 def _interval(days: tuple[str, str] | None) -> dict[str, str | None]:
