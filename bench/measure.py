@@ -63,6 +63,13 @@ def _interval_args(interval_end: str, interval_start: str | None) -> list[str]:
         ["--interval-start", interval_start] if interval_start else [])
 
 
+def etl_command(root: str, interval_end: str, interval_start: str | None = None,
+                dataset: str = "flights", steps: tuple[str, ...] = SPEC_CHAIN) -> list[str]:
+    """The ``python -m etl run`` command line every bench run uses (run id ``bench``)."""
+    return [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
+            "--run-id", "bench", *_interval_args(interval_end, interval_start), *steps]
+
+
 def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None = None,
             dataset: str = "flights", *, steps: tuple[str, ...],
             env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -73,8 +80,7 @@ def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None 
     rows/s is over the child's whole wall time (interpreter start and imports included); the
     fixed overhead is that wall time minus the steps' own times from the run result.
     """
-    cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
-           "--run-id", "bench", "--json", *_interval_args(interval_end, interval_start), *steps]
+    cmd = [*etl_command(root, interval_end, interval_start, dataset, steps), "--json"]
     child = run_checked(cmd, cwd=REPO, env=env)
     result = last_json(child.stdout)
     if not result["created"]:
