@@ -90,5 +90,5 @@ def count_written(cmd: list[str], root: str, env: dict[str, str] | None = None) 
         return {**out, "objects": listed, "method": "listing diff (strace not installed)"}
     gone = sorted(set(created) - set(change["new"]) - set(change["changed"]))
     return {**out, "objects": len(created), "method": "strace: opens with O_CREAT for writing",
-            "distinct_paths": len(set(created)), "renamed_or_removed": len(gone),
+            "distinct_files": len(set(created)), "renamed_or_removed": len(gone),
             "renamed_or_removed_paths": gone[:200]}

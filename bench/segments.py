@@ -87,8 +87,9 @@ def nightly_objects(root: str, first: date, nights: tuple[int, ...], dataset: st
                         env=env)
         cmd = [*measure.etl_command(root, _end(first, n), None, dataset), "--json"]
         counted = count_written(cmd, root, env)
-        out[str(n)] = {k: v for k, v in counted.items() if not k.endswith("_paths")}
-        out[str(n)]["paths"] = counted["listing_paths"]["new"][:40]
+        lists = ("listing_paths", "renamed_or_removed_paths")
+        out[str(n)] = {k: v for k, v in counted.items() if k not in lists}
+        out[str(n)]["new_files"] = counted["listing_paths"]["new"][:40]
     from etl import versions
 
     out["version_uri"] = versions.resolve(root, dataset, "latest")
