@@ -154,9 +154,12 @@ def figures(work: Path, quick: bool, results: dict[str, Any],
     save()
 
 
-def _commit() -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                          cwd=measure.REPO, check=False).stdout.strip()
+def _commit(*paths: str) -> str:
+    """The checkout's commit, or with ``paths`` the last commit that changed them."""
+    cmd = ["git", "log", "-1", "--format=%H", "--", *paths] if paths else \
+        ["git", "rev-parse", "HEAD"]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=measure.REPO,
+                          check=False).stdout.strip()
 
 
 def baseline(work: Path, repeats: int = 2) -> dict[str, Any]:
@@ -164,7 +167,8 @@ def baseline(work: Path, repeats: int = 2) -> dict[str, Any]:
     roots, for the year and for ``--quick``'s week: the figures the rewrite is held to."""
     from bench.__main__ import QUICK_DAYS, _interval
 
-    out: dict[str, Any] = {"measured_at_commit": _commit(), "machine": measure.machine(),
+    out: dict[str, Any] = {"measured_at_commit": _commit(), "etl_code_commit": _commit("etl"),
+                           "machine": measure.machine(),
                            "how": "python -m etl run --one-shot --json and python -m "
                                   "bench.floor on a fresh root (flights 1x), then python -m "
                                   "etl run (the spec's segment chain) on another; CPU-s of "
@@ -211,7 +215,8 @@ def main() -> int:
     if args.baseline:
         BASELINE.write_text(json.dumps(baseline(work), indent=2) + "\n")
         return 0
-    result = {"machine": measure.machine(), "commit": _commit(), "quick": args.quick}
+    result = {"machine": measure.machine(), "commit": _commit(), "etl_code_commit":
+              _commit("etl"), "quick": args.quick}
     out = Path(args.out)
     figures(work, args.quick, result,
             lambda: out.write_text(json.dumps(result, indent=2, default=str) + "\n"))
