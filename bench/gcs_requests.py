@@ -89,8 +89,11 @@ def _night(proxy_cls: Any, plan: Any, upstream: str, root: str, day_n: int) -> d
         run = measure.etl_cli(root, f"{_day(day_n)}T00:00:00Z", steps=measure.SPEC_CHAIN,
                               env=_env(proxy.endpoint, root))
         seen = list(proxy.counters.seen)
-    return {**summarize(seen), "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
-            "day": _day(day_n - 1), "delay_s": plan.delay_s}
+    night = {**summarize(seen), "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
+             "day": _day(day_n - 1), "delay_s": plan.delay_s}
+    log.info("gcs: night adding day %d (%.0f ms added): %d requests %s, %.1f s", day_n,
+             plan.delay_s * 1000, night["requests"], night["by_kind"], night["wall_s"])
+    return night
 
 
 def _bucket(emulator: Any, proxy_cls: Any, plan: Any, days: int, extra: int) -> dict[str, Any]:
