@@ -192,7 +192,7 @@ def _issue25_rows(r: dict[str, Any]) -> list[str]:
             f"{_num(r.get('tiny_partitions_bulk_ratio'), '.2f')}x CPU |")]
     rows += [f"| objects written by the night adding {k.replace('_day_', ' day ')} | {v} | | |"
              for k, v in r.get("objects_per_nightly_run", {}).items()]
-    rows += [f"| GCS requests, flights night after {k} | {v} | | |"
+    rows += [f"| GCS requests, flights night adding day {k.rstrip('d')} | {v} | | |"
              for k, v in r.get("gcs_nightly_requests", {}).items()]
     rows.append(f"| GCS night wall at 30 ms per request | "
                 f"{_num(r.get('gcs_nightly_wall_s_at_30ms'), '.1f')} s | at 0 ms "
