@@ -1,6 +1,6 @@
 """A dataset whose spec lives outside the repo, drafted by ``etl spec init``, gets its two DAGs
-and runs both through ``dag.test()`` with the spec's own training settings; the user makes it
-``incremental``, so its ETL DAG builds segments and publishes a version composed of them."""
+and runs both through ``dag.test()`` with the spec's own training settings; its ETL DAG builds
+the window's segments and publishes a version composed of them."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_drafted_spec_outside_the_repo_runs_through_both_dags(tmp_path: Path) ->
     _run([*etl_cli, "spec", "init", "--name", "flights_day", "--label", "arr_delay",
           "--source", "raw/flights/date=2013-01-02/flights.csv"], env, 300)
     spec = specs / "flights_day" / "spec.yaml"  # the user's scheduling and training choices
-    spec.write_text(spec.read_text() + "owner: ml-team\ntags: [drafted]\nincremental: true\n"
+    spec.write_text(spec.read_text() + "owner: ml-team\ntags: [drafted]\n"
                     "training: {epochs: 3, batch_size: 128, min_margin: 0.0}\n")
     _run([*etl_cli, "spec", "check", "flights_day"], env, 300)
     proc = _run([sys.executable, "-c", SCRIPT, str(DAGS)], env, 800)
@@ -66,7 +66,7 @@ def test_drafted_spec_outside_the_repo_runs_through_both_dags(tmp_path: Path) ->
     out = json.loads(line.removeprefix("E2E_RESULT="))
     assert out["errors"] == {} and out["dags"] == ["etl_flights_day", "train_flights_day"]
     assert out["tags"] == ["drafted", "etl", "flights_day"] and out["owner"] == "ml-team"
-    assert out["etl"] == {"build_segments": "success", "publish": "success"}, out
+    assert out["etl"] == {"build": "success", "publish": "success"}, out
     (version,) = (tmp_path / "data" / "datasets" / "flights_day").glob("*/manifest.json")
     assert json.loads(version.read_text())["layout"] == "segments"
     assert out["train"] == {"resolve_version": "success", "train": "success"}, out

@@ -33,8 +33,8 @@ BIN = Path(sys.executable).parent
 LANDED_DAYS = (date(2013, 1, 1), date(2013, 1, 29))
 ETL_CONF = {"interval_end": "2013-01-29T00:00:00+00:00", "window_days": 28, "shard_mb": 1,
             "validation_mode": "quarantine"}
-# etl_flights builds segments (its spec sets incremental: true), then publishes.
-EXPECTED_QUEUE = {"build_segments": "default", "publish": "default",
+# etl_flights builds its window's segments, then publishes (every ETL DAG).
+EXPECTED_QUEUE = {"build": "default", "publish": "default",
                   "resolve_version": "default", "train": "gpu"}
 RETRY_ON = (OSError, ValueError, KeyError)  # api-server not up, answer not complete yet
 WAIT_ETL_S, WAIT_TRAIN_S = 480, 300  # generous bounds for a loaded 2-core machine
@@ -263,4 +263,4 @@ def test_etl_then_asset_triggered_training_on_celery(deployment: Deployment) -> 
         assert (ti_queue, delivered_on) == (queue, queue), (task_id, ran_on[(dag_id, task_id)])
         assert worker.startswith(f"{queue}@"), (task_id, worker)
     assert tis[("train_flights", "train")]["pool"] == "gpu"
-    assert tis[("etl_flights", "build_segments")]["pool"] == "dask"
+    assert tis[("etl_flights", "build")]["pool"] == "dask"
