@@ -54,9 +54,12 @@ def stat(uri: str) -> dict[str, Any]:
     if is_gcs(uri):
         from fsspec.asyn import sync
 
-        # the object alone: fs.info also lists the prefix, in case it is a folder
-        return _fingerprint(uri, with_retries(lambda: sync(fs.loop, fs._get_object, path),
-                                              f"stat {uri}"))
+        # the object alone first: fs.info also lists the prefix, in case it is a folder
+        try:
+            info = with_retries(lambda: sync(fs.loop, fs._get_object, path), f"stat {uri}")
+        except FileNotFoundError:
+            info = with_retries(lambda: fs.info(path), f"stat {uri}")  # a folder, or absent
+        return _fingerprint(uri, info)
     st = os.stat(path)
     mtime = dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat()
     return {"uri": uri, "size": st.st_size, "mtime": mtime}
