@@ -72,7 +72,9 @@ def test_services_of_the_topology_exist() -> None:
     assert command("airflow-scheduler") == ["airflow", "scheduler"]
     assert command("airflow-dag-processor") == ["airflow", "dag-processor"]
     assert command("airflow-triggerer") == ["airflow", "triggerer"]
-    assert command("gcs-emulator")[:2] == ["gcp-storage-emulator", "start"]
+    # The shipped emulator that honours ifGenerationMatch, not the stock one (which ignores it).
+    assert command("gcs-emulator")[:3] == ["python", "-m", "etl.storage.emulator"]
+    assert command("gcs-emulator")[-2:] == ["--data-dir", "/data"]
 
 
 def _queues(service: str) -> str:
