@@ -237,3 +237,10 @@ def test_dockerfile_installs_the_lock_and_runs_unprivileged() -> None:
         for path in src.split():
             assert (REPO / path).exists(), path
             assert f"!{path}" in ignore, f"{path} is copied but excluded from the build context"
+
+
+def test_emulator_volume_is_owned_by_the_image_user() -> None:
+    # A new named volume takes the owner of the image's directory: /data must be airflow's.
+    assert "gcs-data:/data" in SERVICES["gcs-emulator"]["volumes"]
+    assert re.search(r"mkdir -p [^\n]*/data\b", DOCKERFILE)
+    assert re.search(r"chown -R airflow:airflow [^\n]*/data\b", DOCKERFILE)
