@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 RETRY_ON = (OSError, ValueError, KeyError)  # api-server still starting, DAG not parsed yet
+CALL_ATTEMPTS, CALL_TIMEOUT_S = 5, 60
 
 
 def say(msg: str) -> None:
@@ -44,16 +45,24 @@ class Api:
         self.base, self.password, self.token = base.rstrip("/"), password, ""
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        """One request; a timeout, refused connection or 5xx is retried (a loaded 2-core host)."""
         req = urllib.request.Request(f"{self.base}{path}", method=method,
                                      data=None if body is None else json.dumps(body).encode())
         req.add_header("Content-Type", "application/json")
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read()
+        for attempt in range(CALL_ATTEMPTS):
+            try:
+                with urllib.request.urlopen(req, timeout=CALL_TIMEOUT_S) as resp:
+                    return resp.status, resp.read()
+            except urllib.error.HTTPError as err:
+                if err.code < 500 or attempt == CALL_ATTEMPTS - 1:
+                    return err.code, err.read()
+            except OSError:
+                if attempt == CALL_ATTEMPTS - 1:
+                    raise
+            time.sleep(2 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def json(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
         status, data = self.call(method, path, body)
