@@ -104,6 +104,9 @@ print("AIRFLOW_API_SECRET_KEY=" + secrets.token_urlsafe(48))'
     echo "AIRFLOW_BIND=127.0.0.1"
     echo "AIRFLOW_API_PORT=$api_port"
     echo "GCS_EMULATOR_PORT=$gcs_port"
+    echo "GCS_BUCKET=flightpipe"
+    echo "PIPELINE_STORAGE_ROOT=gs://flightpipe/pipeline"
+    echo "STORAGE_EMULATOR_HOST=http://gcs-emulator:9023"
     echo "PIPELINE_ETL_SCHEDULE=none"
     echo "FLIGHTPIPE_IMAGE=$CT_IMAGE"
     echo "DEFAULT_WORKER_CONCURRENCY=2"
@@ -111,6 +114,12 @@ print("AIRFLOW_API_SECRET_KEY=" + secrets.token_urlsafe(48))'
 }
 
 main() {
+  # Compose prefers the shell's variables to .env: drop every one it reads (the Makefile
+  # exports PIPELINE_STORAGE_ROOT=file://..., which would point the stack at a host path).
+  local var
+  for var in $(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' "$CT_ROOT/docker/.env.example"); do
+    unset "$var"
+  done
   CT_WORK=$(mktemp -d /tmp/compose-test.XXXXXX)
   CT_FAILED_PHASE=""
   trap ct_teardown EXIT

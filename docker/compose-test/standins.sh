@@ -7,17 +7,6 @@
 
 CT_STANDIN_BASE="flightpipe-standin/debian:bookworm"
 
-_pull_official() {
-  # 0 when every image is present or pulled; prints the ones that are not.
-  local image missing=""
-  for image in "$@"; do
-    _standin_stale "$image" && docker rmi -f "$image" >/dev/null 2>&1
-    docker image inspect "$image" >/dev/null 2>&1 && continue
-    timeout "$CT_PULL_TIMEOUT" docker pull -q "$image" >>"$CT_WORK/pull.log" 2>&1 || missing="$missing $image"
-  done
-  echo "${missing# }"
-}
-
 _standin_hash() {
   # Of the stand-in's Dockerfile and entrypoint, so an edited one is rebuilt.
   cat "$CT_HERE/standins/$1"[.-]* | sha256sum | cut -c1-12
@@ -50,15 +39,27 @@ _standin_rootfs() {
   rm -rf "$rootfs"
 }
 
+_is_standin() {
+  [ -n "$(docker image inspect -f '{{ index .Config.Labels "flightpipe.standin" }}' "$1" 2>/dev/null)" ]
+}
+
 base_images() {
-  # Official images if they can be pulled; stand-ins for exactly the ones that cannot.
-  local missing image kind
-  missing=$(_pull_official "$CT_PYTHON_IMAGE" "$CT_POSTGRES_IMAGE" "$CT_REDIS_IMAGE")
-  if [ -z "$missing" ]; then ct_say "official base images present or pulled; no stand-ins"; return 0; fi
-  ct_say "official images cannot be pulled ($missing): building local stand-ins from Debian" \
-         "packages (PostgreSQL 15, Redis 7.0, Python 3.11.2) tagged with those names"
-  _standin_rootfs || return 1
-  for image in $missing; do
+  # Official images when present or pullable (a stand-in left by an earlier run gives way to a
+  # pull that works); stand-ins, built when missing, for exactly the ones that cannot be pulled.
+  local image kind standins="" build=""
+  for image in "$CT_PYTHON_IMAGE" "$CT_POSTGRES_IMAGE" "$CT_REDIS_IMAGE"; do
+    _standin_stale "$image" && docker rmi -f "$image" >/dev/null 2>&1
+    if docker image inspect "$image" >/dev/null 2>&1 && ! _is_standin "$image"; then continue; fi
+    timeout "$CT_PULL_TIMEOUT" docker pull -q "$image" >>"$CT_WORK/pull.log" 2>&1 && continue
+    standins="$standins $image"
+    docker image inspect "$image" >/dev/null 2>&1 || build="$build $image"
+  done
+  if [ -z "$standins" ]; then ct_say "official base images present or pulled; no stand-ins"; return 0; fi
+  ct_say "official images cannot be pulled ($(tail -1 "$CT_WORK/pull.log" | cut -c1-80)...):" \
+         "local stand-ins from Debian packages (Python 3.11.2, PostgreSQL 15, Redis 7.0) tagged" \
+         "as${standins}; ${build:+building${build}}${build:-built by an earlier run}"
+  [ -z "$build" ] || _standin_rootfs || return 1
+  for image in $build; do
     kind=$(_standin_kind "$image")
     [ -n "$kind" ] || { ct_say "no stand-in for $image"; return 1; }
     DOCKER_BUILDKIT=0 docker build -q -t "$image" -f "$CT_HERE/standins/$kind.Dockerfile" \
