@@ -12,12 +12,13 @@ STAMP := $(VENV)/.installed-$(LOCK_HASH)
 export PIPELINE_STORAGE_ROOT ?= file://$(CURDIR)/.data
 export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 
-.PHONY: install demo standalone test test-fast bench bench-quick lint browser clean help
+.PHONY: install demo standalone test test-fast compose-test bench bench-quick lint browser clean help
 
 help:
 	@echo "make demo   - install, land flights data, run the ETL DAG and the training DAG locally"
 	@echo "make standalone - airflow standalone (UI on :8080) with the DAGs, plugin and pools"
 	@echo "make test   - install and run the whole test suite"
+	@echo "make compose-test - build docker-compose.yml's stack and run it end to end (Docker set up if absent)"
 	@echo "make bench  - ETL vs floor and peers, fixed overhead, input vs parse ceiling, segment costs (bench/results.json)"
 	@echo "make bench-quick - check the bench harness in minutes: one week, 1x (bench/results-quick.json)"
 
@@ -55,6 +56,11 @@ test: install browser
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)
+
+# The compose deployment built and run for real: Docker engine, Compose v2 and base-image
+# stand-ins only when absent; always torn down (docs/AIRFLOW.md, docker/compose-test/run.sh).
+compose-test: install
+	bash docker/compose-test/run.sh
 
 # BENCH_ARGS: --scales 1,4 (default 1,4,16), --peers tfx_beam,ray_data ('' for none),
 # --peer-scale N (the scale the peers run on; default the largest), --peer-timeout SECONDS

@@ -1,8 +1,8 @@
 """Shared fixtures: storage roots on local disk and on a real GCS JSON-API server.
 
 ``storage_root`` runs a test once per backend (file://, gs://). The gs:// backend is
-the gcp-storage-emulator started once per session on a free loopback port (see
-tests/gcs.py); every test gets its own prefix in one bucket, so tests do not collide.
+the product's emulator (etl.storage.emulator) started once per session on a free loopback
+port by tests/gcs.py; every test gets its own prefix in one bucket, so tests do not collide.
 """
 
 from __future__ import annotations

@@ -72,7 +72,9 @@ def test_services_of_the_topology_exist() -> None:
     assert command("airflow-scheduler") == ["airflow", "scheduler"]
     assert command("airflow-dag-processor") == ["airflow", "dag-processor"]
     assert command("airflow-triggerer") == ["airflow", "triggerer"]
-    assert command("gcs-emulator")[:2] == ["gcp-storage-emulator", "start"]
+    # The shipped emulator that honours ifGenerationMatch, not the stock one (which ignores it).
+    assert command("gcs-emulator")[:3] == ["python", "-m", "etl.storage.emulator"]
+    assert command("gcs-emulator")[-2:] == ["--data-dir", "/data"]
 
 
 def _queues(service: str) -> str:
@@ -230,8 +232,25 @@ def test_dockerfile_installs_the_lock_and_runs_unprivileged() -> None:
     assert 'tensorflow[and-cuda]' in DOCKERFILE
     users = re.findall(r"^USER\s+(\S+)", DOCKERFILE, re.MULTILINE)
     assert users[-1] == "airflow"
-    ignore = (REPO / "docker" / "Dockerfile.dockerignore").read_text().splitlines()
+    ignore = (REPO / ".dockerignore").read_text().splitlines()
     for src in re.findall(r"^COPY\s+(?:--\S+\s+)*(.+?)\s+\S+$", DOCKERFILE, re.MULTILINE):
         for path in src.split():
             assert (REPO / path).exists(), path
             assert f"!{path}" in ignore, f"{path} is copied but excluded from the build context"
+
+
+def test_emulator_volume_is_owned_by_the_image_user() -> None:
+    # A new named volume takes the owner of the image's directory: /data must be airflow's.
+    assert "gcs-data:/data" in SERVICES["gcs-emulator"]["volumes"]
+    assert re.search(r"mkdir -p [^\n]*/data\b", DOCKERFILE)
+    assert re.search(r"chown -R airflow:airflow [^\n]*/data\b", DOCKERFILE)
+
+
+def test_dockerfile_builds_offline_with_either_builder() -> None:
+    # A syntax directive makes BuildKit pull its frontend image; the classic builder reads only
+    # the context root's .dockerignore, so a <Dockerfile>.dockerignore would filter nothing there.
+    assert not re.search(r"^#\s*syntax\s*=", DOCKERFILE, re.MULTILINE | re.IGNORECASE)
+    assert not (REPO / "docker" / "Dockerfile.dockerignore").exists()
+    rules = [line for line in (REPO / ".dockerignore").read_text().splitlines()
+             if line and not line.startswith("#")]
+    assert rules[0] == "*"  # exclude everything, then re-include what the image copies

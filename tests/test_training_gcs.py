@@ -29,11 +29,15 @@ def _upload(local: fx.WrittenVersion, root: str) -> str:
     return uri
 
 
-def test_train_on_gs_version_via_staging(gcs_root: str, tmp_path: Path) -> None:
+def test_train_on_gs_version_via_staging(gcs_root: str, tmp_path: Path, monkeypatch) -> None:
     local = fx.write_version(tmp_path / "local", n=2000, seed=8)
     uri = _upload(local, gcs_root)
     manifest = local.manifest
-    assert all(f.startswith("gs://") for f in shard_files(uri, "train", manifest))  # direct: TF's gs
+    # TF's own GCS client cannot reach an emulator: without a staging_dir, shards are staged anyway.
+    assert not any(f.startswith("gs://") for f in shard_files(uri, "train", manifest))
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST")
+    assert all(f.startswith("gs://") for f in shard_files(uri, "train", manifest))  # real GCS: direct
+    monkeypatch.undo()
 
     staged = InputConfig(batch_size=128, seed=2, staging_dir=str(tmp_path / "ssd"))
     rows = [int(y) for _, ys in make_dataset(uri, "test", manifest, staged) for y in ys.numpy()[:, 0]]

@@ -192,6 +192,6 @@ def _check_preconditions_honoured(fs: Any, path: str) -> None:
     if not honoured:
         raise StorageError(
             f"GCS endpoint {host} ignores ifGenerationMatch preconditions; conditional "
-            "create cannot be trusted there (start the emulator with tests/gcs.py)"
+            "create cannot be trusted there (python -m etl.storage.emulator honours them)"
         )
     _PRECONDITIONS_OK.add((host, bucket))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +75,18 @@ def local_or_remote_path(uri: str) -> str:
     return uri if storage.is_gcs(uri) else storage.get_fs(uri)[1]
 
 
+def emulator_staging_dir(version_uri: str) -> str | None:
+    """A local staging folder when gs:// means a GCS emulator, else None.
+
+    TensorFlow's own GCS client has no endpoint override and ignores STORAGE_EMULATOR_HOST, so
+    against an emulator (the compose deployment's) it would call storage.googleapis.com: stage
+    the shards with gcsfs, which honours the emulator, and read them locally.
+    """
+    if storage.is_gcs(version_uri) and os.environ.get("STORAGE_EMULATOR_HOST"):
+        return os.path.join(tempfile.gettempdir(), "flightpipe-staging")
+    return None
+
+
 def shard_files(
     version_uri: str, split: str, manifest: dict[str, Any], config: InputConfig | None = None
 ) -> list[str]:
@@ -82,9 +95,10 @@ def shard_files(
     entries = staging.split_shards(manifest, split)
     if not entries:
         raise ValueError(f"{version_uri}: split {split!r} has no shards in the manifest")
-    if config.staging_dir:
+    staging_dir = config.staging_dir or emulator_staging_dir(version_uri)
+    if staging_dir:
         local = staging.stage_version(
-            version_uri, manifest, config.staging_dir, [split], config.staging_workers
+            version_uri, manifest, staging_dir, [split], config.staging_workers
         )
         return [str(local / versions.shard_relpath(e)) for e in entries]
     return [local_or_remote_path(versions.shard_uri(version_uri, e)) for e in entries]
