@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from etl import storage
 from etl.errors import PipelineError
+from etl.sources.times import ISO_OUT, parse_timestamps
 from etl.spec import Source
 
 STRING = pd.StringDtype("pyarrow")  # one string dtype end to end (what Dask normalizes to)
@@ -117,7 +118,12 @@ def _parquet_frame(raw: bytes, uri: str) -> pd.DataFrame:
 
 
 def read_source_file(uri: str, source: Source) -> pd.DataFrame:
-    """One raw file as a frame of string columns (the spec's columns, in spec order)."""
+    """One raw file as a frame of string columns (the spec's columns, in spec order);
+    timestamps in a declared format come out as ISO 8601 text (``etl.sources.times``)."""
+    return _normalize_times(_read_file(uri, source), source.time_formats, uri)
+
+
+def _read_file(uri: str, source: Source) -> pd.DataFrame:
     fs, path = storage.get_fs(uri)
     try:
         with fs.open(path, "rb") as f:
@@ -140,3 +146,26 @@ def read_source_file(uri: str, source: Source) -> pd.DataFrame:
             raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
     _check_not_hollow(len(df), uri, source)
     return _as_strings(df, uri, source)
+
+
+def _normalize_times(df: pd.DataFrame, formats: dict[str, str], uri: str) -> pd.DataFrame:
+    """``df`` with each formatted timestamp column rewritten as ISO 8601 text.
+
+    Raises:
+        SourceReadError: a present value does not parse; names file, row (1-based, data rows)
+            and column.
+    """
+    if not formats:
+        return df
+    out = df.copy()
+    for col, fmt in formats.items():
+        text = df[col]
+        parsed = parse_timestamps(text, fmt)
+        bad = text.notna().to_numpy() & parsed.isna().to_numpy()
+        if bad.any():
+            row = int(bad.argmax())
+            raise SourceReadError(
+                f"{uri}: row {row + 1}, column {col!r}: {text.iloc[row]!r} does not parse as a "
+                f"timestamp in format {fmt!r} ({int(bad.sum())} such value(s))")
+        out[col] = parsed.dt.strftime(ISO_OUT).where(parsed.notna(), None).astype(text.dtype)
+    return out
