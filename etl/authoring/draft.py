@@ -141,7 +141,7 @@ def _features(profiles: dict[str, ColumnProfile], skip: set[str], draft: Draft) 
             draft.decide.append(f"column {p.name!r} (a unique integer: an id) is not a feature")
         elif p.numeric:
             feats.append({"name": p.name, "kind": "numeric", "fill": "mean"})
-        elif p.type == "string" and p.distinct <= MAX_VOCAB and not p.unique:
+        elif p.type == "string" and p.distinct <= min(MAX_VOCAB, p.rows // 2) and not p.unique:
             feats.append({"name": p.name, "kind": "categorical", "fill": "UNKNOWN"})
         elif p.type == "timestamp":
             feats += [{"name": f"{p.name}_{op}", "kind": "numeric", "fill": "mean",

@@ -77,10 +77,11 @@ def check_folder_name(path: Path, name: str, where: str) -> None:
         raise SpecError(f"{where}.name: {name!r} must match its folder {path.parent.name!r}")
 
 
-def check_settings(raw: dict, where: str) -> None:
-    """The Airflow scheduling and training keys (read by the DAG files), checked here too."""
+def check_settings(raw: dict, where: str) -> dict[str, Any]:
+    """The Airflow scheduling and training keys (read by the DAG files), checked here too;
+    returns the training overrides (the manifest carries them to ``python -m training``)."""
     try:
-        parse_settings(raw, where)
+        return dict(parse_settings(raw, where).training)
     except SpecSettingsError as exc:
         raise SpecError(str(exc)) from exc
 
@@ -220,7 +221,7 @@ def _parse(raw: Any, path: Path) -> Spec:
     if not _DATASET.match(name):
         raise SpecError(f"{w}.name: expected lowercase letters, digits and _, got {name!r}")
     check_folder_name(path, name, w)
-    check_settings(raw, w)
+    training = check_settings(raw, w)
     sources = {n: _parse_source(n, d if isinstance(d, dict) else {}, f"{w}.sources.{n}")
                for n, d in get_field(raw, "sources", w, dict).items()}
     primary = get_field(raw, "primary", w, str)
@@ -252,6 +253,7 @@ def _parse(raw: Any, path: Path) -> Spec:
                 split=tabular_split(raw, w, sources[primary].columns, label.task),
                 expectations=(path.parent / expectations).resolve(),
                 description=str(raw.get("description", "")), upstream=_upstream(raw, w),
+                training=training,
                 **parse_shards(raw, w))
 
 

@@ -157,6 +157,7 @@ class Spec:
     min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
     description: str = ""
     upstream: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides
 
     @property
     def primary_source(self) -> Source:
@@ -182,4 +183,8 @@ class Spec:
         """The ``schema`` block of manifest.json (docs/INTERFACES.md)."""
         label = self.label.schema()
         feats = {f.name: {"dtype": f.dtype, "kind": f.kind} for f in self.features}
-        return {"key": list(self.key), "label": label, "features": feats}
+        schema = {"key": list(self.key), "label": label, "features": feats}
+        if self.training:  # so `python -m training` applies them as the DAG does
+            schema["training"] = {k: list(v) if isinstance(v, tuple) else v
+                                  for k, v in self.training.items()}
+        return schema
