@@ -118,3 +118,27 @@ def _scalars(test: dict[str, Any]) -> dict[str, float]:
 def run_all(work: Path) -> dict[str, Any]:
     """Every public table, each in its own storage root."""
     return {name: run_table(table, work / name) for name, table in TABLES.items()}
+
+
+def main() -> int:
+    """``python -m bench.references [--out FILE]``: only the public tables, stored as JSON
+    (``make bench`` runs the same inside its whole run, into bench/results.json)."""
+    import argparse
+    import json
+    import logging
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--out", default="bench/references.json")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="references-") as work:
+        results = run_all(Path(work))
+    Path(args.out).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    for name, r in results.items():
+        print(f"{name}: {r['metric']} ratios {r['ratios']} -> {'met' if r['met'] else 'MISSED'}")
+    return 0 if all(r["met"] for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

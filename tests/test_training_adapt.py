@@ -19,8 +19,8 @@ def test_flights_keeps_its_settings_and_a_small_table_gets_steps() -> None:
     assert (big.step_budget, big.epochs, big.patience) == (4000, 16, 3)  # 15.6 passes at most
     assert big.model.decay_steps == 4000 and any("cosine" in line for line in lines)
     small, _ = plan(TrainConfig(), _manifest(274))
-    assert small.input.batch_size == 16 and small.step_budget == 4000
-    assert small.epochs == 40 and small.steps_per_epoch == 100 and small.patience == 8
+    assert small.input.batch_size == 16 and small.step_budget == 1800  # 100 passes of 18
+    assert small.epochs == 50 and small.steps_per_epoch == 36 and small.patience == 10
 
 
 def test_what_a_caller_set_is_kept() -> None:

@@ -23,8 +23,9 @@ from training.config import (
 log = logging.getLogger(__name__)
 
 MIN_BATCH, STEPS_PER_PASS = 16, 16  # a pass over the train split: at least this many steps
-MIN_STEP_BUDGET = 4000  # small tables: enough optimizer steps to converge (cosine-decayed)
-MAX_EVALUATIONS = 40  # eval passes per run (each one costs a pass over the eval split)
+MIN_STEP_BUDGET = 4000  # steps a table gets even when 10 passes are fewer ...
+MAX_PASSES = 100  # ... unless that is more than 100 passes over it (a 124-row table)
+MAX_EVALUATIONS = 50  # eval passes per run (each costs a pass over eval and a backup)
 IMBALANCE = 5.0  # largest / smallest train class at which auto class weights turn on
 
 
@@ -84,9 +85,10 @@ def _budget(config: TrainConfig, per_pass: int) -> tuple[int, str]:
         return config.step_budget, "set"
     if config.epochs != DEFAULT_EPOCHS:
         return config.epochs * (config.steps_per_epoch or per_pass), f"{config.epochs} epochs set"
-    budget = max(MIN_STEP_BUDGET, DEFAULT_EPOCHS * per_pass)
-    return budget, (f"{DEFAULT_EPOCHS} passes of {per_pass:,} steps, at least "
-                    f"{MIN_STEP_BUDGET:,}")
+    budget = max(DEFAULT_EPOCHS * per_pass, min(MIN_STEP_BUDGET, MAX_PASSES * per_pass))
+    return budget, (f"{budget / per_pass:.0f} passes of {per_pass:,} steps: at least "
+                    f"{DEFAULT_EPOCHS} passes, else {MIN_STEP_BUDGET:,} steps up to "
+                    f"{MAX_PASSES} passes")
 
 
 def class_weight(config: TrainConfig, manifest: dict[str, Any]) -> tuple[dict[int, float] | None, str]:
