@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from training.evaluate import ModelQualityError, check_margins
-from training.intervals import _auc, intervals, scorer
+from training.intervals import _auc, intervals, scorer, wilson
 
 
 def _binary(n: int, right: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -29,6 +29,11 @@ def test_intervals_cover_the_point_and_narrow_with_more_rows() -> None:
         assert lo <= score(y, out)["accuracy"] <= hi
         widths.append(hi - lo)
     assert widths[1] < widths[0] / 5
+
+
+def test_a_perfect_score_still_has_an_interval() -> None:
+    lo, hi = wilson(1.0, 35)
+    assert hi == 1.0 and 0.88 < lo < 0.92  # 35 of 35 right does not prove 100%
 
 
 def test_rank_auc_matches_the_definition() -> None:

@@ -71,9 +71,19 @@ def intervals(score: Scorer, y: np.ndarray, out: np.ndarray, base_out: np.ndarra
             if name in higher:
                 lead = value - base[name] if higher[name] else base[name] - value
                 leads.setdefault(name, []).append(lead)
-    return {"level": LEVEL, "method": "percentile bootstrap", "resamples": resamples,
-            "metrics": {k: _bounds(v) for k, v in values.items()},
+    bounds = {k: _bounds(v) for k, v in values.items()}
+    if "accuracy" in bounds and n:  # a proportion: Wilson's interval is not empty at 0 or 1
+        bounds["accuracy"] = wilson(score(y, out)["accuracy"], n)
+    return {"level": LEVEL, "method": "percentile bootstrap (accuracy: Wilson score)",
+            "resamples": resamples, "metrics": bounds,
             "lead_over_baseline": {k: _bounds(v) for k, v in leads.items()}}
+
+
+def wilson(p: float, n: int, z: float = 1.959964) -> list[float]:
+    """Wilson score interval of a proportion ``p`` of ``n`` (35/35 right: [0.90, 1.0])."""
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]
 
 
 def _bounds(samples: list[float]) -> list[float]:

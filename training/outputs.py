@@ -132,7 +132,7 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
 | --- | --- | --- | --- | --- | --- |
 {chr(10).join(rows)}
 
-Intervals: {ci.get("method", "none")} over {ci.get("resamples", 0)} resamples of the test
+Intervals: {ci.get("method", "none")}, {ci.get("resamples", 0)} resamples of the test
 split; the model and its baseline are scored on the same resamples.
 
 ## Hyperparameters
