@@ -21,6 +21,8 @@ def test_flights_keeps_its_settings_and_a_small_table_gets_steps() -> None:
     small, _ = plan(TrainConfig(), _manifest(274))
     assert small.input.batch_size == 16 and small.step_budget == 1800  # 100 passes of 18
     assert small.epochs == 50 and small.steps_per_epoch == 36 and small.patience == 10
+    assert small.model.learning_rate == 1e-3 * (16 / 1024) ** 0.5  # flights keeps 1e-3
+    assert big.model.learning_rate == 1e-3
 
 
 def test_what_a_caller_set_is_kept() -> None:

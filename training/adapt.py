@@ -1,5 +1,5 @@
 """Training settings chosen from the data: a step budget, batch size, eval period, patience,
-learning-rate decay and class weights.
+learning rate (square-root scaled with the batch) and its decay, and class weights.
 
 Fixed defaults fit flights (262 k rows) and starve a 250-row table (one step per epoch). A
 setting left at its default is chosen here from the train size; one the caller (CLI flag, spec
@@ -16,6 +16,7 @@ from typing import Any
 from training.config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPOCHS,
+    DEFAULT_LEARNING_RATE,
     DEFAULT_PATIENCE,
     TrainConfig,
 )
@@ -70,8 +71,13 @@ def plan(config: TrainConfig, manifest: dict[str, Any]) -> tuple[TrainConfig, li
     if patience == DEFAULT_PATIENCE:
         patience = max(DEFAULT_PATIENCE, epochs // 5)
         lines.append(f"patience {patience}: a fifth of the evaluations, at least {DEFAULT_PATIENCE}")
-    model = replace(config.model, decay_steps=budget)
-    lines.append(f"learning rate {config.model.learning_rate:g}, {config.model.lr_schedule}"
+    lr = config.model.learning_rate
+    if lr == DEFAULT_LEARNING_RATE and batch < DEFAULT_BATCH_SIZE:  # square-root scaling rule
+        lr = DEFAULT_LEARNING_RATE * math.sqrt(batch / DEFAULT_BATCH_SIZE)
+    model = replace(config.model, decay_steps=budget, learning_rate=lr)
+    lines.append(f"learning rate {lr:.3g}"
+                 + (f" (sqrt(batch / {DEFAULT_BATCH_SIZE}) x {DEFAULT_LEARNING_RATE:g})"
+                    if lr != config.model.learning_rate else "") + f", {config.model.lr_schedule}"
                  + (f" decay to a tenth over {budget:,} steps"
                     if config.model.lr_schedule == "cosine" else ""))
     planned = replace(config, input=replace(config.input, batch_size=batch), model=model,
