@@ -18,7 +18,7 @@ help:
 	@echo "make demo   - install, land flights data, run the ETL DAG and the training DAG locally"
 	@echo "make standalone - airflow standalone (UI on :8080) with the DAGs, plugin and pools"
 	@echo "make test   - install and run the whole test suite"
-	@echo "make bench  - ETL vs floor and peers, fixed overhead, input vs parse ceiling (bench/results.json)"
+	@echo "make bench  - ETL vs floor and peers, fixed overhead, input vs parse ceiling, segment costs (bench/results.json)"
 	@echo "make bench-quick - check the bench harness in minutes: one week, 1x (bench/results-quick.json)"
 
 $(STAMP): requirements.lock pyproject.toml

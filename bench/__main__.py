@@ -1,5 +1,6 @@
 """`make bench`: the ETL against its floor and its peers, its fixed overhead, and the input
-pipeline against its parsing ceiling -- in one run, on the same data (issue 15).
+pipeline against its parsing ceiling -- in one run, on the same data (issue 15); what segment
+builds cost on one-row partitions, per night and on a bucket (issue 25, bench/segments.py).
 
 Every ratio compares figures measured side by side in this run on this machine; the targets
 are checked and a missed one is reported as missed, never hidden. ``--quick`` checks the
@@ -28,18 +29,7 @@ QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instea
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
                 days: tuple[str, str] | None = None) -> str:
-    """A new storage root with the flights landed ``scale`` times (only ``days`` if given)."""
-    from datetime import date
-
-    from etl.sources.land import land
-
-    folder = work / name
-    shutil.rmtree(folder, ignore_errors=True)
-    root = f"file://{folder}"
-    window = {"start": date.fromisoformat(days[0]), "end": date.fromisoformat(days[1])} \
-        if days else {}
-    land(root, "flights", scale=scale, **window)
-    return root
+    return measure.fresh_flights_root(work, name, scale, days)
 
 
 def _interval(days: tuple[str, str] | None) -> dict[str, str | None]:
@@ -101,6 +91,14 @@ def _incremental(results: dict[str, Any], work: Path, days: tuple[str, str] | No
         shutil.rmtree(work / name, ignore_errors=True)
 
 
+def _segments(results: dict[str, Any], work: Path, quick: bool, out: Path) -> None:
+    """Issue 25's figures (bench/segments.py); the flights ratio reuses this run's bulk build
+    and 1x floor."""
+    from bench.segments import figures
+
+    figures(work, quick, results, lambda: _save(results, out))
+
+
 def _peers(results: dict[str, Any], work: Path, root: str, names: list[str],
            timeout_s: float) -> None:
     from etl import storage
@@ -145,6 +143,8 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
     _fixed_overhead(results, work)
     _save(results, out)
     _incremental(results, work, days)
+    _save(results, out)
+    _segments(results, work, quick, out)
     _save(results, out)
     log.info("input pipeline on the 1x version")
     bench_input = measure.input_pipeline(one_x["version_uri"], quick)

@@ -35,7 +35,27 @@ def machine() -> dict[str, Any]:
 
 YEAR_END = "2014-01-01T00:00:00Z"
 # `etl run` follows the spec's `incremental` setting by default: a bench names the run it means.
-ONE_SHOT, INCREMENTAL = ("--one-shot",), ("--incremental",)
+# SPEC_CHAIN is the spec's own chain, no flag: issue 25's figures use it, since the rewrite
+# makes one chain for every spec and the flags may go.
+ONE_SHOT, INCREMENTAL, SPEC_CHAIN = ("--one-shot",), ("--incremental",), ()
+
+
+def fresh_flights_root(work: Path, name: str, scale: int = 1,
+                       days: tuple[str, str] | None = None, root: str | None = None) -> str:
+    """A new storage root with the flights landed ``scale`` times (only ``days`` if given);
+    ``root`` (a gs:// URI, say) replaces ``file://<work>/<name>``, which is emptied first."""
+    import shutil
+    from datetime import date
+
+    from etl.sources.land import land
+
+    folder = work / name
+    shutil.rmtree(folder, ignore_errors=True)
+    root = root or f"file://{folder}"
+    window = {"start": date.fromisoformat(days[0]), "end": date.fromisoformat(days[1])} \
+        if days else {}
+    land(root, "flights", scale=scale, **window)
+    return root
 
 
 def _interval_args(interval_end: str, interval_start: str | None) -> list[str]:
@@ -43,17 +63,25 @@ def _interval_args(interval_end: str, interval_start: str | None) -> list[str]:
         ["--interval-start", interval_start] if interval_start else [])
 
 
+def etl_command(root: str, interval_end: str, interval_start: str | None = None,
+                dataset: str = "flights", steps: tuple[str, ...] = SPEC_CHAIN) -> list[str]:
+    """The ``python -m etl run`` command line every bench run uses (run id ``bench``)."""
+    return [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
+            "--run-id", "bench", *_interval_args(interval_end, interval_start), *steps]
+
+
 def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None = None,
-            dataset: str = "flights", *, steps: tuple[str, ...]) -> dict[str, Any]:
+            dataset: str = "flights", *, steps: tuple[str, ...],
+            env: dict[str, str] | None = None) -> dict[str, Any]:
     """``python -m etl run`` as an operator runs it, measured from outside; ``steps`` is
-    ``ONE_SHOT`` or ``INCREMENTAL``.
+    ``ONE_SHOT``, ``INCREMENTAL`` or ``SPEC_CHAIN``; ``env`` replaces the child's environment
+    (a specs path, a storage emulator).
 
     rows/s is over the child's whole wall time (interpreter start and imports included); the
     fixed overhead is that wall time minus the steps' own times from the run result.
     """
-    cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
-           "--run-id", "bench", "--json", *_interval_args(interval_end, interval_start), *steps]
-    child = run_checked(cmd, cwd=REPO)
+    cmd = [*etl_command(root, interval_end, interval_start, dataset, steps), "--json"]
+    child = run_checked(cmd, cwd=REPO, env=env)
     result = last_json(child.stdout)
     if not result["created"]:
         raise RuntimeError(f"{root}: version already existed, nothing was measured")

@@ -15,7 +15,12 @@ DAG_PARSE_LIMIT_S = 0.5
 # the keys results.json must hold whatever else it holds (issue 15's "done means")
 REQUIRED_KEYS = ("etl_rows_per_s", "etl_floor_rows_per_s", "etl_fixed_overhead_s",
                  "input_examples_per_s", "input_parse_ceiling_examples_per_s", "peers",
-                 "incremental_cpu_ratio", "incremental_bulk_ratio")
+                 "incremental_cpu_ratio", "incremental_bulk_ratio",
+                 # issue 25 (bench/segments.py)
+                 "tiny_partitions_bulk_ratio", "objects_per_nightly_run", "gcs_nightly_requests",
+                 "gcs_nightly_wall_s_at_30ms", "flights_bulk_oneshot_ratio",
+                 "training_shard_files")
+OBJECTS_LIMIT, REQUESTS_LIMIT, REQUESTS_SPREAD = 12, 100, 0.10
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -50,6 +55,40 @@ def _rss_growth(r: dict[str, Any]) -> float | None:
     return _ratio(rss[largest], rss.get("1x"))
 
 
+def _night_growth(r: dict[str, Any]) -> float | None:
+    """Objects written by the late night minus the early one, the larger over both datasets
+    (``objects_per_nightly_run`` keys ``<dataset>_day_<N>``): 0 when history costs nothing."""
+    figure = r.get("objects_per_nightly_run") or {}
+    growth = []
+    for name in {k.rsplit("_day_", 1)[0] for k in figure}:
+        days = sorted((int(k.rsplit("_", 1)[1]), v) for k, v in figure.items()
+                      if k.startswith(f"{name}_day_"))
+        growth.append(days[-1][1] - days[0][1])
+    return max(growth, default=None)
+
+
+def _issue25_checks(r: dict[str, Any]) -> list[tuple[str, str, float | None, float, str]]:
+    objects = (r.get("objects_per_nightly_run") or {}).values()
+    requests = (r.get("gcs_nightly_requests") or {}).values()
+    return [
+        ("tiny partitions: bulk build vs the same rows as one file CPU <= 1.3x (issue 25)",
+         "tiny_partitions_bulk_ratio", r.get("tiny_partitions_bulk_ratio"), 1.3, "<="),
+        (f"objects written per nightly run <= {OBJECTS_LIMIT} (issue 25)",
+         "objects_per_nightly_run", max(objects, default=None), OBJECTS_LIMIT, "<="),
+        ("objects per nightly run the same early and late (issue 25)",
+         "objects_per_nightly_run: late - early", _night_growth(r), 0, "<="),
+        (f"GCS requests per nightly run <= {REQUESTS_LIMIT} (issue 25)", "gcs_nightly_requests",
+         max(requests, default=None), REQUESTS_LIMIT, "<="),
+        ("GCS requests per night: long window within 10% of short (issue 25)",
+         "gcs_nightly_requests_spread", r.get("gcs_nightly_requests_spread"), REQUESTS_SPREAD,
+         "<="),
+        ("flights: nightly run day 365 vs day 2 CPU <= 1.1x (issue 25)",
+         "incremental_cpu_ratio", r.get("incremental_cpu_ratio"), 1.1, "<="),
+        ("flights bulk build vs today's one-shot run CPU <= 1.0x (issue 25)",
+         "flights_bulk_oneshot_ratio", r.get("flights_bulk_oneshot_ratio"), 1.0, "<="),
+    ]
+
+
 def check_targets(r: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target as (figure, value, target, op, met); ratios are of this run's figures."""
     checks = [
@@ -75,6 +114,7 @@ def check_targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         ("stall ratio <= 1.10 (issue 7)", "stall_ratio", r.get("stall_ratio"), 1.10, "<="),
         ("every DAG file parses < 0.5 s (issue 7)", "dag_parse_s",
          max(r.get("dag_parse_s", {}).values(), default=None), DAG_PARSE_LIMIT_S, "<"),
+        *_issue25_checks(r),
     ]
     for name, ref in sorted((r.get("references") or {}).items()):
         metric = "rmse" if ref["task"] == "regression" else "accuracy"
@@ -146,6 +186,34 @@ def _incremental_rows(r: dict[str, Any]) -> list[str]:
     ]
 
 
+def _issue25_rows(r: dict[str, Any]) -> list[str]:
+    """Issue 25's figures beside what they are compared with (absent: no rows)."""
+    if "tiny_bulk" not in r:
+        return []
+    bulk, one = r["tiny_bulk"]["bulk"], r["tiny_bulk"]["one_file"]
+    rows = [(f"| tiny partitions: bulk build of {r['tiny_bulk']['days']:,} one-row days | "
+            f"{_num(bulk['cpu_s'], '.1f')} CPU-s, {_num(bulk['wall_s'], '.1f')} s | one file: "
+            f"{_num(one['cpu_s'], '.1f')} CPU-s, {_num(one['wall_s'], '.1f')} s | "
+            f"{_num(r.get('tiny_partitions_bulk_ratio'), '.2f')}x CPU |")]
+    rows += [f"| objects written by the night adding {k.replace('_day_', ' day ')} | {v} | | |"
+             for k, v in r.get("objects_per_nightly_run", {}).items()]
+    rows += [f"| GCS requests, flights night adding day {k.rstrip('d')} | {v} | | |"
+             for k, v in r.get("gcs_nightly_requests", {}).items()]
+    rows.append(f"| GCS night wall at 30 ms per request | "
+                f"{_num(r.get('gcs_nightly_wall_s_at_30ms'), '.1f')} s | at 0 ms "
+                f"{_num(r.get('gcs_nightly_wall_s_at_0ms'), '.1f')} s | |")
+    one_shot = r.get("flights_oneshot", {})
+    rows.append(f"| flights bulk build vs today's one-shot (scaled by the floor) | "
+                f"{_num(r.get('incremental', {}).get('bulk', {}).get('cpu_s'), '.1f')} CPU-s | "
+                f"{_num(one_shot.get('oneshot_cpu_s_scaled'), '.1f')} CPU-s | "
+                f"{_num(r.get('flights_bulk_oneshot_ratio'), '.2f')}x |")
+    rows += [f"| shard files training reads, {name} | {_num(f['total'])} "
+             f"({', '.join(f'{s} {n}' for s, n in f['per_split'].items())}) | "
+             f"{_num(f['bytes'])} bytes | |"
+             for name, f in r.get("training_shard_files", {}).items()]
+    return rows
+
+
 def _stall_rows(r: dict[str, Any]) -> list[str]:
     """One row per core count: the stall ratio, with our pipeline's rate beside it."""
     by_cores = r.get("stall_ratio_by_cores") or {str(r["machine"]["cores"]): r.get("stall_ratio")}
@@ -181,7 +249,7 @@ def table(r: dict[str, Any]) -> str:
     lines.append(f"| CLI run, one-day window: wall, steps, fixed overhead | "
                  f"{_num(fixed.get('wall_s'), '.2f')} s, {_num(fixed.get('steps_s'), '.2f')} s, "
                  f"{_num(r.get('etl_fixed_overhead_s'), '.2f')} s | | |")
-    lines += _task_rows(r) + _incremental_rows(r)
+    lines += _task_rows(r) + _incremental_rows(r) + _issue25_rows(r)
     lines += [
         (f"| input: our pipeline | {_num(r.get('input_examples_per_s'))} examples/s | parse "
         f"ceiling {_num(r.get('input_parse_ceiling_examples_per_s'))} | "

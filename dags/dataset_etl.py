@@ -11,16 +11,12 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 
 | task | does | returns (XCom) |
 | --- | --- | --- |
-| `extract` | checks the Params, Dask reads and joins the raw files of the window | staging URI |
-| `validate` | Great Expectations over every row; `strict` fails, `quarantine` sets rows aside | validated URI |
-| `transform_and_write` | features, split, statistics, TFRecord shards written by Dask workers | written URI |
+| `build` | checks the Params; plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
 | `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version}` | version dict |
 
-A spec with `incremental: true` (the shipped flights spec) runs `build_segments -> publish`
-instead: `build_segments` checks the Params, builds only the window's segments that do not exist
-yet (one per raw partition: read, validate, encode; small ones merged), judges the window from
-their stored partials and writes the version's draft, so a nightly run costs its new day, not
-the whole history.
+Every dataset kind runs these two tasks. A segment holds a run of consecutive raw partitions
+(days) sized by bytes, built once and shared by every later version, so a nightly run costs
+its new day, not the whole history.
 
 Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker;
 `publish` depends on the previous interval's `publish`, so a backfill publishes versions in
@@ -28,8 +24,7 @@ interval order even when its runs execute concurrently. A re-run whose version a
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
-size, compression and validation mode. Values are checked by the first task (`extract` or
-`build_segments`) before any work: a refusal names the Param and what it allows in one
+size, compression and validation mode. Values are checked by the first task (`build`) before any work: a refusal names the Param and what it allows in one
 sentence. A run whose version already exists is green with `publish` **skipped**; its log says
 why in one line.
 """
@@ -54,13 +49,10 @@ from flightpipe_dags import (
 )
 
 
-# long: four task bodies of a few lines each, wired in one DAG and read top to bottom
 def build_etl_dag(name: str, settings: DagSettings) -> DAG:
-    """Wire dataset ``name``'s chain: build_segments -> publish when its spec sets
-    ``incremental``, else extract -> validate -> transform_and_write -> publish."""
+    """Wire dataset ``name``'s chain: build -> publish."""
     asset = dataset_asset(name)
 
-    # long: five task bodies of a few lines each; the spec picks which chain is wired
     @dag(
         dag_id=f"etl_{name}",
         schedule=etl_timetable(settings.schedule),
@@ -72,63 +64,29 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
         **dag_defaults(name, settings, "etl"),
     )
     def etl() -> None:
-        @task(pool=DASK_POOL, execution_timeout=timedelta(hours=2))
-        def extract(params: Any = None, data_interval_end: Any = None, dag_run: Any = None,
-                    run_id: str | None = None) -> str:
+        @task(pool=DASK_POOL, execution_timeout=timedelta(hours=4))
+        def build(params: Any = None, data_interval_end: Any = None, dag_run: Any = None,
+                  run_id: str | None = None) -> str:
             opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
             from etl import logs, pipeline
 
             logs.configure(handler=False)  # libraries at WARNING: the log says what ran
-            return pipeline.extract(name, storage_root(), opts.interval_end, opts.interval_start,
-                                    run_id=run_id, force=opts.force_republish,
-                                    source_uri=opts.source_uri)
-
-        @task(pool=DASK_POOL, execution_timeout=timedelta(hours=2))
-        def validate(staged_uri: str, params: Any = None) -> str:
-            from etl import logs, pipeline
-
-            logs.configure(handler=False)
-            return pipeline.validate(name, staged_uri, mode=params["validation_mode"])
-
-        @task(pool=DASK_POOL, execution_timeout=timedelta(hours=3))
-        def transform_and_write(validated_uri: str, params: Any = None,
-                                data_interval_end: Any = None, dag_run: Any = None) -> str:
-            opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
-            from etl import logs, pipeline
-
-            logs.configure(handler=False)
-            return pipeline.transform_and_write(name, validated_uri, shard_bytes=opts.shard_bytes,
-                                                compression=opts.compression)
+            return pipeline.build_version(name, storage_root(), opts.interval_end,
+                                          opts.interval_start, run_id, opts.run_options())
 
         @task(outlets=[asset], depends_on_past=True, execution_timeout=timedelta(minutes=20))
-        def publish(written_uri: str, params: Any = None):
+        def publish(written_uri: str):
             from etl import logs, pipeline
 
             logs.configure(handler=False)
-            result = pipeline.publish(name, written_uri, force=bool(params["force_republish"]))
+            result = pipeline.publish(written_uri)
             if not result.get("created", True):
                 skip_already_published(name, result)
             yield Metadata(asset, extra={"version_uri": result["version_uri"],
                                          "version": result["version"]})
             return result
 
-        @task(pool=DASK_POOL, execution_timeout=timedelta(hours=4))
-        def build_segments(params: Any = None, data_interval_end: Any = None,
-                           dag_run: Any = None, run_id: str | None = None) -> str:
-            opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
-            from etl import logs, pipeline
-
-            logs.configure(handler=False)
-            return pipeline.build_version(
-                name, storage_root(), opts.interval_end, opts.interval_start, run_id=run_id,
-                mode=params["validation_mode"], shard_bytes=opts.shard_bytes,
-                compression=opts.compression, force=opts.force_republish,
-                source_uri=opts.source_uri)
-
-        if settings.incremental:  # chosen once per spec: segments, or the one-shot steps
-            publish(build_segments())
-        else:
-            publish(transform_and_write(validate(extract())))
+        publish(build())
 
     return etl()
 

@@ -11,10 +11,9 @@
 
 Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/specs).
 
-``run`` does what the spec's DAG does: with ``incremental: true``, build the window's missing
-segments, then publish (``build`` -> ``publish``); otherwise extract -> validate -> write ->
-publish. Each step is also its own subcommand, printing the URI the next one takes.
-``--incremental`` or ``--one-shot`` overrides the spec. ``--root`` defaults to
+``run`` does what the spec's ETL DAG does, for every kind of dataset: build the window's
+missing segments and the version's draft, then publish it. Its two steps are also their own
+subcommands (``build`` prints the URI ``publish --written-uri`` takes). ``--root`` defaults to
 $PIPELINE_STORAGE_ROOT.
 """
 
@@ -26,8 +25,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from etl.authoring.cli import add_spec_parser, run_spec
+
+if TYPE_CHECKING:
+    from etl.pipeline import RunOptions
 
 DEFAULT_ROOT = f"file://{Path(__file__).resolve().parent.parent / '.data'}"
 
@@ -55,28 +58,12 @@ def _interval(p: argparse.ArgumentParser) -> None:
                    help="dask scheduler (default: $PIPELINE_DASK_ADDRESS, else a LocalCluster)")
 
 
-def _write_opts(p: argparse.ArgumentParser, encoder: bool = True) -> None:
+def _build_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
     p.add_argument("--shard-bytes", type=int, default=None,
                    help="target bytes per shard (default: the spec's, 128 MiB)")
     p.add_argument("--compression", choices=("gzip", "none"), default=None,
                    help="shard compression (default: the spec's)")
-    if encoder:
-        p.add_argument("--encoder", choices=("vectorized", "tfx", "python"), default="vectorized",
-                       help="tf.train.Example encoder: numpy/Arrow, byte-deterministic (default); "
-                            "tfx-bsl C++; or the Python loop (the baseline)")
-
-
-def _run_opts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
-    _write_opts(p)
-    p.add_argument("--json", action="store_true", help="print the result as JSON only")
-    steps = p.add_mutually_exclusive_group()
-    steps.add_argument("--incremental", action="store_true",
-                       help="build only the window's missing segments, then publish (default "
-                            "when the spec sets incremental: true)")
-    steps.add_argument("--one-shot", action="store_true",
-                       help="extract, validate, write and publish the whole window (default "
-                            "otherwise)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,27 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="build and publish one interval's version")
     _common(p)
     _interval(p)
-    _run_opts(p)
+    _build_opts(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON only")
     p = sub.add_parser("build", help="build the interval's missing segments and the version's "
-                                     "draft (then: publish); tabular specs")
+                                     "draft (then: publish)")
     _common(p)
     _interval(p)
-    p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
-    _write_opts(p, encoder=False)
-    p = sub.add_parser("extract", help="stage the interval's raw data as Parquet")
-    _common(p)
-    _interval(p)
-    p = sub.add_parser("validate", help="validate a staged URI with the GX suite")
-    _common(p, root=False)
-    p.add_argument("--staged-uri", required=True)
-    p.add_argument("--mode", choices=("quarantine", "strict"), default="quarantine")
-    p = sub.add_parser("write", help="transform a validated URI and write shards")
-    _common(p, root=False)
-    p.add_argument("--validated-uri", required=True)
-    _write_opts(p)
-    p = sub.add_parser("publish", help="write the manifest of a written version")
-    _common(p, root=False)
-    p.add_argument("--written-uri", required=True)
+    _build_opts(p)
+    p = sub.add_parser("publish", help="write the manifest of a built version")
+    p.add_argument("--written-uri", required=True, help="the URI build printed")
     p = sub.add_parser("versions", help="list complete versions, oldest first")
     _common(p)
     p = sub.add_parser("show", help="print a version's manifest summary and shards")
@@ -147,7 +122,7 @@ def _gc(args: argparse.Namespace) -> int:
     if spec_name.endswith((".yaml", ".yml")):
         from etl.kinds import kind_of
 
-        spec_name = kind_of(spec_name).stage("load_spec")(spec_name).name
+        spec_name = kind_of(spec_name).load_spec(spec_name).name
     report = collect_garbage(args.root, spec_name, apply=args.apply,
                              staging_stale_s=args.staging_stale_hours * 3600)
     verb = "removed" if args.apply else "would remove"
@@ -179,41 +154,21 @@ def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
     print(format_shards(manifest))
 
 
-def _incremental(args: argparse.Namespace) -> bool:
-    """Segments or the one-shot steps: --incremental, --one-shot, else the spec's setting."""
-    from etl.kinds import kind_of
-    from etl.spec.load import spec_path
-    from etl.spec.scheduling import read_settings
+def _options(args: argparse.Namespace) -> RunOptions:
+    """The run's options from its flags (the spec's settings where a flag is absent)."""
+    from etl.pipeline import RunOptions
 
-    if args.one_shot:
-        return False
-    wanted = args.incremental or read_settings(spec_path(args.dataset)).incremental
-    kind = kind_of(args.dataset) if wanted else None
-    if kind is not None and not kind.incremental:
-        asked = "--incremental" if args.incremental else "the spec's incremental: true"
-        raise SystemExit(f"{asked}: {kind.name} specs cannot build segments; "
-                         "use the one-shot steps (--one-shot)")
-    return wanted
+    return RunOptions(mode=args.mode, shard_bytes=args.shard_bytes,
+                      compression=args.compression, force=args.force,
+                      source_uri=args.source_uri, dask_address=args.dask_address)
 
 
 def _run(args: argparse.Namespace) -> int:
     from etl import pipeline, versions
     from etl.versions.manifest import format_shards
 
-    options = {"mode": args.mode, "shard_bytes": args.shard_bytes,
-               "compression": args.compression, "force": args.force,
-               "source_uri": args.source_uri, "dask_address": args.dask_address}
-    incremental = _incremental(args)
-    if incremental and args.encoder != "vectorized":
-        raise SystemExit("incremental runs write segments with the byte-deterministic "
-                         f"'vectorized' encoder only, got --encoder {args.encoder} "
-                         "(add --one-shot for the one-shot steps)")
-    if incremental:
-        result = pipeline.run_incremental(args.dataset, args.root, args.interval_end,
-                                          args.interval_start, args.run_id, **options)
-    else:
-        result = pipeline.run(args.dataset, args.root, args.interval_end, args.interval_start,
-                              args.run_id, encoder=args.encoder, **options)
+    result = pipeline.run(args.dataset, args.root, args.interval_end, args.interval_start,
+                          args.run_id, _options(args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -254,22 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "spec":
             return run_spec(args)
         elif args.command == "build":
-            print(pipeline.build_version(
-                args.dataset, args.root, args.interval_end, args.interval_start, args.run_id,
-                mode=args.mode, shard_bytes=args.shard_bytes, compression=args.compression,
-                force=args.force, source_uri=args.source_uri, dask_address=args.dask_address))
-        elif args.command == "extract":
-            print(pipeline.extract(args.dataset, args.root, args.interval_end,
-                                   args.interval_start, args.run_id, force=args.force,
-                                   source_uri=args.source_uri, dask_address=args.dask_address))
-        elif args.command == "validate":
-            print(pipeline.validate(args.dataset, args.staged_uri, args.mode))
-        elif args.command == "write":
-            print(pipeline.transform_and_write(args.dataset, args.validated_uri,
-                                               args.shard_bytes, args.compression,
-                                               encoder=args.encoder))
+            print(pipeline.build_version(args.dataset, args.root, args.interval_end,
+                                         args.interval_start, args.run_id, _options(args)))
         elif args.command == "publish":
-            print(json.dumps(pipeline.publish(args.dataset, args.written_uri), indent=2))
+            print(json.dumps(pipeline.publish(args.written_uri), indent=2))
         elif args.command == "versions":
             latest = versions.latest_version(args.root, args.dataset)
             for v in versions.list_versions(args.root, args.dataset):

@@ -4,8 +4,8 @@ Uses the embedded defaults: storage on a local directory (``PIPELINE_STORAGE_ROO
 ``file://<repo>/.data``) and an Airflow home with SQLite (``AIRFLOW_HOME``, ``<repo>/.airflow``).
 Each DAG runs with ``airflow dags test``, i.e. in this process tree, no scheduler needed.
 
-The terminal gets one progress line per step, naming an ETL DAG's tasks as its spec wires them
-(flights: ``build_segments -> publish``), and the pipeline's own summary lines; every
+The terminal gets one progress line per step, naming an ETL DAG's tasks (``build -> publish``
+for every dataset), and the pipeline's own summary lines; every
 command's full output goes to ``.demo/demo.log`` (``DEMO_LOG``), named on the first line and
 again, with its last lines, when a step fails.
 """
@@ -48,26 +48,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _etl_tasks(dataset: str) -> str:
-    """The tasks of ``etl_<dataset>``: the spec's ``incremental`` picks them (dags/dataset_etl.py)."""
-    from etl.spec.load import spec_path
-    from etl.spec.scheduling import read_settings
-
-    if read_settings(spec_path(dataset)).incremental:
-        return "build_segments -> publish"
-    return "extract -> validate -> transform_and_write -> publish"
-
-
-def _summaries(output: str, log_path: Path) -> list[str]:
-    """The steps' summary lines; a first bulk build's many merges of small segments as one."""
-    lines = [m.group(1) for m in SUMMARY.finditer(output)]
-    merges = [ln for ln in lines if ln.startswith("compact ")]
-    if len(merges) > 1:
-        first = lines.index(merges[0])
-        lines = [ln for ln in lines if not ln.startswith("compact ")]
-        lines.insert(first, f"{merges[0].split(':')[0]}: {len(merges)} merges of small "
-                            f"segments (listed in {log_path})")
-    return lines
+def _summaries(output: str) -> list[str]:
+    """The steps' summary lines (compaction says its merges in one line)."""
+    return [m.group(1) for m in SUMMARY.finditer(output)]
 
 
 def _run(label: str, args: list[str], env: dict[str, str], log_path: Path) -> None:
@@ -84,7 +67,7 @@ def _run(label: str, args: list[str], env: dict[str, str], log_path: Path) -> No
         log.seek(start)
         output = log.read()
     print(f"{'ok' if proc.returncode == 0 else 'FAILED'} ({time.monotonic() - t0:.0f} s)")
-    for line in _summaries(output, log_path):
+    for line in _summaries(output):
         print(f"    {line}")
     if proc.returncode != 0:
         tail = "\n".join(output.splitlines()[-TAIL_LINES:])
@@ -104,7 +87,7 @@ def main() -> int:
     for dataset in DEMO_DATASETS:
         _run(f"land {dataset}", [python, "-m", "etl", "land", "--root", root, "--dataset",
                                  dataset], env, log_path)
-        _run(f"ETL DAG etl_{dataset} ({_etl_tasks(dataset)})",
+        _run(f"ETL DAG etl_{dataset} (build -> publish)",
              [airflow, "dags", "test", f"etl_{dataset}", DEMO_INTERVAL_END, "--conf",
               json.dumps({"interval_end": DEMO_INTERVAL_END})], env, log_path)
         _run(f"training DAG train_{dataset}", [airflow, "dags", "test", f"train_{dataset}",

@@ -3,7 +3,9 @@
 Each request is either passed through unchanged or, drawn from a seeded RNG, answered with a
 429 or 503 or cut off (the connection closed with no response), until the fault budget is
 spent. ``after`` lets the first N requests through untouched (faults then hit mid-run), and
-``budget=None`` never stops faulting (a store that stays down). Counters say what happened.
+``budget=None`` never stops faulting (a store that stays down). Counters say what happened,
+and keep each request's method and path. ``NO_FAULTS`` makes it a counting proxy (the bench
+counts a run's requests with it), and ``delay_s`` adds latency to every request passed on.
 
 Run by hand: ``python tests/faultproxy.py --upstream http://127.0.0.1:9023 --seed 1``.
 """
@@ -37,6 +39,10 @@ class FaultPlan:
     seed: int = 0
     budget: int | None = 20
     after: int = 0
+    delay_s: float = 0.0
+
+
+NO_FAULTS = FaultPlan(p_429=0.0, p_503=0.0, p_drop=0.0, budget=0)
 
 
 @dataclass
@@ -45,6 +51,7 @@ class Counters:
     passed: int = 0
     faults: dict[str, int] = field(default_factory=lambda: {"429": 0, "503": 0, "drop": 0})
     injected: list[tuple[float, str, str]] = field(default_factory=list)  # (time, fault, request)
+    seen: list[str] = field(default_factory=list)  # "METHOD /path?query", in arrival order
 
     @property
     def total_faults(self) -> int:
@@ -66,6 +73,7 @@ class FaultProxy:
         """The fault for ``request`` (None: pass it); thread-safe, seeded."""
         with self._lock:
             self.counters.requests += 1
+            self.counters.seen.append(request)
             plan, draw = self.plan, self._rng.random()
             spent = plan.budget is not None and self.counters.total_faults >= plan.budget
             if self.counters.requests <= plan.after or spent:
@@ -110,6 +118,8 @@ class FaultProxy:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
+                if proxy.plan.delay_s:
+                    time.sleep(proxy.plan.delay_s)
                 self._forward(body)
 
             def _forward(self, body: bytes) -> None:

@@ -127,23 +127,34 @@ def test_small_work_computes_on_threads_and_nested_steps_stay_there(
 
 def test_a_one_day_run_starts_no_cluster_and_a_large_one_does(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The size the cluster decision sees is the raw bytes of the segments to build."""
     from datetime import date
 
-    from etl import pipeline, storage
-    from etl.pipeline.record import read_run
+    from etl import pipeline, storage, versions
     from etl.sources.land import land
 
     monkeypatch.delenv(cluster.DASK_ADDRESS_ENV, raising=False)
     _forbid_clusters(monkeypatch)
+    sizes: list[int | None] = []
+    real = cluster.dask_client
+
+    def spy(*args: object, **kwargs: object) -> object:
+        sizes.append(kwargs.get("work_bytes"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cluster, "dask_client", spy)
     root = tmp_path.as_uri()
-    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
-    result = pipeline.run("flights", root, "2013-01-02", run_id="small")
+    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 3))
+    result = pipeline.run("flights", root, "2013-01-02", "2013-01-01", run_id="small")
     assert result["created"] and sum(result["splits"].values()) > 600
-    staged = pipeline.extract("flights", root, "2013-01-02", run_id="again", force=True)
-    raw = sum(p.stat().st_size for p in (tmp_path / "raw").rglob("*") if p.is_file())
-    sizes = [f["size"] for f in read_run(staged)["fingerprint"]["files"]]
-    assert read_run(staged)["input_bytes"] == sum(sizes) <= raw
+    files = versions.read_manifest(result["version_uri"])["source_fingerprint"]["files"]
+    day = sum(p.stat().st_size for p in (tmp_path / "raw").rglob("*")
+              if p.is_file() and "2013-01-01" in str(p))
+    assert sizes == [sum(f["size"] for f in files)] and 0 < sizes[0] <= day, (sizes, day)
+    again = pipeline.run("flights", root, "2013-01-02", "2013-01-01", run_id="again",
+                         force=True)
+    assert again["created"] and sizes == sizes[:1], "its segment was built again"
     monkeypatch.setattr(cluster, "IN_PROCESS_BYTES", 1000)
     with pytest.raises(_NoCluster):
-        pipeline.run("flights", root, "2013-01-02", run_id="large", force=True)
+        pipeline.run("flights", root, "2013-01-03", "2013-01-02", run_id="large")
     assert storage.exists(result["version_uri"])

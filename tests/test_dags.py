@@ -223,15 +223,10 @@ def _edges(dag) -> set[tuple[str, str]]:
     return {(t.task_id, d) for t in dag.tasks for d in t.downstream_task_ids}
 
 
-ONE_SHOT_EDGES = {("extract", "validate"), ("validate", "transform_and_write"),
-                  ("transform_and_write", "publish")}
-ONE_SHOT_HEAVY = {"extract", "validate", "transform_and_write"}
-
-
 def test_etl_dag_wiring(dagbag, common) -> None:
-    dag = dagbag.dags["etl_flights"]  # its spec sets incremental: true
-    assert _edges(dag) == {("build_segments", "publish")}
-    assert _edges(dagbag.dags["etl_wine"]) == ONE_SHOT_EDGES  # a spec without it
+    dag = dagbag.dags["etl_flights"]
+    for dag_id in ("etl_flights", "etl_wine", "etl_digits"):  # one chain for every kind
+        assert _edges(dagbag.dags[dag_id]) == {("build", "publish")}, dag_id
     assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
     assert dag.timetable.expression == "0 0 * * *" and str(dag.timetable.timezone) == "UTC"
     assert dag.catchup is False and dag.max_active_runs == 1
@@ -241,7 +236,7 @@ def test_etl_dag_wiring(dagbag, common) -> None:
         assert task.retries >= 1 and task.retry_exponential_backoff > 1
         assert task.max_retry_delay and task.execution_timeout, task.task_id
     heavy = {t.task_id for t in dag.tasks if t.pool == "dask"}
-    assert heavy == {"build_segments"}
+    assert heavy == {"build"}
     publish = dag.get_task("publish")
     assert publish.depends_on_past, "backfills must publish versions in interval order"
     assert [o.name for o in publish.outlets] == ["dataset_flights"]
@@ -390,29 +385,6 @@ def test_metrics_summary_keeps_scalars_for_xcom(common) -> None:
                                                "baseline": {"auc": 0.5}, "epochs": 3}
 
 
-@pytest.mark.parametrize(("incremental", "edges", "heavy"), [
-    (True, {("build_segments", "publish")}, {"build_segments"}),
-    (False, ONE_SHOT_EDGES, ONE_SHOT_HEAVY),
-])
-def test_the_spec_picks_the_chain_everything_else_stays(common, incremental: bool,
-                                                        edges: set, heavy: set) -> None:
-    """``incremental`` in a spec picks segments or the one-shot steps for the same dataset."""
-    import importlib.util
-
-    loader = importlib.util.spec_from_file_location("dataset_etl_probe", DAGS / "dataset_etl.py")
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    dag = module.build_etl_dag("flights", common.DagSettings(incremental=incremental))
-    assert _edges(dag) == edges
-    assert {t.task_id for t in dag.tasks if t.pool == "dask"} == heavy
-    for task in dag.tasks:
-        assert task.retries >= 1 and task.execution_timeout, task.task_id
-    publish = dag.get_task("publish")
-    assert publish.depends_on_past
-    assert publish.outlets[0].uri == common.dataset_asset("flights").uri
-    assert "build_segments -> publish" in dag.doc_md
-
-
 def test_incremental_must_be_a_boolean(tmp_path: Path) -> None:
     (tmp_path / "c" / "inc").mkdir(parents=True)
     (tmp_path / "c" / "inc" / "spec.yaml").write_text("name: inc\nincremental: nightly\n")
@@ -421,22 +393,13 @@ def test_incremental_must_be_a_boolean(tmp_path: Path) -> None:
     assert "inc/spec.yaml.incremental: expected true or false, got 'nightly'" in message
 
 
-def test_an_images_spec_asking_for_segments_is_refused_at_parse_time(tmp_path: Path) -> None:
-    """The DAG file's import error names the file and the key, not a failed run later."""
+def test_a_spec_still_setting_incremental_parses_with_a_deprecation_line(tmp_path: Path) -> None:
+    """The retired key keeps old specs loading (any kind) and says once what to do."""
     (tmp_path / "c" / "pics").mkdir(parents=True)
     (tmp_path / "c" / "pics" / "spec.yaml").write_text("name: pics\nkind: images\n"
-                                                       "incremental: true\n")
+                                                      "incremental: true\n")
     result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=str(tmp_path / "c"))
-    message = " ".join(result["errors"].values())
-    assert ("pics/spec.yaml.incremental: segments are built for tabular specs only; "
-            "a kind: images spec builds whole versions") in message
-
-
-def test_the_parse_time_segment_kinds_are_the_kinds_that_build_segments() -> None:
-    from etl.kinds import KINDS
-    from etl.spec.scheduling import SEGMENT_KINDS
-
-    assert SEGMENT_KINDS == {name for name, kind in KINDS.items() if kind.incremental}
+    assert not result["errors"] and {"etl_pics", "train_pics"} <= set(result["dags"])
 
 
 def test_metrics_summary_keeps_each_splits_scalars_beside_nested_reports(common) -> None:

@@ -12,7 +12,7 @@ import yaml
 from distributed import Client, LocalCluster
 from PIL import Image
 
-from etl import pipeline
+from etl import pipeline, versions
 from etl.errors import ValidationFailed
 from etl.sources.images import list_images
 from etl.spec import SpecError
@@ -130,11 +130,13 @@ def test_csv_index_jpeg_rgb_quarantines_bad_files_and_publishes(client, tmp_path
     assert manifest["validation"]["quarantined_rows"] == 2
     assert manifest["validation"]["evaluated_rows"] == 16
     assert manifest["schema"]["features"]["image"]["shape"] == [16, 16, 3]
-    quarantined = [json.loads(x) for x in (vdir / "quarantine" / "quarantine.jsonl").open()]
+    (listed,) = manifest["validation"]["quarantine_files"]  # in the image folder's segment
+    quarantined = [json.loads(x) for x in (vdir.parent / listed).open()]
     assert {q["key"]: q["reason"].split(":")[0] for q in quarantined} == {
         "img_03.jpg": "cannot decode", "img_05.png": "1 channel(s) (mode L), expected [3]"}
     assert (vdir / "validation" / "results.json").is_file()
-    features = json.loads((vdir / "features.json").read_text())["content"]["features"]
+    seg = vdir.parent / "segments" / manifest["segments"][0]["segment"]
+    features = json.loads((seg / "features.json").read_text())["content"]["features"]
     assert features["image"]["image"]["encodingFormat"] == "jpeg"
 
 
@@ -144,17 +146,18 @@ def test_json_index_over_threshold_fails_naming_the_files(client, tmp_path: Path
     spec = str(_spec(tmp_path, quarantine={"max_fraction": 0.05},
                      source={"uri": "raw/pets", "layout": "index",
                              "index": {"uri": "raw/pets_index/labels.json", "format": "json"}}))
-    staged = pipeline.extract(spec, tmp_path.as_uri(), END, run_id="pets-json")
     with pytest.raises(ValidationFailed, match=r"2 of 16 image file\(s\).*img_03\.jpg: cannot "
                                                  r"decode.*img_05\.png: 1 channel"):
-        pipeline.validate(spec, staged)
-    assert not (tmp_path / "datasets").exists()
+        pipeline.run(spec, tmp_path.as_uri(), END, run_id="pets-json")
+    assert versions.list_versions(tmp_path.as_uri(), "pets") == []
 
 
 def test_strict_mode_fails_on_any_bad_file(client, tmp_path: Path) -> None:
     rows = _land_pets(tmp_path, n=6)
     _write_index(tmp_path, rows, "csv")
     spec = str(_spec(tmp_path, quarantine={"max_fraction": 0.5}))
-    staged = pipeline.extract(spec, tmp_path.as_uri(), END, run_id="pets-strict")
-    with pytest.raises(ValidationFailed, match="strict mode"):
-        pipeline.validate(spec, staged, mode="strict")
+    with pytest.raises(ValidationFailed, match=r"strict mode.*img_03\.jpg: cannot decode"):
+        pipeline.run(spec, tmp_path.as_uri(), END, run_id="pets-strict", mode="strict")
+    assert versions.list_versions(tmp_path.as_uri(), "pets") == []
+    again = pipeline.run(spec, tmp_path.as_uri(), END, run_id="pets-quarantine")
+    assert again["created"] and len(versions.list_versions(tmp_path.as_uri(), "pets")) == 1

@@ -46,12 +46,12 @@ def test_digits_version_counts_schema_and_shards(published) -> None:
     assert len(manifest["splits"]["train"]["shards"]) >= 1
 
 
-def test_tfds_builder_from_directory_decodes_the_images(published) -> None:
-    import tensorflow_datasets as tfds
+def test_the_tfds_builder_decodes_the_images(published) -> None:
+    """A version is its segments' TFDS folders (``builder_from_directories``)."""
+    from training.data.tfds import builder as tfds_builder
 
     root, manifest = published
-    builder = tfds.builder_from_directory(
-        f"{root[7:]}/datasets/digits/{manifest['version']}")
+    builder = tfds_builder(f"{root}/datasets/digits/{manifest['version']}")
     ds = builder.as_dataset(split="test")
     example = next(iter(ds))
     assert example["image"].shape == (8, 8, 1) and example["image"].dtype == tf.uint8

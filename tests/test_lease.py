@@ -111,7 +111,7 @@ def test_waiting_run_says_so_within_a_second(storage_root: str,
         with versions.Heartbeat(held):
             started = time.monotonic()
             with pytest.raises(VersionLockedError, match="being written by 'live-run'"):
-                publish._acquire(uri, "waiting-run", wait_s=1.6)
+                publish.acquire_writer(uri, "waiting-run", wait_s=1.6)
     finally:
         logging.getLogger("etl.pipeline").removeHandler(handler)
     waits = [(t, r) for t, r in arrivals if "waiting for it" in r.getMessage()]

@@ -81,14 +81,19 @@ def test_validate_summary_states_mode_expectations_failures_quarantine(
     assert caplog.messages == [expected]
 
 
-def test_extract_summary_takes_an_image_fingerprint_count(caplog: pytest.LogCaptureFixture,
-                                                          tmp_path: Path) -> None:
-    """Image runs fingerprint a file *count*, tabular runs a file list: both are summarised."""
-    run = {"dataset": "digits", "fingerprint": {"files": 1797},
-           "interval": {"start": None, "end": "2014-01-01T00:00:00Z"}}
-    with caplog.at_level(logging.INFO, logger="etl.pipeline"):
-        summary.extracted(run, 2.0, tmp_path.as_uri())
-    assert "from 1,797 raw file(s)" in caplog.text
+def test_image_build_summary_counts_its_files(caplog: pytest.LogCaptureFixture,
+                                              tmp_path: Path) -> None:
+    """Image segments are built from a file *count*, tabular ones from rows: both summarised."""
+    from etl import pipeline
+    from etl.kinds import land
+
+    root = tmp_path.as_uri()
+    land(root, "digits")
+    with caplog.at_level(logging.INFO, logger="etl"):
+        pipeline.build_version("digits", root, "2024-01-01T00:00:00Z", run_id="count")
+    lines = [m for m in caplog.messages if m.startswith("build digits: ")]
+    assert lines and "1 segment built, 1797 image files checked, 0 quarantined" in lines[0], \
+        caplog.messages
 
 
 NATIVE_MODULE = r'''

@@ -1,4 +1,5 @@
-"""The whole ETL on two real days: publish protocol, re-runs, failures, concurrency, GCS + CLI."""
+"""The whole ETL chain (build -> publish) on two real days: publish protocol, re-runs,
+failures, a killed writer, concurrency, GCS + CLI."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 
 from etl import pipeline, storage, versions
 from etl.errors import ValidationFailed, VersionLockedError
+from etl.pipeline import RunOptions
 from etl.pipeline.record import DRAFT_FILE
-from etl.provenance import run_key
 from etl.sources.land import land
 
 END = "2013-01-03T00:00:00Z"
@@ -64,13 +65,14 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
     assert versions.verify_shards(vuri, manifest) == sum(
         len(s["shards"]) for s in manifest["splits"].values())
     assert not set(manifest["schema"]["features"]) & LEAKAGE
-    files = [f["uri"].split("/raw/")[1] for f in manifest["source_fingerprint"]["files"]]
-    assert files == ["flights/date=2013-01-01/flights.csv", "flights/date=2013-01-02/flights.csv",
-                     "planes/planes.csv", "weather/weather.csv"]
+    files = [f["uri"] for f in manifest["source_fingerprint"]["files"]]
+    assert files == ["raw/flights/date=2013-01-01/flights.csv",
+                     "raw/flights/date=2013-01-02/flights.csv"]
+    assert len(manifest["source_fingerprint"]["lookups_sha256"]) == 1  # weather and planes
     assert manifest["data_interval"] == {"start": None, "end": END}
     assert versions.latest_version(root, "flights") == VERSION
     names = set(storage.list_dir(vuri))
-    assert {"dataset_info.json", "features.json", "validation"} <= names
+    assert names == {"manifest.json", "validation"}  # the shards live in the segments
     assert {"results.json", "index.html"} <= set(storage.list_dir(f"{vuri}/validation"))
     assert not names & {DRAFT_FILE, versions.WRITER_LOCK}
     assert storage.list_dir(f"{root}/staging") == []  # staging is gone after publish
@@ -89,10 +91,7 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
 
 def test_dag_steps_survive_a_killed_writer_and_retries(client, root: str) -> None:
     run_id = "scheduled__2013-01-03T00:00:00+00:00"
-    staged = pipeline.extract("flights", root, "2013-01-03", "2013-01-02", run_id=run_id)
     version = "20130103T000000Z_20130102T000000Z"
-    assert staged == f"{root}/staging/flights/{version}/{run_key(run_id)}/extracted"
-    validated = pipeline.validate("flights", staged, mode="strict")
     # a killed first attempt: its lock, a half shard and a temp file are still there
     vuri = versions.version_uri(root, "flights", version)
     versions.acquire_writer_lock(vuri, run_id)
@@ -100,31 +99,35 @@ def test_dag_steps_survive_a_killed_writer_and_retries(client, root: str) -> Non
     Path(vuri[7:], ".flights-test.tfrecord-00000-of-00001.tmp-dead").write_bytes(b"x")
     with pytest.raises(VersionLockedError):  # another run cannot take it over meanwhile
         versions.acquire_writer_lock(vuri, "someone-else")
-    written = pipeline.transform_and_write("flights", validated, compression="gzip")
+    written = pipeline.build_version("flights", root, "2013-01-03", "2013-01-02", run_id,
+                                     RunOptions(mode="strict", compression="gzip"))
     assert written == vuri
-    result = pipeline.publish("flights", written)
-    retried = pipeline.publish("flights", written)  # a retried publish task
+    result = pipeline.publish(written)
+    retried = pipeline.publish(written)  # a retried publish task
     assert result["created"] and not retried["created"]
     manifest = versions.read_manifest(vuri)
-    on_disk = {p.name for p in Path(vuri[7:]).iterdir()}
+    assert {p.name for p in Path(vuri[7:]).iterdir()} == {"manifest.json", "validation"}
     shard_names = {s["file"] for v in manifest["splits"].values() for s in v["shards"]}
-    assert on_disk == shard_names | {"manifest.json", "validation"}  # GZIP: no TFDS metadata
     assert all(n.endswith(".gz") for n in shard_names) and manifest["compression"] == "GZIP"
     versions.verify_shards(vuri, manifest)
     assert manifest["data_interval"] == {"start": "2013-01-02T00:00:00Z", "end": END}
     first = manifest["source_fingerprint"]["files"][0]["uri"]
-    assert first.endswith("/raw/flights/date=2013-01-02/flights.csv")
+    assert first == "raw/flights/date=2013-01-02/flights.csv"
 
 
 def test_failed_validation_publishes_nothing(client, root: str) -> None:
     day1 = Path(root[7:], "raw/flights/date=2013-01-01/flights.csv")
-    day2 = Path(root[7:], "raw/flights/date=2013-01-02/flights.csv")
     dup = day1.read_text().splitlines(keepends=True)[1]
-    day2.write_text(day2.read_text() + dup)  # the same flight key in two files
+    day1.write_text(day1.read_text() + dup)  # the same flight twice (a key across segments:
+    # tests/test_segments.py; here a flight's key fixes its day, so it repeats in its file)
     with pytest.raises(ValidationFailed, match="expect_compound_columns_to_be_unique"):
         pipeline.run("flights", root, END, run_id="bad")
     assert versions.list_versions(root, "flights") == []
-    assert not Path(root[7:], "datasets").exists()
+    vuri = versions.version_uri(root, "flights", VERSION)
+    assert not storage.exists(storage.join(vuri, "manifest.json"))
+    assert storage.exists(storage.join(vuri, "validation", "results.json"))  # the evidence
+    assert not storage.exists(storage.join(vuri, DRAFT_FILE))
+    assert not storage.exists(storage.join(vuri, versions.WRITER_LOCK))  # released
 
 
 def test_rows_under_threshold_are_quarantined_with_the_version(client, root: str) -> None:
@@ -137,8 +140,10 @@ def test_rows_under_threshold_are_quarantined_with_the_version(client, root: str
     manifest = versions.read_manifest(res["version_uri"])
     assert manifest["validation"]["quarantined_rows"] == 1
     assert sum(res["splits"].values()) == _flight_rows(root)[1] - 1
-    quarantined = storage.list_dir(f"{res['version_uri']}/quarantine")
-    assert quarantined and storage.list_dir(f"{root}/staging") == []
+    (listed,) = manifest["validation"]["quarantine_files"]  # under the segment that holds it
+    assert listed.startswith("segments/") and "/quarantine/" in listed
+    assert storage.exists(f"{root}/datasets/flights/{listed}")
+    assert storage.list_dir(f"{root}/staging") == []
 
 
 def test_concurrent_runs_publish_one_version(client, root: str) -> None:
@@ -156,7 +161,8 @@ def test_concurrent_runs_publish_one_version(client, root: str) -> None:
     assert {r["version_uri"] for r in results.values()} == {
         versions.version_uri(root, "flights", VERSION)}
     assert versions.list_versions(root, "flights") == [VERSION]
-    assert storage.list_dir(f"{root}/datasets/flights") == [VERSION, "LATEST"]
+    assert storage.list_dir(f"{root}/datasets/flights") == [VERSION, "LATEST", "segments"]
+    assert len(storage.list_dir(f"{root}/datasets/flights/segments")) == 1  # built once
 
 
 @pytest.mark.integration
@@ -166,21 +172,20 @@ def test_cli_run_on_gcs(client, gcs_root: str, capsys: pytest.CaptureFixture) ->
 
     land(gcs_root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
     assert main(["run", "--root", gcs_root, "--interval-end", "2013-01-02",
-                 "--shard-bytes", "200000", "--one-shot"]) == 0
+                 "--shard-bytes", "200000"]) == 0
     out = capsys.readouterr().out
     vuri = f"{gcs_root}/datasets/flights/20130102T000000Z_all"
     assert f"published: {vuri}" in out
     manifest = versions.read_manifest(vuri)
-    for split in manifest["splits"].values():
-        for shard in split["shards"]:
-            assert f"{shard['file']} " in out
+    for name, split in manifest["splits"].items():
+        assert f"{len(split['shards'])} shard(s) in 1 segment(s)" in out, (name, out)
     assert versions.verify_shards(vuri, manifest) >= 3
     assert storage.list_dir(f"{gcs_root}/staging") == []
     assert main(["show", "--root", gcs_root, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["version"] == "20130102T000000Z_all"
     assert main(["run", "--root", gcs_root, "--interval-end", "2013-01-02"]) == 0
     assert "already published (nothing written)" in capsys.readouterr().out
-    # The spec's default (incremental: true): the same day as a segment, composed into a version.
+    # The same day as a bounded window: its segment is reused, composed into a second version.
     assert main(["run", "--root", gcs_root, "--interval-end", "2013-01-02", "--interval-start",
                  "2013-01-01", "--shard-bytes", "200000"]) == 0
     vuri = f"{gcs_root}/datasets/flights/20130102T000000Z_20130101T000000Z"
@@ -198,14 +203,13 @@ def test_publish_refuses_when_its_lock_was_taken_over(client, root: str,
 
     monkeypatch.setattr(lease, "HANDOFF_EXPIRY_S", 0.5)
     run_id = "scheduled__2013-01-03T00:00:00+00:00"
-    staged = pipeline.extract("flights", root, "2013-01-03", "2013-01-02", run_id=run_id)
-    validated = pipeline.validate("flights", staged, mode="strict")
-    written = pipeline.transform_and_write("flights", validated)
+    written = pipeline.build_version("flights", root, "2013-01-03", "2013-01-02", run_id,
+                                     RunOptions(mode="strict"))
     # publish is a separate task, started after the handoff expiry: another run takes over
     time.sleep(1.0)
     taker = versions.acquire_writer_lock(written, "manual__takeover")
     assert taker.took_over["owner"] == run_id and taker.took_over["phase"] == "handoff"
     with pytest.raises(VersionLockedError):
-        pipeline.publish("flights", written)
+        pipeline.publish(written)
     assert not storage.exists(storage.join(written, "manifest.json"))
     assert versions.list_versions(root, "flights") == []

@@ -1,12 +1,11 @@
 """Task logs an operator can read: a real ETL DAG run and the command line, as configured.
 
 ``airflow dags test`` runs the ETL tasks on one landed day in a fresh Airflow home: the shipped
-flights spec's ``build_segments -> publish``, and the four one-shot tasks of a copy of the spec
-without ``incremental``. Its output is cut per task at the ``[DAG TEST] starting``/``end task``
+flights spec's ``build -> publish`` (every spec's chain). Its output is cut per task at the ``[DAG TEST] starting``/``end task``
 markers. Each task's part must be short, state what the step did (the validate part: rows,
 expectations, failures, quarantined rows, mode), and hold no library chatter below WARNING, no
-GX "Skipping registering function" line and no traceback. ``python -m etl run`` (segments by
-default, and ``--one-shot``) gets the same checks.
+GX "Skipping registering function" line and no traceback. ``python -m etl run`` (one day, and
+two days of which the DAG run built one) gets the same checks.
 The training DAG (on the small wine table) and ``python -m training train`` are held to no
 library record below WARNING and none of absl's C++ INFO lines that TensorFlow's import
 writes straight to stderr.
@@ -17,13 +16,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -43,23 +40,15 @@ NATIVE_INFO = re.compile(r"(?:^|\s)I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\]|"
 # A library record below WARNING, as Airflow prints it ("[info ] ... [distributed.core]") or
 # as the command line does ("INFO distributed.core: ...").
 CHATTER = re.compile(rf"\[(?:info|debug)\s*\].*\[(?:{_LIBS})[.\]]|\b(?:INFO|DEBUG) (?:{_LIBS})[.:]")
-# ... -> the validated staging URI (one-shot), or the window's validation results (segments)
-VALIDATE = (r"validate flights: [\d,]+ rows, \d+ expectations, 0 failed, \d+ quarantined "
-            r"\(quarantine mode\), [\d.]+ s -> file://\S+/")
-VALIDATED, VALIDATION = VALIDATE + "validated", VALIDATE + "validation"
+# ... -> the window's validation results in the version folder
+VALIDATION = (r"validate flights: [\d,]+ rows, \d+ expectations, 0 failed, \d+ quarantined "
+              r"\(quarantine mode\), [\d.]+ s -> file://\S+/validation")
 WRITE = r"write flights: [\d,]+ examples \(train [\d,]+"
 BUILD = r"build flights: 1 segment\(s\) built, [\d,]+ rows read, [\d,]+ quarantined"
 PLAN = r"plan flights: 1 partition\(s\) in the window, held by 1 segment\(s\): 1 to build"
-# Each chain's tasks and the lines each must show: the shipped spec (incremental) on the
-# day before 2013-01-04, its one-shot copy on the day before 2013-01-03.
-CHAINS = {
-    "segments": {"build_segments": [PLAN, BUILD, VALIDATION, WRITE],
-                 "publish": [r"publish flights: published version 20130104T000000Z_20130103T"]},
-    "one-shot": {"extract": [r"extract flights \[.*\): [\d,]+ rows from \d+ raw file"],
-                 "validate": [VALIDATED], "transform_and_write": [WRITE],
-                 "publish": [r"publish flights: published version 20130103T000000Z_20130102T"]},
-}
-WINDOW = {"segments": ("2013-01-04", 1), "one-shot": ("2013-01-03", 1)}  # interval end, days
+# The chain's tasks and the lines each must show, on the day before 2013-01-04.
+TASKS = {"build": [PLAN, BUILD, VALIDATION, WRITE],
+         "publish": [r"publish flights: published version 20130104T000000Z_20130103T"]}
 
 
 @pytest.fixture(scope="module")
@@ -105,55 +94,39 @@ def assert_readable(what: str, lines: list[str], limit: int) -> None:
     assert len(lines) <= limit, f"{what}: {len(lines)} lines > {limit}:\n{text}"
 
 
-@pytest.fixture(scope="module")
-def one_shot_specs(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A specs folder holding a copy of the flights spec without ``incremental``."""
-    folder = tmp_path_factory.mktemp("specs") / "flights"
-    shutil.copytree(REPO / "etl" / "specs" / "flights", folder)
-    raw = yaml.safe_load((folder / "spec.yaml").read_text())
-    raw.pop("incremental")
-    # key order kept: sorting would reorder split.fractions, and so which rows go where
-    (folder / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    return str(folder.parent)
-
-
-@pytest.mark.parametrize("chain", CHAINS)
-def test_etl_dag_task_logs_say_what_each_step_did(landed: tuple[dict[str, str], str],
-                                                  one_shot_specs: str, chain: str) -> None:
+def test_etl_dag_task_logs_say_what_each_step_did(landed: tuple[dict[str, str], str]) -> None:
     env, _ = landed
-    if chain == "one-shot":
-        env = {**env, "PIPELINE_SPECS_PATH": one_shot_specs}
-    day, days = WINDOW[chain]
-    conf = {"interval_end": f"{day}T00:00:00+00:00", "window_days": days, "shard_mb": 1}
+    day = "2013-01-04"
+    conf = {"interval_end": f"{day}T00:00:00+00:00", "window_days": 1, "shard_mb": 1}
     proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "etl_flights", day,
                            "--conf", json.dumps(conf)], env=env, cwd=REPO, capture_output=True,
                           text=True, timeout=600, check=False)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "DagRun failed" not in output, output[-6000:]
     parts = per_task(output)
-    assert set(parts) == set(CHAINS[chain]), sorted(parts)
+    assert set(parts) == set(TASKS), sorted(parts)
     counts = {task: len(lines) for task, lines in parts.items()}
     print(f"task log lines: {counts}")
-    for task, patterns in CHAINS[chain].items():
+    for task, patterns in TASKS.items():
         assert_readable(task, parts[task], MAX_TASK_LINES)
         for pattern in patterns:
             assert re.search(pattern, "\n".join(parts[task])), (task, pattern, parts[task])
     assert "Skipping registering function" not in output
 
 
-@pytest.mark.parametrize(("steps", "window", "lines"), [
-    ([], ("2013-01-01", "2013-01-02"), ("plan flights", "build flights", VALIDATION,
-                                        "write flights")),
-    (["--one-shot"], ("2013-01-02", "2013-01-04"), ("extract flights", VALIDATED,
-                                                    "write flights")),
-])
+@pytest.mark.parametrize(("window", "lines"), [
+    (("2013-01-01", "2013-01-02"), (r"plan flights: 1 partition", "build flights", VALIDATION,
+                                    "write flights")),
+    (("2013-01-02", "2013-01-04"), (r"plan flights: 2 partition", "build flights", VALIDATION,
+                                    "write flights")),
+], ids=["one-day", "two-days"])
 def test_command_line_prints_one_line_per_step(landed: tuple[dict[str, str], str],
-                                               steps: list[str], window: tuple[str, str],
+                                               window: tuple[str, str],
                                                lines: tuple[str, ...]) -> None:
     env, root = landed
     proc = subprocess.run([sys.executable, "-m", "etl", "run", "--dataset", "flights", "--root",
                            root, "--interval-end", window[1], "--interval-start", window[0],
-                           "--shard-bytes", "1000000", *steps], env=env, cwd=REPO,
+                           "--shard-bytes", "1000000"], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-6000:]
     assert_readable("python -m etl run (stderr)", proc.stderr.splitlines(), MAX_CLI_LINES)

@@ -40,7 +40,7 @@ def _raw_test_records(uri: str, manifest: dict) -> dict[str, tf.Tensor]:
     features = manifest["schema"]["features"]
     columns: dict[str, list] = {name: [] for name in features}
     for shard in manifest["splits"]["test"]["shards"]:
-        path = local_or_remote_path(storage.join(uri, shard["file"]))
+        path = local_or_remote_path(versions.shard_uri(uri, shard))  # under its segment
         for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
             example = tf.train.Example.FromString(record).features.feature
             for name, feat in features.items():

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
 
 from etl.sources import extract
 from etl.sources.land import land
-from etl.spec import load_spec
+from etl.sources.lookups import join_lookups, read_lookups
+from etl.spec import Spec, load_spec
 from etl.transform import split
+from etl.transform import stats as stats_mod
 from etl.transform import tabular as transform
 
 LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
@@ -21,13 +21,17 @@ LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
 
 @pytest.fixture(scope="module")
 def raw(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
-    """Three real days, extracted (strings, joined), as one pandas frame."""
+    """Three real days, read and joined as a segment build reads them (strings)."""
     root = f"file://{tmp_path_factory.mktemp('raw')}"
     land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 4))
-    ddf, _, _ = extract.build_frame(root, load_spec("flights"), None,
-                                    datetime(2013, 1, 4, tzinfo=UTC))
-    with dask.config.set({"scheduler": "sync", "dataframe.shuffle.method": "tasks"}):
-        return ddf.compute()
+    return joined_window(root, load_spec("flights"), datetime(2013, 1, 4, tzinfo=UTC))
+
+
+def joined_window(root: str, spec: Spec, end: datetime) -> pd.DataFrame:
+    """Every primary row of the window's files with the lookups joined (etl.segments.build)."""
+    uris = extract.window_files(root, spec.primary_source, None, end)
+    rights, _, _ = read_lookups(root, spec)
+    return join_lookups(extract.read_primary(uris, spec), spec, rights)
 
 
 def _reference_hash(values: list[str], salt: str) -> int:
@@ -96,17 +100,23 @@ def test_split_does_not_depend_on_partitioning(raw: pd.DataFrame) -> None:
 
 
 def test_statistics_use_train_only_and_mean_fills_stay_missing(raw: pd.DataFrame) -> None:
+    """Statistics as a window gets them: a partial per segment, merged, then finalized."""
     spec = load_spec("flights")
-    with dask.config.set({"scheduler": "sync", "dataframe.shuffle.method": "tasks"}):
-        ddf = dd.from_pandas(raw, npartitions=3)
-        prepared = transform.prepare(ddf, spec)
-        stats = transform.statistics(prepared, ddf, spec)
-        final = transform.finalize(prepared, spec).compute()
+    cut = len(raw) // 3
+    partials = [transform.split_partial(transform.prepare_partition(raw.iloc[i:i + cut], spec),
+                                        spec) for i in range(0, len(raw), cut)]
+    stats = transform.finalize_partial(stats_mod.merge_all(partials), spec)
+    whole = transform.finalize_partial(transform.split_partial(
+        transform.prepare_partition(raw, spec), spec), spec)
+    assert stats["split_counts"] == whole["split_counts"]
+    assert stats["vocabulary_counts"] == whole["vocabulary_counts"]
+    for col, got in stats["numeric"].items():
+        assert got == pytest.approx(whole["numeric"][col])
     local = transform.prepare_partition(raw, spec)
     train = local[local["_split"] == "train"]
     assert stats["num_examples"] == len(train) == stats["split_counts"]["train"]
     assert sum(stats["split_counts"].values()) == len(local)
-    assert stats["dropped_rows"] == {spec.label.drop_reason: int(raw["arr_delay"].isna().sum())}
+    assert len(raw) - len(local) == int(raw["arr_delay"].isna().sum())  # cancelled: dropped
     for col in ("distance", "temp", "plane_age"):
         got = stats["numeric"][col]
         assert got["mean"] == pytest.approx(train[col].mean())
@@ -116,6 +126,7 @@ def test_statistics_use_train_only_and_mean_fills_stay_missing(raw: pd.DataFrame
     assert stats["vocabularies"]["carrier"][0] == train["carrier"].value_counts().index[0]
     assert stats["label_counts"] == {str(k): int(v) for k, v in
                                      train["late"].value_counts().sort_index().items()}
+    final = transform.finalize_partition(local, spec, stats["label_schema"])
     assert final["distance"].dtype == np.float32 and final["late"].dtype == np.int64
     # Only `fill: mean` features keep missing values (NaN): the model imputes the train mean.
     mean_filled = {f.name for f in spec.features if f.fill == "mean"}

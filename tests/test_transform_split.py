@@ -1,6 +1,6 @@
 """The split (``etl.transform.split``) on real public tables: a keyless table splits by the
 spec's fractions with every class in every split, a stratified split is the same on another
-machine and whether the data is built day by day, at once, or one-shot."""
+machine and whether the data is built day by day or at once."""
 
 from __future__ import annotations
 
@@ -120,10 +120,9 @@ def _record_hashes(manifest: dict) -> dict[str, str]:
 
 
 @pytest.mark.usefixtures("client")
-def test_day_by_day_bulk_and_one_shot_builds_split_alike(tmp_path, monkeypatch):
+def test_day_by_day_and_bulk_builds_split_alike(tmp_path, monkeypatch):
     """Seattle days (dates written 2012/01/01) as one file a day, one day holding a row twice:
-    drafted, then built nightly, in one incremental run and one-shot: the same records per
-    split."""
+    drafted, then built nightly and in one run: the same records per split."""
     data = tmp_path / "data"
     rel = land_daily(TABLES["seattle_weather"], data, days=8)
     dup = data / rel.format(date="2012-01-03")
@@ -137,20 +136,15 @@ def test_day_by_day_bulk_and_one_shot_builds_split_alike(tmp_path, monkeypatch):
     doc["label"]["classes"] = ["drizzle", "rain", "sun"]  # a day alone may lack a class
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(path.parent.parent))
-    roots = {k: tmp_path / k for k in ("nightly", "bulk", "shot")}
+    roots = {k: tmp_path / k for k in ("nightly", "bulk")}
     for where in roots.values():
         shutil.copytree(data / "raw", where / "raw")
     for day in range(4, 10):
-        res = pipeline.run_incremental("seattle_weather", roots["nightly"].as_uri(),
-                                       f"2012-01-{day:02d}", run_id=f"n{day}")
-    bulk = pipeline.run_incremental("seattle_weather", roots["bulk"].as_uri(), "2012-01-09",
-                                    run_id="bulk")
-    shot = pipeline.run("seattle_weather", roots["shot"].as_uri(), "2012-01-09", run_id="shot")
+        res = pipeline.run("seattle_weather", roots["nightly"].as_uri(), f"2012-01-{day:02d}",
+                           run_id=f"n{day}")
+    bulk = pipeline.run("seattle_weather", roots["bulk"].as_uri(), "2012-01-09", run_id="bulk")
     a, b = (versions.read_manifest(r["version_uri"]) for r in (res, bulk))
-    c = versions.read_manifest(shot["version_uri"])
     assert _record_hashes(a) == _record_hashes(b)
-    assert {s: a["splits"][s]["num_examples"] for s in a["splits"]} == \
-        {s: c["splits"][s]["num_examples"] for s in c["splits"]}
     assert sum(a["splits"][s]["num_examples"] for s in a["splits"]) == 9  # 8 days + the copy
     assert json.dumps(a["statistics"]["label_counts"], sort_keys=True) == \
-        json.dumps(c["statistics"]["label_counts"], sort_keys=True)
+        json.dumps(b["statistics"]["label_counts"], sort_keys=True)

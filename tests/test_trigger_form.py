@@ -104,7 +104,7 @@ def test_publish_says_why_it_skipped(monkeypatch, caplog: pytest.LogCaptureFixtu
         "version_uri": uri, "version": "20130103T000000Z_all", "created": False})
     publish = dataset_etl.etl_flights.get_task("publish").python_callable
     with caplog.at_level(logging.WARNING), pytest.raises(AirflowSkipException) as skipped:
-        result = publish("file:///w", params={"force_republish": False})
+        result = publish("file:///w")
         next(iter(result)) if result is not None else None
     reason = str(skipped.value)
     assert "already exists" in reason and "force_republish" in reason and uri in reason

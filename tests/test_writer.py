@@ -13,6 +13,7 @@ import pytest
 
 from etl.sources import extract
 from etl.sources.land import land
+from etl.sources.lookups import join_lookups, read_lookups
 from etl.spec import load_spec
 from etl.transform import tabular as transform
 from etl.write import shards, writer
@@ -22,14 +23,16 @@ LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
 
 @pytest.fixture(scope="module")
 def final(client, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
-    """Four real days, transformed: the frame the writer gets, computed once."""
+    """Four real days, transformed as a segment build does: the frame the writer gets."""
     root = f"file://{tmp_path_factory.mktemp('raw')}"
     land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 5))
     spec = load_spec("flights")
-    ddf, _, _ = extract.build_frame(root, spec, None, datetime(2013, 1, 5, tzinfo=UTC))
-    prepared = transform.prepare(ddf, spec)
-    stats = transform.statistics(prepared, ddf, spec)
-    return transform.finalize(prepared, spec).compute(), stats
+    uris = extract.window_files(root, spec.primary_source, None, datetime(2013, 1, 5, tzinfo=UTC))
+    rights, _, _ = read_lookups(root, spec)
+    prepared = transform.prepare_partition(
+        join_lookups(extract.read_primary(uris, spec), spec, rights), spec)
+    stats = transform.finalize_partial(transform.split_partial(prepared, spec), spec)
+    return transform.finalize_partition(prepared, spec, stats["label_schema"]), stats
 
 
 def _write(frame: pd.DataFrame, stats: dict, out: Path, npartitions: int,
@@ -52,7 +55,8 @@ def test_plan_is_pure_arithmetic() -> None:
 @pytest.mark.parametrize(("train", "least", "expected"), [
     (300_000, 10, 10),  # a year of flights: 10 train files though ~100 MB fit in one
     (300_000, 1, 1),
-    (4_500, 10, 4),  # never fewer than 1000 records per shard on average
+    (100_000, 10, 3),  # never shards under 10 MiB on average (40 MB: 3 files)
+    (4_500, 10, 1),  # ... nor under 1000 records
     (999, 10, 1),
     (50_000_000, 10, 150),  # large data: the byte target decides
 ])

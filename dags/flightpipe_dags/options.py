@@ -40,6 +40,15 @@ class EtlOptions:
     validation_mode: str = "quarantine"
     force_republish: bool = False
 
+    def run_options(self) -> Any:
+        """These options as the pipeline takes them (``etl.pipeline.RunOptions``), imported
+        here because only task bodies call this: parsing a DAG file imports no etl code."""
+        from etl.pipeline import RunOptions
+
+        return RunOptions(mode=self.validation_mode, shard_bytes=self.shard_bytes,
+                          compression=self.compression, force=self.force_republish,
+                          source_uri=self.source_uri)
+
 
 def _plain_utc(value: datetime) -> datetime:
     """A stdlib UTC datetime: pendulum's subclass breaks timedelta arithmetic in library code."""

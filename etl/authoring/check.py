@@ -44,7 +44,7 @@ def check_spec(name_or_path: str) -> CheckReport:
         report.path = spec_path(name_or_path)
         kind = kind_of(str(report.path))
         report.kind = kind.name
-        spec = kind.stage("load_spec")(str(report.path))
+        spec = kind.load_spec(str(report.path))
     except (PipelineError, ValueError, OSError) as exc:
         report.problems.append(str(exc))
         return report

@@ -1,31 +1,16 @@
-"""The ETL steps the DAG tasks and ``python -m etl`` call; each returns a URI or a small dict.
+"""The ETL chain the DAG tasks and ``python -m etl`` call, one for every dataset kind.
 
-``extract -> validate -> transform_and_write -> publish``, or ``run`` for all four on one Dask
-client. Modules: ``steps`` (land, extract, validate, run), ``publish`` (shards under the writer
-lock, then the manifest last) and ``record`` (the run record that travels between steps).
-``run_incremental`` builds a version from per-partition segments instead: ``segment_plan``
-(the window's segments), ``segment_build`` (one segment in one Dask task), ``compose`` (the
-window judged and its manifest from the segments' stored partials), ``incremental``.
+``build_version`` (plan the window, build its missing segments, judge it, write the draft:
+``build``) then ``publish`` (``manifest.json`` last); ``run`` does both. The segments
+themselves are made in ``etl.segments``; ``record`` holds the run's options and record,
+``summary`` each step's line for operators, ``gc`` what dead runs left.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from etl.pipeline.build import build_version
+from etl.pipeline.publish import publish
+from etl.pipeline.record import RunOptions
+from etl.pipeline.steps import land, run
 
-from etl.pipeline.publish import publish, transform_and_write
-from etl.pipeline.steps import extract, land, run, validate
-
-_LAZY = ("build_version", "run_incremental")  # they import GX: only a step that validates may
-
-
-def __getattr__(name: str) -> Any:
-    """``build_version`` and ``run_incremental``, imported on first use, so importing this
-    package (every ETL task does) does not import Great Expectations."""
-    if name in _LAZY:
-        from etl.pipeline import incremental
-
-        return getattr(incremental, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-__all__ = ["build_version", "extract", "land", "publish", "run", "run_incremental",
-           "transform_and_write", "validate"]
+__all__ = ["RunOptions", "build_version", "land", "publish", "run"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from etl import storage, versions
 from etl.errors import LeaseHeldError, VersionExistsError, VersionLockedError
-from etl.pipeline.record import DRAFT_FILE, RUN_FILE
+from etl.pipeline.record import DRAFT_FILE
 from etl.provenance import run_key
 from etl.versions import lease, segments
 from etl.versions.ids import is_version_id
@@ -132,17 +132,14 @@ def _staging(report: Report, root: str, dataset: str, version: str, key: str,
              stale_s: float, apply: bool) -> None:
     """A run's staging folder: removed once its run is dead, published, or long quiet."""
     uri = storage.join(storage.safe_join(root, "staging", dataset, version), key)
-    try:
-        run_id = storage.read_json(storage.join(uri, RUN_FILE)).get("run_id")
-    except (FileNotFoundError, ValueError, AttributeError):
-        run_id = None
-    if run_id in report.live_owners:
-        report.kept.append(Leftover(uri, f"staging of live writer {run_id!r}"))
+    live = [o for o in report.live_owners if run_key(o) == key]
+    if live:
+        report.kept.append(Leftover(uri, f"staging of live writer {live[0]!r}"))
         return
     if key in {run_key(o) for o in report.dead_owners}:
         _remove(report, uri, "staging of a run whose writer lease is dead", apply)
         return
-    if run_id and _published_by(root, dataset, version, run_id):
+    if _published_by(root, dataset, version, key):
         _remove(report, uri, "staging of a run that published (killed before cleaning up)",
                 apply)
         return
@@ -174,9 +171,11 @@ def _segments(report: Report, root: str, dataset: str, stale_s: float, apply: bo
             segments.delete_segment(root, dataset, seg)
 
 
-def _published_by(root: str, dataset: str, version: str, run_id: str) -> bool:
+def _published_by(root: str, dataset: str, version: str, key: str) -> bool:
+    """Did the run whose staging key is ``key`` publish ``version``?"""
     try:
         uri = versions.version_uri(root, dataset, version)
-        return storage.read_json(storage.join(uri, versions.MANIFEST)).get("run_id") == run_id
+        manifest = storage.read_json(storage.join(uri, versions.MANIFEST))
+        return run_key(str(manifest.get("run_id"))) == key
     except (FileNotFoundError, ValueError, AttributeError):
         return False

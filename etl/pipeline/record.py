@@ -1,57 +1,93 @@
-"""What the ETL steps share: the run record in staging, interval parsing, the step's spec.
+"""What a run is told (``RunOptions``) and what it records (``RunRecord``), each built once.
 
-Each step reads ``run.json`` from the folder of the URI the previous step returned, so only
-URIs travel between Airflow tasks.
+The options come from the CLI flags or the DAG's Params; the record is made by
+``RunRecord.new`` from the spec and the interval, travels inside the version's
+``_draft.json`` from ``build`` to ``publish`` (only URIs travel between Airflow tasks), and is
+what the step summaries print.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import threading
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from etl import storage, versions
-from etl.errors import PipelineError
+from etl.provenance import iso, run_key, utc
+from etl.validation.modes import check_mode
 
-log = logging.getLogger("etl.pipeline")
-
-RUN_FILE = "run.json"
 DRAFT_FILE = versions.DRAFT
+LOCK_WAIT_S = 600.0  # a concurrent run of the same interval usually finishes within this
 
 
-def import_in_background(module: str) -> threading.Thread:
-    """Start importing a heavy module while this process waits for Dask workers to start.
+@dataclass(frozen=True)
+class RunOptions:
+    """How one run builds its version (defaults: the spec's settings).
 
-    Great Expectations costs about 10 s of CPU to import; a step that needs it in this process
-    and in its workers would otherwise pay the two imports one after the other. A failing
-    import is raised again, with its traceback, by the step's own import.
+    ``force``: publish a new ``-rN`` revision when the interval's version exists.
+    ``source_uri``: the primary source's URI pattern instead of the spec's.
+    ``shard_bytes`` / ``compression``: the spec's ``shards`` settings, overridden.
     """
 
-    def load() -> None:
-        try:
-            importlib.import_module(module)
-        except Exception:  # the step's own import statement reports it
-            log.debug("background import of %s failed", module, exc_info=True)
+    mode: str = "quarantine"
+    shard_bytes: int | None = None
+    compression: str | None = None
+    force: bool = False
+    source_uri: str | None = None
+    dask_address: str | None = None
+    lock_wait_s: float = LOCK_WAIT_S
 
-    thread = threading.Thread(target=load, name=f"import-{module}", daemon=True)
-    thread.start()
-    return thread
-
-
-def run_dir_of(step_uri: str) -> str:
-    return step_uri.rstrip("/").rsplit("/", 1)[0]
-
-
-def read_run(step_uri: str) -> dict[str, Any]:
-    uri = storage.join(run_dir_of(step_uri), RUN_FILE)
-    if not storage.exists(uri):
-        raise PipelineError(f"{uri}: no run record; pass a URI returned by the previous step")
-    return storage.read_json(uri)
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+        if self.shard_bytes is not None and self.shard_bytes < 1:
+            raise ValueError(f"shard_bytes: expected a positive number, got {self.shard_bytes}")
 
 
-def write_run(run: dict[str, Any]) -> None:
-    storage.write_bytes_atomic(storage.join(run["run_dir"], RUN_FILE), storage.json_bytes(run))
+@dataclass
+class RunRecord:
+    """One run of one interval: who, which window, which version, what it measured."""
+
+    spec: str
+    dataset: str
+    root: str
+    version: str  # the interval's version id; ``target_version`` may be its -rN revision
+    start: datetime | None
+    end: datetime
+    run_id: str
+    run_dir: str  # scratch space under <root>/staging (learning classes), removed at publish
+    options: RunOptions
+    target_version: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    validation: dict[str, Any] | None = None
+    writer_lock: dict[str, str] | None = None
+
+    @classmethod
+    def new(cls, spec: Any, root: str, interval_end: str | datetime,
+            interval_start: str | datetime | None, run_id: str | None,
+            options: RunOptions) -> RunRecord:
+        """The record of a run of [start, end) (ValueError unless start < end)."""
+        end, start = utc(interval_end, "interval_end"), utc(interval_start, "interval_start")
+        if end is None or (start is not None and start >= end):
+            raise ValueError(f"interval: expected start < end, got [{start}, {end})")
+        version = versions.version_id(end, start)
+        run_id = run_id or f"manual__{iso(datetime.now(UTC))}_{uuid.uuid4().hex[:8]}"
+        return cls(spec=str(spec.path), dataset=spec.name, root=root, version=version,
+                   start=start, end=end, run_id=run_id,
+                   run_dir=storage.safe_join(root, "staging", spec.name, version,
+                                             run_key(run_id)), options=options)
+
+    @property
+    def interval(self) -> dict[str, str | None]:
+        return {"start": iso(self.start), "end": iso(self.end)}
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as ``_draft.json`` stores it (and ``publish`` reads it)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("start", "end", "options")}
+        return {**out, "interval": self.interval, "force": self.options.force,
+                "source_uri": self.options.source_uri, "layout": "segments"}
 
 
 def published(root: str, dataset: str, version: str) -> bool:

@@ -2,15 +2,18 @@
 
 These lines are what an operator reads in a task log or on the command line; everything the
 libraries say stays at WARNING (etl/logs.py). Each function takes what its step already holds,
-so summarising costs no extra pass over the data (staged rows come from Parquet footers).
+so summarising costs no extra pass over the data.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from etl import storage
+
+if TYPE_CHECKING:
+    from etl.pipeline.record import RunRecord
 
 log = logging.getLogger("etl.pipeline")
 
@@ -23,39 +26,11 @@ def _mb(num_bytes: int) -> str:
     return f"{num_bytes / 1e6:,.1f} MB"
 
 
-def staged_rows(uri: str) -> int | None:
-    """Rows of a staged Parquet folder, from the file footers; None if they cannot be read."""
-    try:
-        import pyarrow.parquet as pq
-
-        fs, path = storage.get_fs(uri)
-        files = [f for f in fs.find(path) if f.endswith(".parquet")]
-        total = 0
-        for name in files:
-            with fs.open(name, "rb") as handle:
-                total += pq.ParquetFile(handle).metadata.num_rows
-        return total
-    except Exception:
-        log.debug("could not count the rows of %s", uri, exc_info=True)
-        return None
-
-
-def extracted(run: dict[str, Any], seconds: float, uri: str) -> None:
-    """extract: the window, raw files read, rows staged, time, staging URI."""
-    files = (run.get("fingerprint") or {}).get("files", [])
-    files = files if isinstance(files, int) else len(files)  # image manifests hold a count
-    window = run["interval"]
-    span = (f"[{window['start']}, {window['end']})" if window["start"]
-            else f"up to {window['end']}")
-    log.info("extract %s %s: %s rows from %s raw file(s), %.1f s -> %s", run["dataset"], span,
-             _n(staged_rows(uri)), _n(files), seconds, uri)
-
-
-def already_published(step: str, run: dict[str, Any], version: str) -> None:
+def already_published(step: str, run: RunRecord, version: str) -> None:
     """A step with nothing to do because the interval's version exists; says why and how."""
-    uri = storage.join(run["root"], "datasets", run["dataset"], version)
+    uri = storage.join(run.root, "datasets", run.dataset, version)
     log.info("%s %s: version %s is already published (%s); nothing to do, set force_republish "
-             "to write a new revision", step, run["dataset"], version, uri)
+             "to write a new revision", step, run.dataset, version, uri)
 
 
 def validated(dataset: str, summary: dict[str, Any], seconds: float, uri: str) -> None:
@@ -76,7 +51,7 @@ def _split_counts(splits: dict[str, Any]) -> str:
 
 
 def written(dataset: str, splits: dict[str, Any], seconds: float, uri: str) -> None:
-    """transform_and_write: examples per split, shards, bytes, time, the (unpublished) version."""
+    """build: examples per split, shards, bytes, time, the (unpublished) version."""
     shards = sum(len(info["shards"]) for info in splits.values())
     examples = sum(info["num_examples"] for info in splits.values())
     size = sum(info["num_bytes"] for info in splits.values())

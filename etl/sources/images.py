@@ -14,8 +14,6 @@ import hashlib
 import io
 import json
 import logging
-import math
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -23,7 +21,6 @@ import pandas as pd
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.sources.extract import Extracted
 from etl.sources.land import WRITE_THREADS, LandReport, land_one
 from etl.spec.images import KEY_COLUMN, ImageSpec
 
@@ -155,28 +152,3 @@ def land_digits(root: str, dataset: str = "digits", *, overwrite: bool = False) 
     return report
 
 
-FILES_PER_PARTITION = 512
-
-
-def extract(root: str, spec: ImageSpec, staged_uri: str, start: datetime | None = None,
-            end: datetime | None = None, files_per_partition: int = FILES_PER_PARTITION,
-            **_: Any) -> Extracted:
-    """Stage the listing of every landed image; the window does not filter image files.
-
-    Image sources are not time-partitioned: a version holds every file landed when it ran
-    (``partition_bytes`` is ignored: partitions are sized in files, decoded on workers).
-    """
-    del start, end
-    listing, fingerprint = list_images(root, spec)
-    if listing.empty:
-        raise ImageSourceError(f"{source_uri(root, spec)}: no image files "
-                                      f"({', '.join(spec.source.extensions)})")
-    import dask.dataframe as dd
-
-    parts = max(1, math.ceil(len(listing) / files_per_partition))
-    fs, path = storage.get_fs(staged_uri)
-    dd.from_pandas(listing, npartitions=parts, sort=False).to_parquet(
-        path, filesystem=fs, write_index=False)
-    log.info("staged %d image files of %s in %d partition(s)", len(listing), spec.name, parts)
-    return Extracted(uri=staged_uri, fingerprint=fingerprint, partitions=parts,
-                     lookup_duplicates={})

@@ -62,9 +62,7 @@ def _csv_table(raw: bytes, uri: str, source: Source) -> pa.Table:
                 null_values=opts.get("null_values", [""]), strings_can_be_null=True))
     except pa.ArrowKeyError as exc:
         header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
-        missing = [c for c in source.columns if c not in header]
-        raise SourceReadError(f"{uri}: missing column(s) {missing}; expected {list(source.columns)},"
-                              f" found {header}") from exc
+        raise SourceReadError(missing_columns(uri, source, header)) from exc
     except pa.ArrowInvalid as exc:
         raise SourceReadError(f"{uri}: cannot read as CSV ({source.read or 'defaults'}): "
                               f"{exc}") from exc
@@ -73,12 +71,24 @@ def _csv_table(raw: bytes, uri: str, source: Source) -> pa.Table:
     return table
 
 
+def missing_columns(uri: str, source: Source, found: list[str]) -> str:
+    """The refusal of a file without some of the spec's columns: which are missing, the
+    header as found, and a likely rename for each missing one (a close undeclared name)."""
+    import difflib
+
+    missing = [c for c in source.columns if c not in found]
+    extra = [c for c in found if c not in source.columns]
+    renames = [f"{m!r} -> {close[0]!r}" for m in missing
+               if (close := difflib.get_close_matches(m, extra, n=1, cutoff=0.6))]
+    hint = f"; renamed? {', '.join(renames)}" if renames else ""
+    return (f"{uri}: missing column(s) {missing}; expected {list(source.columns)}, found "
+            f"{found}{hint}")
+
+
 def _as_strings(df: pd.DataFrame, uri: str, source: Source) -> pd.DataFrame:
     """Typed formats (Parquet, JSON) as the same strings a CSV would give: one contract."""
-    missing = [c for c in source.columns if c not in df.columns]
-    if missing:
-        raise SourceReadError(f"{uri}: missing column(s) {missing}; expected "
-                              f"{list(source.columns)}, found {list(df.columns)}")
+    if any(c not in df.columns for c in source.columns):
+        raise SourceReadError(missing_columns(uri, source, list(df.columns)))
     out = {}
     for col in source.columns:
         s = df[col]
@@ -118,12 +128,23 @@ def _parquet_frame(raw: bytes, uri: str) -> pd.DataFrame:
 
 
 def read_source_file(uri: str, source: Source) -> pd.DataFrame:
-    """One raw file as a frame of string columns (the spec's columns, in spec order);
-    timestamps in a declared format come out as ISO 8601 text (``etl.sources.times``)."""
-    return _normalize_times(_read_file(uri, source), source.time_formats, uri)
+    """One raw file as a frame of string columns (the spec's columns, in spec order)."""
+    return as_frame(read_source_table(uri, source))
 
 
-def _read_file(uri: str, source: Source) -> pd.DataFrame:
+def as_frame(table: pa.Table) -> pd.DataFrame:
+    """String columns as the pipeline's one string dtype."""
+    return table.to_pandas(types_mapper={pa.string(): STRING}.get)
+
+
+def read_source_table(uri: str, source: Source) -> pa.Table:
+    """``read_source_file`` as an Arrow table: many small files are read as tables and
+    concatenated, then turned into one frame (a frame per file costs more than its rows).
+    Timestamps in a declared format come out as ISO 8601 text (``etl.sources.times``)."""
+    return _normalize_times(_read_table(uri, source), source.time_formats, uri)
+
+
+def _read_table(uri: str, source: Source) -> pa.Table:
     fs, path = storage.get_fs(uri)
     try:
         with fs.open(path, "rb") as f:
@@ -135,7 +156,7 @@ def _read_file(uri: str, source: Source) -> pd.DataFrame:
     if source.format == "csv":
         table = _csv_table(raw, uri, source)
         _check_not_hollow(table.num_rows, uri, source)
-        return table.to_pandas(types_mapper={pa.string(): STRING}.get)
+        return table
     if source.format == "parquet":
         df = _parquet_frame(raw, uri)
     else:
@@ -145,21 +166,20 @@ def _read_file(uri: str, source: Source) -> pd.DataFrame:
         except (ValueError, OSError) as exc:
             raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
     _check_not_hollow(len(df), uri, source)
-    return _as_strings(df, uri, source)
+    strings = _as_strings(df, uri, source)
+    return pa.Table.from_pandas(strings, preserve_index=False).cast(
+        pa.schema([(c, pa.string()) for c in strings.columns]))
 
 
-def _normalize_times(df: pd.DataFrame, formats: dict[str, str], uri: str) -> pd.DataFrame:
-    """``df`` with each formatted timestamp column rewritten as ISO 8601 text.
+def _normalize_times(table: pa.Table, formats: dict[str, str], uri: str) -> pa.Table:
+    """``table`` with each formatted timestamp column rewritten as ISO 8601 text.
 
     Raises:
         SourceReadError: a present value does not parse; names file, row (1-based, data rows)
             and column.
     """
-    if not formats:
-        return df
-    out = df.copy()
     for col, fmt in formats.items():
-        text = df[col]
+        text = table.column(col).to_pandas()
         parsed = parse_timestamps(text, fmt)
         bad = text.notna().to_numpy() & parsed.isna().to_numpy()
         if bad.any():
@@ -167,5 +187,7 @@ def _normalize_times(df: pd.DataFrame, formats: dict[str, str], uri: str) -> pd.
             raise SourceReadError(
                 f"{uri}: row {row + 1}, column {col!r}: {text.iloc[row]!r} does not parse as a "
                 f"timestamp in format {fmt!r} ({int(bad.sum())} such value(s))")
-        out[col] = parsed.dt.strftime(ISO_OUT).where(parsed.notna(), None).astype(text.dtype)
-    return out
+        iso = parsed.dt.strftime(ISO_OUT).where(parsed.notna(), None)
+        table = table.set_column(table.schema.get_field_index(col), col,
+                                 pa.array(iso.astype(object), type=pa.string()))
+    return table

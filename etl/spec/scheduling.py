@@ -2,8 +2,9 @@
 
 A spec may say how Airflow runs its dataset: ``schedule`` (a cron, or ``none`` for manual
 runs only), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
-``TrainConfig.with_overrides`` names, ``min_margin`` included) and ``incremental`` (the ETL
-DAG builds only the window's missing segments, then publishes). The DAG files parse every spec
+``TrainConfig.with_overrides`` names, ``min_margin`` included). ``incremental`` is accepted and
+ignored, with a deprecation line: every version is now built from segments. The DAG files
+parse every spec
 on every parse, so this reads the YAML once and looks at these keys only; the full spec is
 checked by ``etl.spec`` (which calls ``parse_settings`` too, so both agree on every rule).
 Errors name the file and the field, like every spec error.
@@ -11,6 +12,7 @@ Errors name the file and the field, like every spec error.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -38,6 +40,8 @@ _CRON_FIELD = r"[0-9A-Za-z*?LW#/,-]+"
 _CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|once)"
                    rf"|{_CRON_FIELD}(\s+{_CRON_FIELD}){{4}})$")
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster parsing
+_DEPRECATED_SAID: set[str] = set()  # files whose `incremental` key was reported already
+log = logging.getLogger("etl.spec")
 
 
 class SpecSettingsError(ValueError):
@@ -57,7 +61,6 @@ class DagSettings:
     owner: str | None = None
     tags: tuple[str, ...] = ()
     training: dict[str, Any] = field(default_factory=dict)
-    incremental: bool = False  # versions built from per-partition segments (etl.pipeline)
 
 
 def read_settings(path: Path) -> DagSettings:
@@ -73,6 +76,7 @@ def read_settings(path: Path) -> DagSettings:
 
 def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
     """Check the settings keys of a parsed spec; ``where`` (the file) prefixes every error."""
+    _incremental(raw, f"{where}.incremental")
     return DagSettings(
         schedule=_schedule(raw, f"{where}.schedule"),
         start_date=_start_date(raw.get("start_date"), f"{where}.start_date"),
@@ -81,23 +85,19 @@ def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
         tags=tuple(_text(t, f"{where}.tags[{i}]") or "" for i, t in
                    enumerate(_typed(raw.get("tags") or [], list, f"{where}.tags", "a list"))),
         training=_training(raw.get("training") or {}, f"{where}.training"),
-        incremental=_incremental(raw, f"{where}.incremental"),
     )
 
 
-# The spec kinds whose versions can be composed of segments: etl.kinds.KINDS[k].incremental,
-# restated because DAG parsing may not import etl.kinds (tests/test_dags.py keeps them equal).
-SEGMENT_KINDS = frozenset({"tabular"})
-
-
-def _incremental(raw: dict[str, Any], where: str) -> bool:
-    value = _typed(raw.get("incremental", False), bool, where, "true or false")
-    kind = raw.get("kind") or "tabular"
-    if value and kind not in SEGMENT_KINDS:
-        raise SpecSettingsError(f"{where}: segments are built for {', '.join(sorted(SEGMENT_KINDS))} "
-                                f"specs only; a kind: {kind} spec builds whole versions "
-                                "(remove incremental)")
-    return value
+def _incremental(raw: dict[str, Any], where: str) -> None:
+    """``incremental`` (true or false) once chose how versions were built; every version is
+    now built from segments, so the key only earns a deprecation line, once per file."""
+    if "incremental" not in raw:
+        return
+    _typed(raw["incremental"], bool, where, "true or false")
+    if where not in _DEPRECATED_SAID:
+        _DEPRECATED_SAID.add(where)
+        log.warning("%s is deprecated and ignored: every version is built from segments "
+                    "(remove the key)", where)
 
 
 def _typed(value: Any, kind: type, where: str, expected: str) -> Any:

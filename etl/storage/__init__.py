@@ -34,6 +34,7 @@ from etl.storage.io import (
 from etl.storage.listing import (
     clear_dir,
     delete_tree,
+    glob_stat,
     list_dir,
     newest_mtime,
     remove_empty_dir,
@@ -54,6 +55,7 @@ __all__ = [
     "exists",
     "gcs_token",
     "get_fs",
+    "glob_stat",
     "is_gcs",
     "is_transient",
     "join",

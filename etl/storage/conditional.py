@@ -69,7 +69,10 @@ def read_with_token(uri: str) -> tuple[bytes | None, str | None]:
     fs, path = get_fs(uri)
     try:
         if is_gcs(uri):
-            info = with_retries(lambda: fs.info(path), f"stat {uri}")
+            from fsspec.asyn import sync
+
+            # the object alone (fs.info also lists the prefix): a lease is read every beat
+            info = with_retries(lambda: sync(fs.loop, fs._get_object, path), f"stat {uri}")
             token = str(info["generation"])
         else:
             token = _local_token(path)

@@ -23,8 +23,20 @@ READ_BUFFER_BYTES = 8 * 2**20
 
 
 def exists(uri: str) -> bool:
-    """True if a file or (non-empty, on GCS) directory is at ``uri``."""
+    """True if a file or (non-empty, on GCS) directory is at ``uri``.
+
+    On GCS the object is asked for first, alone: gcsfs's ``exists`` sends an object request
+    and a prefix listing in parallel, and a nightly run asks this of dozens of objects.
+    """
     fs, path = get_fs(uri)
+    if is_gcs(uri):
+        from fsspec.asyn import sync
+
+        try:
+            retry_remote(uri, "exists", lambda: sync(fs.loop, fs._get_object, path))
+            return True
+        except FileNotFoundError:
+            pass  # not an object: maybe a folder (a prefix with objects under it)
     return retry_remote(uri, "exists", lambda: fs.exists(path))
 
 

@@ -5,7 +5,7 @@ version does not list) with the previous version's ``statistics``: for a numeric
 shift of the mean in the previous standard deviations, for a categorical feature and a class
 label the population stability index (PSI) of the value shares, for a regression label the
 mean shift. Both come from mergeable statistics, so nothing reads a row. Drift is reported
-(validation summary, ``validation/drift.json``, the UI's version page, a WARNING in the log),
+(the manifest's validation summary, the UI's version page, a WARNING in the log),
 not enforced: a shifted day is information for the person who decides, not a broken file.
 """
 

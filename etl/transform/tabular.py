@@ -2,18 +2,15 @@
 
 The split is a pure function of each row's identity (key, content or group), its label when
 stratified, and the spec's salt (``etl.transform.split``), so a row lands in the same split on
-every run and machine, built day by day or at once. Statistics (moments of
-numeric features, vocabularies of categoricals, label counts) come from the *train* split
-only, computed by Dask aggregations in one pass; they also fill the ``fill: mean`` nulls.
+every run and machine, built day by day or at once. Statistics (moments of numeric features,
+vocabularies of categoricals, label counts) come from the *train* split only, as mergeable
+partials per segment; they also fill the ``fill: mean`` nulls.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -137,27 +134,6 @@ def _split_units(raw: pd.DataFrame, spec: Spec) -> np.ndarray:
     return times.dt.floor(freq).astype("int64").to_numpy()
 
 
-def prepare(ddf: dd.DataFrame, spec: Spec) -> dd.DataFrame:
-    """Lazy ``prepare_partition`` over every partition."""
-    meta = prepare_partition(ddf._meta, spec)
-    return ddf.map_partitions(prepare_partition, spec, meta=meta)
-
-
-def statistics(prepared: dd.DataFrame, raw: dd.DataFrame, spec: Spec) -> dict[str, Any]:
-    """Train-split statistics, split sizes and dropped-row counts, in one Dask compute.
-
-    Each partition yields a mergeable partial (``etl.transform.stats``); the partials are
-    merged in a tree, so the result does not depend on how rows fall into partitions.
-    """
-    partials = [dask.delayed(split_partial)(part, spec) for part in prepared.to_delayed()]
-    dropped = [dask.delayed(_null_count)(part, spec.label.source) for part in raw.to_delayed()]
-    merged, dropped = dask.compute(dask.delayed(stats_mod.merge_all)(partials),
-                                   dask.delayed(sum)(dropped))
-    stats = finalize_partial(merged, spec)
-    stats["dropped_rows"] = {spec.label.drop_reason: int(dropped)}
-    return stats
-
-
 def _null_count(part: pd.DataFrame, column: str) -> int:
     return int(part[column].isna().sum())
 
@@ -224,23 +200,3 @@ def finalize_partition(df: pd.DataFrame, spec: Spec,
     out[SPLIT_COL] = df[SPLIT_COL]
     out[HASH_COL] = df[HASH_COL].astype("uint64")
     return pd.DataFrame(out, index=df.index)
-
-
-def finalize(prepared: dd.DataFrame, spec: Spec,
-             label_schema: dict[str, Any] | None = None) -> dd.DataFrame:
-    """Lazy ``finalize_partition`` over every partition."""
-    meta = finalize_partition(prepared._meta, spec, label_schema)
-    return prepared.map_partitions(finalize_partition, spec, label_schema, meta=meta)
-
-
-def prepare_for_write(raw: dd.DataFrame, spec: Spec, previous_label: dict[str, Any] | None = None
-                      ) -> tuple[dd.DataFrame, dict[str, Any]]:
-    """(frame for ``etl.write.writer.write_splits``, train statistics for the manifest).
-
-    ``previous_label``: ``schema.label`` of the newest published version, if any (its classes
-    hold for a multiclass label whose spec lists none).
-    """
-    spec = replace(spec, label=task_of(spec.label).inherit(spec.label, previous_label))
-    prepared = prepare(raw, spec)
-    stats = statistics(prepared, raw, spec)
-    return finalize(prepared, spec, stats["label_schema"]), stats

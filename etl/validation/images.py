@@ -1,16 +1,10 @@
-"""The image stages behind ``etl.pipeline``'s extract / validate / transform_and_write.
+"""Image checks for an image segment (``etl.segments.images``): every file, in parallel.
 
-``etl.pipeline`` keeps the run record, staging folders, version ids, writer lock, draft and
-publish for both kinds of spec; for an image spec it calls these three functions instead of
-the tabular ones:
-
-* ``extract``: list the files and labels, stage the listing as Parquet (small: no pixels).
-* ``validate_dataset``: every file read, decoded, checked and converted on Dask workers;
-  failures are written to ``quarantine/quarantine.jsonl`` (file, label, reason) and counted;
-  over ``quarantine.max_fraction`` of all files (or any, in strict mode) fails the run with
-  the files named. Nothing is dropped without a line there.
-* ``prepare_for_write``: the salted key-hash split and train statistics, producing the frame
-  the shared shard writer (``etl.write.writer.write_splits``) encodes.
+``validate_dataset`` reads, decodes, checks and converts every file on Dask workers;
+failures are written to ``quarantine/quarantine.jsonl`` (file, label, reason) and counted;
+over ``quarantine.max_fraction`` of all files (or any, in strict mode) fails the run with
+the files named. Nothing is dropped without a line there. The valid rows go on to
+``etl.transform.images.prepare_for_write``.
 """
 
 from __future__ import annotations
@@ -19,6 +13,7 @@ import html
 import io
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import dask.dataframe as dd
@@ -28,16 +23,23 @@ import pyarrow as pa
 from etl import storage
 from etl.errors import ValidationFailed
 from etl.spec.images import KEY_COLUMN, ImageSpec
-from etl.validation.report import ValidationOutcome
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ImageOutcome:
+    """The files that passed (a lazy Dask frame), and a JSON-able summary for the manifest."""
+
+    valid: dd.DataFrame
+    summary: dict
 
 QUARANTINE_FILE = "quarantine.jsonl"
 SHOWN_FILES = 20
 
 
 def validate_dataset(ddf: dd.DataFrame, spec: ImageSpec, mode: str, *, results_uri: str,
-                     quarantine_uri: str) -> ValidationOutcome:
+                     quarantine_uri: str) -> ImageOutcome:
     """Check every file in parallel; quarantine or fail as the spec and mode say."""
     checked = ddf.map_partitions(check_partition, spec, meta=empty_checked())
     checked = checked.persist()  # decoded once; the failures and the valid rows both read it
@@ -62,7 +64,7 @@ def validate_dataset(ddf: dd.DataFrame, spec: ImageSpec, mode: str, *, results_u
         log.warning("%s: quarantined %d of %d image files: %s", spec.name, len(bad), total,
                     reasons)
     valid = checked[checked["reason"].isnull()].drop(columns=["reason", "uri"])
-    return ValidationOutcome(valid=valid, summary=summary)
+    return ImageOutcome(valid=valid, summary=summary)
 
 
 def _jsonl(frame: pd.DataFrame) -> bytes:

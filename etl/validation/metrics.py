@@ -16,13 +16,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from etl.errors import PipelineError
-from etl.validation.partials import Key, considered, merge_partials, partition_partials
+from etl.validation.partials import Key, considered
 from etl.validation.report import jsonable
 
 EXAMPLE_ROWS = 20
@@ -267,29 +266,3 @@ def plan_metrics(
                 )
             plan.finals.setdefault(label, {})[mc.id] = provider(plan, mc)
     return plan
-
-
-def compute_metrics(
-    ddf: dd.DataFrame, needed: Sequence[tuple[str, Sequence[Any]]]
-) -> dict[str, dict[str, Any]]:
-    """Metric values for each expectation, in one Dask computation.
-
-    Args:
-        ddf: the whole dataset (typed columns).
-        needed: (expectation label, its GX MetricConfigurations) pairs.
-
-    Returns:
-        {label: {metric configuration id: value}}, ready for ``metrics_validate``.
-    """
-    plan = plan_metrics(ddf.columns, needed, ddf)
-    return plan.values(compute_partials(ddf, plan.keys))
-
-
-def compute_partials(ddf: dd.DataFrame, keys: Sequence[Key]) -> dict[Key, Any]:
-    """The merged partials of every partition of ``ddf``, in one Dask computation."""
-    keys = list(keys)
-    if not keys:
-        return {}
-    parts = [dask.delayed(partition_partials)(p, keys) for p in ddf.to_delayed()]
-    (merged,) = dask.compute(dask.delayed(merge_partials)(parts))
-    return merged or partition_partials(ddf._meta, keys)  # no partition: an empty frame's

@@ -7,12 +7,10 @@ bucket, and only under the results/quarantine folders the caller hands over.
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import io
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -147,26 +145,6 @@ def describe(cfg: Mapping[str, Any]) -> str:
     return f"{cfg['type']}({', '.join(cols)})" if cols else cfg["type"]
 
 
-def columns_message(dataset: str, expected: list[str], found: list[str]) -> str:
-    """Expected vs found columns, with likely renames, for a frame that does not fit."""
-    missing = [c for c in expected if c not in found]
-    extra = [c for c in found if c not in expected]
-    lines = [
-        f"dataset {dataset!r}: columns do not match the spec",
-        f"  expected: {expected}",
-        f"  found:    {found}",
-    ]
-    if missing:
-        lines.append(f"  missing:  {missing}")
-    if extra:
-        lines.append(f"  unexpected: {extra}")
-    for col in missing:
-        close = difflib.get_close_matches(col, extra, n=1)
-        if close:
-            lines.append(f"  renamed? {col!r} -> {close[0]!r}")
-    return "\n".join(lines)
-
-
 def finish(
     dataset: str,
     suite_name: str,
@@ -224,10 +202,3 @@ def finish(
         **paths,
     }
 
-
-@dataclass(frozen=True)
-class ValidationOutcome:
-    """Rows that passed, and a JSON-able summary for the manifest and the logs."""
-
-    valid: Any  # a dask DataFrame
-    summary: dict

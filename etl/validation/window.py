@@ -3,7 +3,7 @@
 Row-level expectations are summed over the parts and GX judges ``mostly`` on the totals;
 dataset-level ones get their metric values from merged partials (``etl.validation.metrics``).
 The parts are a run's Dask partitions (``etl.validation.tabular``) or the stored segments of a
-version's window (``etl.pipeline.incremental``): both end here, so a window is judged the same
+version's window (``etl.segments.judge``): both end here, so a window is judged the same
 way whether its rows were validated tonight or on earlier nights.
 """
 

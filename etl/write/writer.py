@@ -50,6 +50,7 @@ class WriteConfig:
 
 
 MIN_RECORDS_PER_SHARD = 1000  # the train-shard minimum never makes files smaller than this
+MIN_SHARD_BYTES = 10 * 2**20  # ...nor than this: shards of 10 MB or more read efficiently
 
 
 @dataclass(frozen=True)
@@ -103,13 +104,15 @@ def plan_shards(split_counts: dict[str, int], record_bytes: float, target_bytes:
 
     The train split gets at least ``min_train_shards`` files, so several training workers
     can each read files of their own, but never shards of fewer than
-    ``MIN_RECORDS_PER_SHARD`` records on average: a small dataset keeps fewer, larger files.
+    ``MIN_RECORDS_PER_SHARD`` records or ``MIN_SHARD_BYTES`` on average: a small dataset (or
+    segment) keeps fewer, larger files, and compaction merges small ones later.
     """
     splits = tuple(split_counts)
     num = {s: shards.num_shards_for(int(split_counts[s] * record_bytes), target_bytes)
            for s in splits}
     if "train" in num:
         floor = min(min_train_shards, split_counts["train"] // MIN_RECORDS_PER_SHARD,
+                    int(split_counts["train"] * record_bytes) // MIN_SHARD_BYTES,
                     shards.DEFAULT_MAX_SHARDS)
         num["train"] = max(num["train"], floor)
     return ShardPlan(splits=splits, counts=dict(split_counts), num_shards=num,

@@ -154,6 +154,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         return render(request, "version.html", dataset=dataset, version=version, manifest=manifest,
                     shards=listing, models=models, models_total=models_total,
                     schema=present.schema_rows(manifest), raw=present.raw_json(manifest),
+                    segments=present.segment_rows(manifest),
                     extra=[(views.label(k), v) for k, v in present.other_fields(manifest)],
                     expectations=present.expectation_rows(manifest.get("validation") or {}),
                     fingerprint=views.fingerprint(manifest), labelled=views.labelled)

@@ -193,6 +193,29 @@ def expectation_rows(validation: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["success"] is not False)
 
 
+def _day(label: str) -> str:
+    """A partition label as a reader writes it: 20130101 -> 2013-01-01 (others unchanged)."""
+    text = str(label)
+    if len(text) >= 8 and text[:8].isdigit():
+        return f"{text[:4]}-{text[4:6]}-{text[6:8]}{text[8:].replace('T', ' ')}"
+    return text
+
+
+def segment_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The version's segments in window order: id, the partitions they hold, records."""
+    rows = []
+    for seg in manifest.get("segments") or []:
+        if not isinstance(seg, dict):
+            continue
+        labels = [p[0] for p in seg.get("partitions") or [] if p] or \
+            str(seg.get("partition") or "").split("_")
+        first, last = _day(labels[0]), _day(labels[-1])
+        rows.append({"segment": seg.get("segment"), "records": seg.get("records"),
+                     "partitions": len(seg.get("partitions") or []) or None,
+                     "range": first if first == last else f"{first} – {last}"})
+    return rows
+
+
 def shard_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """Every shard as a row: split, file (under its segment's folder, if any), records,
     bytes, sha256."""

@@ -246,7 +246,7 @@ def _check_versions(db: MetaDB, root: str) -> None:
     assert all(n == 1 for _, n in states.values()), f"a task needed a retry: {states}"
 
     ds = Path(root.removeprefix("file://"), "datasets", "flights")
-    # the flights spec sets incremental: true; the versions list the days' segments
+    # every version lists its days' segments, shared in one folder
     assert sorted(p.name for p in ds.iterdir() if p.is_dir()) == [*EXPECTED_VERSIONS, "segments"]
     manifests = [json.loads((ds / v / "manifest.json").read_text()) for v in EXPECTED_VERSIONS]
     assert {m["layout"] for m in manifests} == {"segments"}, manifests

@@ -29,7 +29,7 @@ from etl import pipeline, storage, versions
 
 def _run(root: str, run_id: str, **kw: object) -> dict:
     return pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id=run_id,
-                        shard_bytes=SHARD_BYTES, encoder="python", **kw)
+                        shard_bytes=SHARD_BYTES, **kw)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -49,9 +49,13 @@ def test_bad_input(case: Case, root: str, root_path: Path, base_digest: dict,
     assert result["created"] and result["version"] == NEXT_VERSION
     manifest = versions.read_manifest(result["version_uri"])
     assert manifest["validation"]["quarantined_rows"] == case.expect.quarantined
-    if case.expect.quarantined:
-        names = storage.list_dir(storage.join(result["version_uri"], "quarantine"))
-        assert names, "quarantined rows must be kept beside the version"
+    if case.expect.quarantined:  # kept in the segments the manifest lists, named by it
+        files = manifest["validation"]["quarantine_files"]
+        assert files, "quarantined rows must be kept and named in the manifest"
+        dataset_uri = storage.join(root, "datasets", DATASET)
+        for name in files:
+            assert name.startswith("segments/") and storage.exists(
+                storage.join(dataset_uri, name)), name
     versions.verify_shards(result["version_uri"], manifest)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
@@ -112,7 +116,7 @@ def test_truncated_parquet_is_refused_naming_the_file(root: str, root_path: Path
     files[0].write_bytes(data[:len(data) * 3 // 5])  # the upload died 60% of the way in
     with pytest.raises(Exception) as info:
         pipeline.run(spec, root, NEXT_END, NEXT_START, run_id="bad-parquet",
-                     shard_bytes=SHARD_BYTES, encoder="python")
+                     shard_bytes=SHARD_BYTES)
     message = str(info.value)
     assert type(info.value).__name__ == "SourceReadError", message
     for pattern in (f"date={BAD_DAY}/flights.parquet", "not a valid Parquet file",

@@ -1,8 +1,8 @@
 """Faults while running: damaged shards, a SIGKILLed writer, a flaky or dead object store.
 
-The kill test runs the real command line in its own process group and kills the group as soon
-as the first temp or shard file of the new version appears; the retry with the same run id
-must publish one clean version. The storage tests put tests/faultproxy.py (seeded
+The kill tests run the real command line in its own process group and kill the group as soon
+as a segment of the new version is being written (its first temp or shard file, or on GCS its
+``_WRITER`` lease); the retry must publish one clean version. The storage tests put tests/faultproxy.py (seeded
 429/503/dropped connections) between gcsfs and the GCS emulator.
 """
 
@@ -29,10 +29,17 @@ from conftest import (
     assert_untouched,
 )
 from faultproxy import FaultPlan, FaultProxy
+from segment_state import (
+    assert_killed_mid_write,
+    assert_one_clean_version,
+    segment_lease_taken,
+    shard_being_written,
+    unfinished,
+)
 
 from etl import pipeline, storage, versions
 from etl.errors import ChecksumMismatchError, StorageError
-from etl.pipeline.record import DRAFT_FILE
+from etl.segments import claim
 from etl.storage import fs as storage_fs
 from etl.storage import retry as storage_retry
 from etl.versions import lease
@@ -45,14 +52,6 @@ SHORT_LEASE = {lease.HEARTBEAT_ENV: "0.5", lease.EXPIRY_ENV: "4"}  # the killed 
 GCSFS_SLEEP_SCALE = 0.02  # dead-store test only: gcsfs' 1..32 s backoff becomes 20..640 ms
 
 
-def _writing_started(version_dir: Path) -> bool:
-    """The writer holds its lock or has opened a temp/shard file in the version folder."""
-    if not version_dir.is_dir():
-        return False
-    return any(p.name == versions.WRITER_LOCK or ".tfrecord" in p.name
-               for p in version_dir.iterdir())
-
-
 def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
                                                tmp_path: Path) -> None:
     """Flipped byte and truncation: the checksum/size check names the shard, training refuses."""
@@ -61,8 +60,9 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
 
     vuri = versions.version_uri(root, DATASET, BASE_VERSION)
     manifest = versions.read_manifest(vuri)
-    shard = manifest["splits"]["train"]["shards"][0]["file"]
-    path = root_path / "datasets" / DATASET / BASE_VERSION / shard
+    entry = manifest["splits"]["train"]["shards"][0]
+    shard = entry["file"]
+    path = Path(storage.get_fs(versions.shard_uri(vuri, entry))[1])  # in its segment's folder
     data = path.read_bytes()
     for damaged, expected in ((data[:-7], "bytes"), (data[:40] + bytes([data[40] ^ 1]) + data[41:],
                                                       "sha256")):
@@ -76,13 +76,12 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
 
 def _kill_cli_while_writing(root: str, end: str, start: str, started: Callable[[], bool],
                             env: dict[str, str] | None = None) -> float:
-    """Run the one-shot CLI as run id "killed", SIGKILL its process group once writing started.
+    """Run the CLI as run id "killed", SIGKILL its process group once writing started.
 
     Returns the time.time() of the kill.
     """
     cmd = [sys.executable, "-m", "etl", "run", "--root", root, "--interval-end", end,
-           "--interval-start", start, "--run-id", "killed", "--shard-bytes", "4000",
-           "--encoder", "python", "--one-shot"]
+           "--interval-start", start, "--run-id", "killed", "--shard-bytes", "4000"]
     proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + KILL_WAIT_S
@@ -98,32 +97,20 @@ def _kill_cli_while_writing(root: str, end: str, start: str, started: Callable[[
     return killed_at
 
 
-def _assert_one_clean_version(root: str, version: str) -> None:
-    """Shards match the manifest; no temp file, draft, lease or killed run's staging is left."""
-    vuri = versions.version_uri(root, DATASET, version)
-    manifest = versions.read_manifest(vuri)
-    versions.verify_shards(vuri, manifest)
-    listed = {s["file"] for v in manifest["splits"].values() for s in v["shards"]}
-    names = set(storage.list_dir(vuri, include_temp=True))
-    assert {n for n in names if ".tfrecord" in n} == listed, "orphan shards remain"
-    assert not [n for n in names if storage.TEMP_MARKER in n]
-    assert not {DRAFT_FILE, versions.WRITER_LOCK} & names
-    assert not storage.exists(storage.safe_join(root, "staging", DATASET, version, "killed"))
-
-
 @pytest.mark.integration
 def test_sigkill_while_writing_shards_then_retry(root: str, root_path: Path,
                                                  base_digest: dict[str, str]) -> None:
     """SIGKILL the CLI (and its workers) mid-write; the same run id then publishes cleanly."""
     vdir = root_path / "datasets" / DATASET / NEXT_VERSION
-    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _writing_started(vdir))
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: shard_being_written(root))
+    assert_killed_mid_write(root)
     assert not (vdir / "manifest.json").exists()
     assert_untouched(root, base_digest)  # the half-written version is invisible to readers
 
     result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="killed",
-                          shard_bytes=4000, encoder="python")
+                          shard_bytes=4000)
     assert result["created"] and result["version"] == NEXT_VERSION
-    _assert_one_clean_version(root, NEXT_VERSION)
+    assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
 
@@ -132,18 +119,18 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
         root: str, root_path: Path, base_digest: dict[str, str],
         caplog: pytest.LogCaptureFixture) -> None:
     """Same host, the killed writer's pid is gone: a different run breaks its lease at once."""
-    vdir = root_path / "datasets" / DATASET / NEXT_VERSION
-    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: _writing_started(vdir))
+    _kill_cli_while_writing(root, NEXT_END, NEXT_START, lambda: shard_being_written(root))
+    assert_killed_mid_write(root)
     assert_untouched(root, base_digest)
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="other",
-                              shard_bytes=4000, encoder="python")
+                              shard_bytes=4000)
     assert result["created"] and result["version"] == NEXT_VERSION
     assert any("breaking the lease" in r.getMessage() and "is gone" in r.getMessage()
                for r in caplog.records)
     assert not any("waiting for it" in r.getMessage() for r in caplog.records)
     assert versions.read_manifest(result["version_uri"])["run_id"] == "other"
-    _assert_one_clean_version(root, NEXT_VERSION)
+    assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
 
@@ -175,7 +162,7 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
     with FaultProxy(gcs_emulator.endpoint, plan) as proxy:
         _via(monkeypatch, proxy.endpoint)
         result = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="flaky",
-                              shard_bytes=60_000, encoder="python")
+                              shard_bytes=60_000)
         etl_faults = proxy.counters.total_faults
         manifest = versions.read_manifest(result["version_uri"])
         versions.verify_shards(result["version_uri"], manifest)
@@ -197,24 +184,26 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
         caplog: pytest.LogCaptureFixture, dask_client: object) -> None:
     """On GCS, seen from another host: the dead lease blocks only until its expiry."""
     vuri = versions.version_uri(landed_gcs, DATASET, DAY_VERSION)
-    lock_uri = storage.join(vuri, versions.WRITER_LOCK)
     killed_at = _kill_cli_while_writing(landed_gcs, DAY_END, DAY_START,
-                                        lambda: storage.exists(lock_uri), env=SHORT_LEASE)
+                                        lambda: segment_lease_taken(landed_gcs),
+                                        env=SHORT_LEASE)
+    assert unfinished(landed_gcs), "the kill came after the segment was built"
     assert versions.list_versions(landed_gcs, DATASET) == []
     monkeypatch.setattr(lease, "_host", lambda: "another-host")  # no pid check: expiry only
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="other",
-                              shard_bytes=60_000, encoder="python")
+                              shard_bytes=60_000)
     assert result["created"] and result["version"] == DAY_VERSION
     waits = [r for r in caplog.records if "waiting for it" in r.getMessage()]
     broke = [r for r in caplog.records if "breaking the lease" in r.getMessage()]
     assert waits and "'killed'" in waits[0].getMessage(), caplog.text
+    assert "being built by" in waits[0].getMessage(), caplog.text  # the segment's lease
     assert len(broke) == 1 and "no heartbeat for" in broke[0].getMessage(), caplog.text
     expiry = float(SHORT_LEASE[lease.EXPIRY_ENV])
-    assert broke[0].created - killed_at <= expiry + 2.0 + 5.0  # expiry + one poll + slack
+    assert broke[0].created - killed_at <= expiry + claim.POLL_S + 5.0  # + one poll + slack
     assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
     assert versions.read_manifest(vuri)["run_id"] == "other"
-    _assert_one_clean_version(landed_gcs, DAY_VERSION)
+    assert_one_clean_version(landed_gcs, DAY_VERSION)
 
 
 def _fast_gcsfs_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,7 +224,7 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
         dask_client: object) -> None:
     """The store answers 503 to everything after N requests: a clear error, nothing visible."""
     first = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="base",
-                         shard_bytes=60_000, encoder="python")
+                         shard_bytes=60_000)
     vuri = first["version_uri"]
     before = {n: storage.stat(storage.join(vuri, n))["size"] for n in storage.list_dir(vuri)}
     monkeypatch.setattr(storage_retry, "DEFAULT_RETRY", storage.RetryPolicy(
@@ -247,7 +236,7 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
         t0 = time.monotonic()
         with pytest.raises(StorageError, match=r"gs://.*gave up after .*503"):
             pipeline.run(DATASET, landed_gcs, "2013-01-03T00:00:00Z", DAY_END, run_id="dead",
-                         shard_bytes=60_000, encoder="python")
+                         shard_bytes=60_000)
         elapsed = time.monotonic() - t0
     assert proxy.counters.faults["503"] > 0, proxy.counters
     assert elapsed < 45, f"a dead store took {elapsed:.0f}s to give up"

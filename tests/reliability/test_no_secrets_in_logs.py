@@ -33,6 +33,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 DAY_END, DAY_START = "2013-01-02T00:00:00Z", "2013-01-01T00:00:00Z"
+DAY_VERSION = "20130102T000000Z_20130101T000000Z"
 CLI_TIMEOUT_S = 600
 
 # Imported first by every Python process whose PYTHONPATH starts with its folder: the CLI and
@@ -92,7 +93,7 @@ def planted(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFa
 
 
 def _stored_text(root: str) -> str:
-    """Every small non-shard object under ``root`` (run.json, manifest, reports) as text."""
+    """Every small non-shard object under ``root`` (segment.json, draft, manifest, reports) as text."""
     fs, path = storage.get_fs(root)
     names = [n for n, info in fs.find(path, detail=True).items()
              if ".tfrecord" not in n and info["size"] < 2_000_000]
@@ -124,7 +125,7 @@ def test_etl_run_with_a_service_account_logs_no_secret(gcs_root: str, planted: P
     with every_log_at_debug() as logs:
         land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 2))
         result = pipeline.run(DATASET, gcs_root, DAY_END, DAY_START, run_id="keyed",
-                              shard_bytes=SHARD_BYTES, encoder="python")
+                              shard_bytes=SHARD_BYTES)
     out, err = capfd.readouterr()
     assert result["created"]
     assert planted.server.assertions, "the service account was never used"
@@ -174,7 +175,7 @@ def test_refused_key_and_dead_store_log_no_secret(gcs_root: str, planted: Plante
         with FaultProxy(gcs_emulator.endpoint, plan) as proxy:
             monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.endpoint)
             dead = _failure(lambda: pipeline.run(DATASET, gcs_root, DAY_END, DAY_START,
-                                                 run_id="dead", encoder="python"))
+                                                 run_id="dead"))
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator.endpoint)
     out, err = capfd.readouterr()
     assert "401" in refused or "Invalid Credentials" in refused, refused[-2000:]
@@ -186,7 +187,7 @@ def test_refused_key_and_dead_store_log_no_secret(gcs_root: str, planted: Plante
 
 def test_command_line_and_its_workers_print_no_secret(gcs_root: str, planted: Planted,
                                                       tmp_path: Path) -> None:
-    """``python -m etl extract``: its worker processes read and write with the key, all at DEBUG."""
+    """``python -m etl build``: its worker processes read and write with the key, all at DEBUG."""
     from etl.sources.land import land
 
     land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 2))
@@ -196,12 +197,12 @@ def test_command_line_and_its_workers_print_no_secret(gcs_root: str, planted: Pl
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
            "PIPELINE_DASK_ADDRESS": "", "AIRFLOW__LOGGING__LOGGING_LEVEL": "DEBUG",
            "PIPELINE_IN_PROCESS_BYTES": "0"}  # a one-day window would run without workers
-    cmd = [sys.executable, "-m", "etl", "-v", "extract", "--root", gcs_root, "--interval-end",
+    cmd = [sys.executable, "-m", "etl", "-v", "build", "--root", gcs_root, "--interval-end",
            DAY_END, "--interval-start", DAY_START, "--run-id", "cli"]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False,
                           timeout=CLI_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "/extracted" in proc.stdout
+    assert DAY_VERSION in proc.stdout  # the built version's URI
     worker_auth = "Worker process (from Nanny) google.auth.transport.requests Making request"
     assert worker_auth in proc.stderr, "no worker process logged its token request at DEBUG"
     assert "Worker process (from Nanny) gcsfs " in proc.stderr

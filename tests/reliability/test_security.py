@@ -75,8 +75,8 @@ def test_symlink_out_of_the_root_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("source_uri", ["../../etc/passwd", "/etc/passwd", "raw/../../x"])
 def test_source_uri_param_is_validated_before_reading(source_uri: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="source_uri"):
-        pipeline.extract("flights", tmp_path.as_uri(), "2013-01-02", run_id="r",
-                         source_uri=source_uri)
+        pipeline.build_version("flights", tmp_path.as_uri(), "2013-01-02", run_id="r",
+                               options=pipeline.RunOptions(source_uri=source_uri))
 
 
 def test_run_ids_become_safe_folder_names() -> None:

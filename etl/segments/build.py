@@ -22,10 +22,12 @@ import numpy as np
 import pandas as pd
 
 from etl import storage
-from etl.errors import LeaseHeldError
-from etl.pipeline.segment_files import KEYS_FILE, PARTIALS_NPZ, write_keys, write_npz
+from etl.errors import ValidationFailed
 from etl.provenance import code_version, iso
-from etl.sources.extract import event_times, outside, read_primary
+from etl.segments.claim import claim, try_claim
+from etl.segments.files import PARTIALS_NPZ, write_partials
+from etl.segments.window import SegmentTask
+from etl.sources.extract import event_times, outside_each, read_files
 from etl.sources.lookups import join_lookups
 from etl.spec import Spec
 from etl.transform import tabular
@@ -42,22 +44,6 @@ log = logging.getLogger(__name__)
 
 MISFILED = "misfiled-00000.parquet"
 PART_COL = "_segment_in_batch"
-WAIT_S = 600.0  # another run building the same segment usually finishes within this
-POLL_S = 1.0
-
-
-@dataclass(frozen=True)
-class SegmentTask:
-    """One segment to build: its id and folder, its raw files and its part of the window."""
-
-    segment: str
-    uri: str
-    partition: str
-    files: tuple[str, ...]
-    start: datetime | None  # the part of the window it holds (None: unbounded)
-    end: datetime | None
-    fingerprint: dict[str, Any]
-    period: tuple[datetime, datetime] | None = None  # the partition's own span, if partitioned
 
 
 @dataclass(frozen=True)
@@ -78,44 +64,26 @@ class BuildContext:
     material: dict[str, Any] = field(default_factory=dict)
 
 
-def build_segment(task: SegmentTask, ctx: BuildContext,
-                  rights: list[pd.DataFrame]) -> dict[str, Any]:
-    """The segment's ``segment.json``: read if it exists, else built under its lease (a live
-    holder -- another run building it -- is waited for, then its segment is used)."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        meta = segments.read_segment(task.uri)
-        if meta is not None:
-            return meta
-        try:
-            held = lease.acquire(storage.join(task.uri, segments.SEGMENT_LOCK), ctx.run_id)
-            break
-        except LeaseHeldError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(POLL_S)
-    return _build_held([(task, held)], ctx, rights)[task.segment]
-
-
 def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
                 rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
     """Consecutive segments in one Dask task, their rows validated by one GX run
-    (``etl.validation.parts``); segments another run is building are waited for after."""
+    (``etl.validation.parts``); segments another run is building are waited for after, and
+    built here only if that run dies."""
     done: dict[str, dict[str, Any]] = {}
     held, deferred = [], []
     for task in tasks:
-        meta = segments.read_segment(task.uri)
+        meta, ours = try_claim(task.uri, ctx.run_id)
         if meta is not None:
             done[task.segment] = meta
-            continue
-        try:
-            held.append((task, lease.acquire(storage.join(task.uri, segments.SEGMENT_LOCK),
-                                             ctx.run_id)))
-        except LeaseHeldError:
+        elif ours is not None:
+            held.append((task, ours))
+        else:
             deferred.append(task)
     done.update(_build_held(held, ctx, rights))
     for task in deferred:
-        done[task.segment] = build_segment(task, ctx, rights)
+        meta, ours = claim(task.uri, ctx.run_id)
+        done[task.segment] = meta if ours is None else \
+            _build_held([(task, ours)], ctx, rights)[task.segment]
     return done
 
 
@@ -149,8 +117,7 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
                 np.arange(len(valids)), lengths)
             prepared, stats = _prepare_each(whole, parts, len(valids), ctx.spec)
             for (task, _), st in zip(todo, stats):  # before a record is encoded
-                if ctx.label_schema.get("names"):  # a value outside the classes fails here
-                    tabular.resolve_label(st, ctx.spec, f"{ctx.spec.path} (segment {task.uri})")
+                _check_classes(task, ctx, st)
             typed, partials = _typed_each(whole, parts, lengths, ctx)
             metas = [_build(task, ctx, typ, part, st, final, report, misfiled)
                      for (task, _), typ, part, st, final, report, (_, misfiled)
@@ -169,6 +136,17 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
         for _, beat in beats:
             lease.release(beat.stop())
     return done
+
+
+def _check_classes(task: SegmentTask, ctx: BuildContext, stats: dict[str, Any]) -> None:
+    """A label value outside the version's classes fails here, naming the spec's field (and
+    then the segment whose rows hold it)."""
+    if not ctx.label_schema.get("names"):
+        return
+    try:
+        tabular.resolve_label(stats, ctx.spec)
+    except ValidationFailed as exc:
+        raise ValidationFailed(f"{exc} (in segment {task.uri})", exc.summary) from None
 
 
 def _split(frame: pd.DataFrame, lengths: list[int]) -> list[pd.DataFrame]:
@@ -220,14 +198,14 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
     partials, shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
     spec = ctx.spec
     entries, arrays = vpartials.to_stored(partials)
-    write_npz(storage.join(task.uri, PARTIALS_NPZ), arrays)
-    if ctx.key_columns:
-        write_keys(storage.join(task.uri, KEYS_FILE), typed[list(ctx.key_columns)])
+    write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays,
+                   typed[list(ctx.key_columns)] if ctx.key_columns else None)
     splits = _write_splits(task, ctx, final)
     meta = {
         "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
         "segment": task.segment, "partition": task.partition,
-        "data_interval": {"start": iso(task.start), "end": iso(task.end)},
+        "partitions": [[p.label, p.digest] for p in task.parts],
+        "data_interval": {"start": iso(task.interval[0]), "end": iso(task.interval[1])},
         "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
         "code_version": code_version(), "compression": ctx.write.compression,
         "schema": ctx.schema, "splits": splits, "source_fingerprint": task.fingerprint,
@@ -239,7 +217,7 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
                 MISFILED if misfiled else None, report.quarantine_file) if name],
             "row_partials": [jsonable(asdict(p)) for p in report.partials],
             "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
-            "keys_file": KEYS_FILE if ctx.key_columns else None,
+            "keys": bool(ctx.key_columns),
         },
         "statistics_partial": stats,
         "dropped_rows": {spec.label.drop_reason: int(len(typed) - len(final))},
@@ -264,26 +242,31 @@ def _write_splits(task: SegmentTask, ctx: BuildContext, final: pd.DataFrame) -> 
 
 
 def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
-    """(the partition's rows inside the window, as they arrived; rows quarantined as misfiled).
+    """(the segment's rows inside the window, as they arrived; rows quarantined as misfiled).
 
     A row whose event time lies outside its file's partition is misfiled: it is quarantined
-    with that reason, never silently dropped; rows of the partition outside the window (a
-    window that cuts a day) are not this segment's. The lookups are joined per batch.
+    with that reason, never silently dropped; rows of a partition outside the window (a
+    window that cuts a day) are not this segment's. The files are read as Arrow tables and
+    made one frame, and both checks run once over it with each row's own bounds: a segment
+    of a thousand one-row days costs about what one file of those rows does.
     """
     source = ctx.spec.primary_source
-    raw = read_primary(list(task.files), ctx.spec)
+    raw, counts = read_files([p.uri for p in task.parts], source)
     times = event_times(raw, source)
-    misfiled = outside(raw, source, *(task.period or (None, None)), times)
+    if times is None:
+        return raw, 0
+    period = [p.period or (None, None) for p in task.parts]
+    misfiled = outside_each(times, period, counts)
     if misfiled.any():
-        lo, hi = task.period or (None, None)
         bad = raw[misfiled].copy()
-        bad[vpart.REASON_COLUMN] = (f"{source.event_time} outside the partition "
-                                    f"{task.partition} [{iso(lo)}, {iso(hi)}) of its file")
+        part_of = np.repeat(np.arange(len(counts)), counts)[misfiled]
+        bad[vpart.REASON_COLUMN] = [
+            f"{source.event_time} outside the partition {task.parts[i].label} "
+            f"[{iso(period[i][0])}, {iso(period[i][1])}) of its file" for i in part_of]
         bad[vpart.PARTITION_COLUMN] = 0
         write_parquet(bad, storage.join(task.uri, "quarantine"), MISFILED)
-    raw = raw[~misfiled & ~outside(raw, source, task.start, task.end, times)].reset_index(
-        drop=True)
-    return raw, int(misfiled.sum())
+    elsewhere = outside_each(times, [(p.start, p.end) for p in task.parts], counts)
+    return raw[~misfiled & ~elsewhere].reset_index(drop=True), int(misfiled.sum())
 
 
 def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],

@@ -1,15 +1,15 @@
-"""Compaction: consecutive small segments merged into one, so a year of days is not 1000 files.
+"""Compaction as levels: small consecutive segments merged, so a version lists O(log) segments.
 
 A window's segments are read left to right; a run of consecutive small ones (each under half
-the shard target) is merged once it holds ``FAN_IN`` segments or about the target's bytes.
-The merged segment is a new segment (its id digests its inputs), never a rewrite: versions
-that list the inputs keep them. Its records are the inputs' records, copied byte for byte in
-their TFRecord framing (each input shard is first checked against its manifest's sha256), and
-before ``segment.json`` is written the per-split record counts and content hashes are checked
-against the inputs'. Its partials are the inputs' merged, so the
-window is judged the same from either. A merged segment can be merged again later (a few
-levels cover years), and ``leaves`` (the daily segments it holds) let a later window use it
-wherever its leaves appear in order.
+the shard target) of one level is merged once it holds ``FAN_IN`` segments or about the
+target's bytes, into one segment a level up (LSM-style: nightly segments merge sixteen at a
+time, those merges sixteen at a time, ...). The merged segment is a new segment (its id
+digests its inputs), never a rewrite: versions that list the inputs keep them. Its records
+are the inputs' records, copied byte for byte in their TFRecord framing (each input shard is
+first checked against its sha256), and before ``segment.json`` is written the per-split
+record counts and content hashes are checked against the inputs'. Its partials are the
+inputs' merged and it lists the inputs' partitions, so the window is judged the same from
+either, and a later window uses it wherever those partitions appear unchanged.
 """
 
 from __future__ import annotations
@@ -23,15 +23,9 @@ import pandas as pd
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.pipeline.segment_files import (
-    KEYS_FILE,
-    PARTIALS_NPZ,
-    read_keys,
-    read_metric_partials,
-    write_keys,
-    write_npz,
-)
 from etl.provenance import code_version, iso
+from etl.segments.claim import claim
+from etl.segments.files import PARTIALS_NPZ, read_partials, write_partials
 from etl.transform import stats as stats_mod
 from etl.validation import partials as vpartials
 from etl.versions import lease, segments
@@ -43,37 +37,8 @@ log = logging.getLogger("etl.pipeline")
 FAN_IN = 16  # small segments merged at once: about log16(days) levels
 
 
-def leaves(meta: dict[str, Any]) -> list[str]:
-    return list(meta.get("leaves") or [meta["segment"]])
-
-
 def _bytes(meta: dict[str, Any]) -> int:
     return sum(info["num_bytes"] for info in meta["splits"].values())
-
-
-def merged_index(root: str, dataset: str) -> dict[str, list[dict[str, Any]]]:
-    """The dataset's merged segments by their first leaf."""
-    index: dict[str, list[dict[str, Any]]] = {}
-    for seg in segments.list_segments(root, dataset):
-        if "_" not in seg.rsplit("-", 1)[0]:
-            continue  # merged ids read <first>_<last>-<digest>: no need to open the others
-        meta = segments.read_segment(segments.segment_uri(root, dataset, seg))
-        if meta and meta.get("leaves"):
-            index.setdefault(meta["leaves"][0], []).append(meta)
-    return index
-
-
-def cover(leaf_ids: list[str], index: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The segments that hold ``leaf_ids`` in order: the longest merge wherever one fits,
-    the leaf itself elsewhere. A run needs to build only the leaves left uncovered."""
-    out, i = [], 0
-    while i < len(leaf_ids):
-        fits = [m for m in index.get(leaf_ids[i], [])
-                if leaf_ids[i:i + len(m["leaves"])] == m["leaves"]]
-        best = max(fits, key=lambda m: len(m["leaves"]), default=None)
-        out.append(best["segment"] if best else leaf_ids[i])
-        i += len(best["leaves"]) if best else 1
-    return out
 
 
 def groups(metas: list[dict[str, Any]], target_bytes: int) -> Iterator[list[dict[str, Any]]]:
@@ -98,37 +63,38 @@ def groups(metas: list[dict[str, Any]], target_bytes: int) -> Iterator[list[dict
 def compact_window(root: str, dataset: str, metas: list[dict[str, Any]], target_bytes: int,
                    run_id: str) -> list[dict[str, Any]]:
     """Merge what is due, level by level, until nothing is; returns the window's segments."""
-    known = {m["segment"]: m for m in metas}
-    current = metas
+    current, merges = list(metas), []
     while True:
         due = list(groups(current, target_bytes))
         if not due:
-            return current
+            break
         for run in due:
             merged = merge_segments(root, dataset, run, target_bytes, run_id)
-            known[merged["segment"]] = merged
-        index: dict[str, list[dict[str, Any]]] = {}
-        for meta in known.values():
-            if meta.get("leaves"):
-                index.setdefault(meta["leaves"][0], []).append(meta)
-        current = [known[s] for s in cover([x for m in current for x in leaves(m)], index)]
+            merges.append(merged)
+            at = current.index(run[0])
+            current[at:at + len(run)] = [merged]
+    if merges:
+        log.info("compact %s: %d merge(s) of %d segment(s) into %d (levels %s); the window "
+                 "lists %d segment(s)", dataset, len(merges),
+                 sum(len(m["compacted_from"]) for m in merges), len(merges),
+                 sorted({m["level"] for m in merges}), len(current))
+    return current
 
 
 def merged_id(run: list[dict[str, Any]]) -> str:
-    ids = [leaf for m in run for leaf in leaves(m)]
     first, last = run[0]["partition"].split("_")[0], run[-1]["partition"].split("_")[-1]
-    return segments.segment_id(f"{first}_{last}", {"leaves": ids})
+    return segments.segment_id(f"{first}_{last}", {"merge": [m["segment"] for m in run]})
 
 
 def merge_segments(root: str, dataset: str, run: list[dict[str, Any]], target_bytes: int,
                    run_id: str) -> dict[str, Any]:
-    """One merged segment from consecutive ones, under its lease; verified before visible."""
+    """One merged segment from consecutive ones, under its lease (another run merging the
+    same ones is waited for); verified before visible."""
     seg = merged_id(run)
     uri = segments.segment_uri(root, dataset, seg)
-    existing = segments.read_segment(uri)
+    existing, held = claim(uri, run_id)
     if existing is not None:
         return existing
-    held = lease.acquire(storage.join(uri, segments.SEGMENT_LOCK), run_id)
     with lease.Heartbeat(held) as beat:
         try:
             storage.clear_dir(uri, keep=segments.SEGMENT_LOCK)  # a killed merge's leftovers
@@ -138,8 +104,8 @@ def merge_segments(root: str, dataset: str, run: list[dict[str, Any]], target_by
                                      storage.json_bytes(meta))
         finally:
             lease.release(beat.stop())
-    log.info("compact %s: %d segment(s) (%s) merged into %s", dataset, len(run),
-             f"{run[0]['partition']} .. {run[-1]['partition']}", seg)
+    log.debug("compact %s: %d segment(s) (%s .. %s) merged into %s", dataset, len(run),
+              run[0]["partition"], run[-1]["partition"], seg)
     return segments.read_segment(uri) or meta
 
 
@@ -199,7 +165,7 @@ def _merge(root: str, dataset: str, seg: str, uri: str, run: list[dict[str, Any]
             "dataset": dataset, "segment": seg,
             "partition": f"{first['partition'].split('_')[0]}_"
                          f"{run[-1]['partition'].split('_')[-1]}",
-            "leaves": [leaf for m in run for leaf in leaves(m)],
+            "partitions": [p for m in run for p in m["partitions"]],
             "level": run[0].get("level", 0) + 1,
             "compacted_from": [m["segment"] for m in run],
             "data_interval": {"start": first["data_interval"]["start"],
@@ -247,17 +213,15 @@ def _sum_row(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _store_partials(uri: str, uris: list[str], run: list[dict[str, Any]],
                     meta: dict[str, Any]) -> None:
-    """Merged metric partials, the inputs' keys and quarantine, into the merged segment."""
-    merged = vpartials.merge_partials([read_metric_partials(u, m) for u, m in zip(uris, run)])
-    entries, arrays = vpartials.to_stored(merged)
-    write_npz(storage.join(uri, PARTIALS_NPZ), arrays)
-    meta["validation"].update(metric_partials=entries, metric_arrays=PARTIALS_NPZ,
-                              keys_file=None, quarantine_files=[])
-    # rejected rows stay readable when the inputs are gone
-    if all(m["validation"].get("keys_file") for m in run):
-        write_keys(storage.join(uri, KEYS_FILE),
-                   pd.concat([read_keys(u, m) for u, m in zip(uris, run)], ignore_index=True))
-        meta["validation"]["keys_file"] = KEYS_FILE
+    """Merged metric partials and the inputs' keys, and their quarantine, into the merged
+    segment (rejected rows stay readable when the inputs are gone)."""
+    read = [read_partials(u, m) for u, m in zip(uris, run)]
+    entries, arrays = vpartials.to_stored(vpartials.merge_partials([p for p, _ in read]))
+    keyed = all(k is not None for _, k in read)
+    write_partials(storage.join(uri, PARTIALS_NPZ), arrays,
+                   pd.concat([k for _, k in read], ignore_index=True) if keyed else None)
+    meta["validation"].update(metric_partials=entries, metric_arrays=PARTIALS_NPZ, keys=keyed,
+                              quarantine_files=[])
     for u, m in zip(uris, run):
         for name in m["validation"].get("quarantine_files") or []:
             dst = f"quarantine/{m['partition'].split('_')[0]}-{name.rsplit('/', 1)[-1]}"
