@@ -72,7 +72,8 @@ def plan(config: TrainConfig, manifest: dict[str, Any]) -> tuple[TrainConfig, li
         patience = max(DEFAULT_PATIENCE, epochs // 5)
         lines.append(f"patience {patience}: a fifth of the evaluations, at least {DEFAULT_PATIENCE}")
     lr = config.model.learning_rate
-    if lr == DEFAULT_LEARNING_RATE and batch < DEFAULT_BATCH_SIZE:  # square-root scaling rule
+    chosen = config.input.batch_size == DEFAULT_BATCH_SIZE  # the batch is ours to scale for
+    if chosen and lr == DEFAULT_LEARNING_RATE and batch < DEFAULT_BATCH_SIZE:  # sqrt rule
         lr = DEFAULT_LEARNING_RATE * math.sqrt(batch / DEFAULT_BATCH_SIZE)
     model = replace(config.model, decay_steps=budget, learning_rate=lr)
     lines.append(f"learning rate {lr:.3g}"
