@@ -146,7 +146,8 @@ def check_margins(test: dict[str, float], base: dict[str, Any], rules: dict[str,
 
     rules: metric -> ``higher`` (test >= base + margin) or ``lower_relative`` (test <=
     base * (1 - margin), for errors whose scale is the target's). When ``test`` carries
-    ``intervals`` (``training.intervals``), the lead's 95% interval must not reach below zero.
+    ``intervals`` (``training.intervals``), the lead's 95% interval must not reach below zero (AUC, macro-F1, RMSE;
+    accuracy keeps its point margin only).
     """
     failures = []
     leads = (test.get("intervals") or {}).get("lead_over_baseline", {})
@@ -158,7 +159,8 @@ def check_margins(test: dict[str, float], base: dict[str, Any], rules: dict[str,
             failures.append(f"{name} {got:.4f} < baseline {base[name]:.4f} + margin {margin}"
                             if rule == "higher" else
                             f"{name} {got:.4f} > baseline {base[name]:.4f} x (1 - margin {margin})")
-        elif not leads.get(name, [float("inf")])[0] >= 0:  # worse than the baseline in >2.5%
+        elif name != "accuracy" and not leads.get(name, [float("inf")])[0] >= 0:
+            # accuracy against a majority baseline on a skewed label is too coarse to test
             failures.append(f"{name} {got:.4f}: its lead over the baseline "
                             f"{_fmt(leads[name])} (95% bootstrap) reaches below zero")
     if failures:
