@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench import measure, overhead, report
+from bench import measure, overhead, references, report
 from bench.peer_envs import PEERS, run_peers
 
 log = logging.getLogger("bench")
@@ -155,6 +155,9 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
     log.info("stall ratio per core count")
     results["stall_ratio_by_cores"] = measure.stall_by_cores(one_x["version_uri"], bench_input,
                                                              quick, work)
+    _save(results, out)
+    log.info("public tables against their scikit-learn references")
+    results["references"] = references.run_all(work / "references")
     _save(results, out)
     log.info("DAG parse times")
     with tempfile.TemporaryDirectory() as home:

@@ -116,6 +116,11 @@ def check_targets(r: dict[str, Any]) -> list[dict[str, Any]]:
          max(r.get("dag_parse_s", {}).values(), default=None), DAG_PARSE_LIMIT_S, "<"),
         *_issue25_checks(r),
     ]
+    for name, ref in sorted((r.get("references") or {}).items()):
+        metric = "rmse" if ref["task"] == "regression" else "accuracy"
+        checks.append((f"{name}: model within 5% of the HistGradientBoosting reference (issue 27)",
+                       f"model / reference {metric}", ref["ratios"].get(metric),
+                       1.05 if metric == "rmse" else 0.95, "<=" if metric == "rmse" else ">="))
     ops = {">=": lambda v, t: v >= t, "<=": lambda v, t: v <= t, "<": lambda v, t: v < t,
            ">": lambda v, t: v > t}
     return [{"name": name, "figure": figure, "value": value, "target": target, "op": op,
@@ -222,6 +227,15 @@ def _stall_rows(r: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _reference_rows(r: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, ref in sorted((r.get("references") or {}).items()):
+        for metric, ratio in ref["ratios"].items():
+            rows.append(f"| {name} ({ref['task']}): test {metric} | {ref['model'][metric]:.4f} | "
+                        f"HistGradientBoosting {ref['reference'][metric]:.4f} | {ratio:.2f}x |")
+    return rows
+
+
 def table(r: dict[str, Any]) -> str:
     m = r["machine"]
     gpu = ", ".join(m["gpu"]) if m.get("gpu") else "none"
@@ -245,6 +259,7 @@ def table(r: dict[str, Any]) -> str:
         *_stall_rows(r),
         f"| CSV read alone (pyarrow, 1x) | {_num(r.get('csv_read_rows_per_s'))} rows/s | | |",
     ]
+    lines += _reference_rows(r)
     lines += [f"| DAG parse time {name} | {_num(secs, '.3f')} s | | |"
               for name, secs in r.get("dag_parse_s", {}).items()]
     lines += ["", "| target | measured | met |", "| --- | --- | --- |"]

@@ -17,7 +17,7 @@ from etl.spec.folders import (
     search_path,
     spec_file,
 )
-from etl.spec.scheduling import TRAINING_KEYS, SpecSettingsError, parse_settings
+from etl.spec.scheduling import TRAINING_CHOICES, TRAINING_KEYS, SpecSettingsError, parse_settings
 from training.config import TrainConfig
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,7 +87,8 @@ def test_every_training_key_is_a_train_config_override() -> None:
     """etl.spec.scheduling may not import training, so this keeps the two in step."""
     samples = {int: 2, float: 0.1, list: (8,)}
     for key, (kind, _, _) in TRAINING_KEYS.items():
-        TrainConfig().with_overrides(**{key: samples[kind]})
+        for value in TRAINING_CHOICES[key] if kind is str else [samples[kind]]:
+            TrainConfig().with_overrides(**{key: value})  # every word the spec allows
 
 
 def test_spec_loader_checks_settings_and_finds_specs_outside_the_repo(tmp_path, monkeypatch):

@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure the stall ratio on this many batches first (default: off)")
     t.add_argument("--seed", type=int, default=d.seed, help="weight init seed (%(default)s)")
     t.add_argument("--overwrite", action="store_true", help="retrain a finished run")
+    t.add_argument("--step-budget", type=int, default=None,
+                   help="optimizer steps of the run (default: from the train size)")
+    t.add_argument("--class-weights", choices=["auto", "balanced", "none"], default=d.class_weights,
+                   help="auto: balanced when the largest class is 5x the smallest")
+    t.add_argument("--lr-schedule", choices=["cosine", "constant"], default=d.model.lr_schedule)
     b = sub.add_parser("bench-input", help="examples/s: raw read ceiling, ours, naive; stall ratio")
     _add_version_args(b)
     _add_input_args(b)
@@ -137,8 +142,9 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
         devices=tuple(d.strip() for d in args.devices.split(",") if d.strip()),
         steps_per_execution=args.steps_per_execution, seed=args.seed,
         measure_stall_batches=args.measure_stall_batches, overwrite=args.overwrite,
+        step_budget=args.step_budget, class_weights=args.class_weights,
     )
-    config = config.with_overrides(learning_rate=args.learning_rate)
+    config = config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule)
     run = args.run or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())
     result = train(vuri, models_root(args, vuri), run, config)
     m = result["metrics"]

@@ -31,6 +31,9 @@ DEFAULT_STEPS_PER_EXECUTION = 16  # amortizes per-step host overhead on GPUs; ha
 DEFAULT_SEED = 42
 
 PRECISIONS = ("auto", "mixed_float16", "float32")
+LR_SCHEDULES = ("cosine", "constant")
+CLASS_WEIGHTS = ("auto", "balanced", "none")
+DEFAULT_MIN_EVAL_EXAMPLES = 20  # fewer eval or test rows and a metric says nothing
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class ModelConfig:
     one_hot_max_vocab: int = DEFAULT_ONE_HOT_MAX_VOCAB
     embedding_max_dim: int = DEFAULT_EMBEDDING_MAX_DIM
     learning_rate: float = DEFAULT_LEARNING_RATE
+    lr_schedule: str = "cosine"  # decays to a tenth over decay_steps (set by training.adapt)
+    decay_steps: int | None = None
 
     def __post_init__(self) -> None:
         if not self.hidden_units or any(u <= 0 for u in self.hidden_units):
@@ -117,6 +122,9 @@ class ModelConfig:
         _positive(self, "one_hot_max_vocab", "embedding_max_dim")
         if self.learning_rate <= 0:
             raise ValueError(f"ModelConfig.learning_rate: expected > 0, got {self.learning_rate}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"ModelConfig.lr_schedule: expected one of {LR_SCHEDULES}, "
+                             f"got {self.lr_schedule!r}")
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,12 @@ class TrainConfig:
         jit_compile: XLA-compile the train step.
         steps_per_execution: Train steps per host call.
         seed: Weight initialization and dropout seed (data order: ``input.seed``).
+        step_budget: Optimizer steps of the whole run; None = chosen from the train size
+            (``training.adapt``), as are batch size, eval period and patience left at
+            their defaults.
+        class_weights: ``balanced`` weighs classes by inverse frequency; ``auto`` does when
+            the largest train class is 5x the smallest or more.
+        min_eval_examples: Fewer eval or test examples fail the run before fitting.
         measure_stall_batches: If > 0, measure the stall ratio on this many batches
             before training and report it in metrics.json.
         work_dir: Local scratch for outputs before upload; None = a temp dir.
@@ -155,9 +169,17 @@ class TrainConfig:
     measure_stall_batches: int = 0
     work_dir: str | None = None
     overwrite: bool = False
+    step_budget: int | None = None
+    class_weights: str = "none"
+    min_eval_examples: int = DEFAULT_MIN_EVAL_EXAMPLES
 
     def __post_init__(self) -> None:
-        _positive(self, "epochs", "patience", "steps_per_execution")
+        _positive(self, "epochs", "patience", "steps_per_execution", "min_eval_examples")
+        if self.step_budget is not None and self.step_budget <= 0:
+            raise ValueError(f"TrainConfig.step_budget: expected > 0 or None, got {self.step_budget}")
+        if self.class_weights not in CLASS_WEIGHTS:
+            raise ValueError(f"TrainConfig.class_weights: expected one of {CLASS_WEIGHTS}, "
+                             f"got {self.class_weights!r}")
         if self.steps_per_epoch is not None and self.steps_per_epoch <= 0:
             raise ValueError(f"TrainConfig.steps_per_epoch: expected > 0 or None, got {self.steps_per_epoch}")
         if self.precision not in PRECISIONS:

@@ -86,6 +86,10 @@ def write_run_files(out: Path, metrics: dict[str, Any], hyperparameters: dict[st
     return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
 
 
+def _interval(bounds: list[float] | None) -> str:
+    return f"[{bounds[0]:.4f}, {bounds[1]:.4f}]" if bounds else "-"
+
+
 def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
                about: tuple[str, str] | None = None,
                names: tuple[str, ...] = ("auc", "accuracy", "loss"),
@@ -97,8 +101,11 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
     """
     test, ev, base = metrics["test"], metrics["eval"], metrics["baseline"]
     what, gate = about or binary_card(metrics)
-    rows = [f"| {name} | {_cell(test.get(name))} | {_cell(ev.get(name))} "
-            f"| {_cell(base.get(name))} |" for name in names]
+    ci = test.get("intervals") or {}
+    bounds, leads = ci.get("metrics", {}), ci.get("lead_over_baseline", {})
+    rows = [f"| {name} | {_cell(test.get(name))} | {_interval(bounds.get(name))} "
+            f"| {_cell(ev.get(name))} | {_cell(base.get(name))} | {_interval(leads.get(name))} |"
+            for name in names]
     params = "\n".join(f"| `{k}` | `{json.dumps(v)}` |" for k, v in sorted(_flat(hyperparameters)))
     return f"""# Model card: {metrics['dataset']} / {metrics['version']} / {metrics['run']}
 
@@ -121,9 +128,12 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
 
 {gate}
 
-| metric | test | eval | baseline (test) |
-| --- | --- | --- | --- |
+| metric | test | test 95% interval | eval | baseline (test) | lead over baseline, 95% |
+| --- | --- | --- | --- | --- | --- |
 {chr(10).join(rows)}
+
+Intervals: {ci.get("method", "none")}, {ci.get("resamples", 0)} resamples of the test
+split; the model and its baseline are scored on the same resamples.
 
 ## Hyperparameters
 

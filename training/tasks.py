@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from training import evaluate, outputs, plots
 from training.config import ModelConfig
+from training.intervals import intervals, scorer
 from training.models.tabular import Head, Serve, binary_head
 
 BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
@@ -223,3 +224,29 @@ TASKS: dict[str, Task] = {
         serve=_serve_units),
 }
 
+
+
+def baseline_outputs(manifest: dict[str, Any], n: int) -> np.ndarray:
+    """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
+    the learned space), so ``training.intervals`` scores both on the same resamples."""
+    label, stats = manifest["schema"]["label"], manifest["statistics"]
+    task = label.get("task", BINARY)
+    if task == REGRESSION:
+        mean = float((stats.get("label") or {}).get("mean", 0.0))
+        return np.full((n, 1), math.log1p(mean) if _transform(label) else mean)
+    counts = {int(k): int(v) for k, v in (stats.get("label_counts") or {}).items()}
+    total = sum(counts.values()) or 1
+    if task == BINARY:
+        return np.full((n, 1), counts.get(1, 0) / total)
+    majority = max(counts, key=lambda k: counts[k]) if counts else 0
+    out = np.zeros((n, len(_names(manifest))))
+    out[:, majority] = 1.0
+    return out
+
+
+def metric_intervals(manifest: dict[str, Any], y: np.ndarray, out: np.ndarray) -> dict[str, Any]:
+    """Bootstrap intervals of the test metrics and of the lead over the baseline."""
+    task = task_of(manifest)
+    score = scorer(task.name, len(_names(manifest)), lambda v: _units(v, manifest))
+    higher = {m: rule == "higher" for m, rule in task.gate.items()}
+    return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)

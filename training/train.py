@@ -22,16 +22,17 @@ import keras
 
 from etl import storage, versions
 from etl.provenance import code_version
-from training import outputs
+from training import adapt, outputs
 from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndRestore, delete_backup
 from training.config import TrainConfig
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
-from training.evaluate import ModelQualityError, evaluate_split, predictions
+from training.evaluate import ModelQualityError, evaluate_split, labels_of, predictions
 from training.models.tabular import build_models, compile_model
+from training.sanity import check_splits
 from training.tasks import TASKS as TASKS_BY_NAME
-from training.tasks import Task, task_of
+from training.tasks import Task, metric_intervals, task_of
 from training.train_images import train_images
 
 __all__ = ["ModelQualityError", "TrainConfig", "train"]
@@ -75,12 +76,14 @@ def train(
     if not config.overwrite and storage.exists(done):
         log.info("run %s is already complete: returning its metrics", run_uri)
         return {"model_uri": run_uri, "metrics": storage.read_json(done)}
+    config, weights = _adapted(config, manifest)
     setup = setup_device(config.precision, config.devices)
     keras.utils.set_random_seed(config.seed)
     with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
         work_dir = Path(work)
-        metrics = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config, work_dir, callbacks)
+        metrics = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config, work_dir,
+                                    callbacks, weights)
         metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri)
         out = work_dir / "run"
         metrics["artifacts"] = _write_artifacts(out, metrics, config)
@@ -89,9 +92,20 @@ def train(
     return {"model_uri": run_uri, "metrics": metrics}
 
 
+def _adapted(config: TrainConfig,
+             manifest: dict[str, Any]) -> tuple[TrainConfig, dict[int, float] | None]:
+    """The spec's training settings, then the data-dependent choices, each logged once."""
+    config, lines = adapt.plan(adapt.spec_overrides(config, manifest), manifest)
+    weights, why = adapt.class_weight(config, manifest)
+    for line in [*lines, why]:
+        log.info("train %s: %s", manifest["dataset"], line)
+    return config, weights
+
+
 def _fit_and_evaluate(
     version_uri: str, manifest: dict[str, Any], run_uri: str, setup: DeviceSetup,
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
+    weights: dict[int, float] | None = None,
 ) -> dict[str, Any]:
     """Fit with backups and early stopping, gate on the test split, save the model locally."""
     icfg, task = config.input, task_of(manifest)
@@ -108,6 +122,8 @@ def _fit_and_evaluate(
                      target=target)
         for split in ("train", EVAL_SPLIT, TEST_SPLIT)
     )
+    check_splits(manifest, {s: labels_of(ds) for s, ds in (("eval", eval_ds), ("test", test_ds))},
+                 config.min_eval_examples)
     stall = _stall_ratio(model, train_ds, setup, config) if config.measure_stall_batches else None
     backup = StorageBackupAndRestore(storage.join(run_uri, outputs.BACKUP_DIR), work_dir / "backup")
     timer = EpochTimer(icfg.batch_size, steps)
@@ -118,10 +134,12 @@ def _fit_and_evaluate(
     history = model.fit(
         train_ds, epochs=config.epochs, steps_per_epoch=steps, validation_data=eval_ds,
         callbacks=[backup, stopper, timer, tensorboard, *extra], verbose=2, shuffle=False,
+        class_weight=weights,
     )
     fit_s = time.perf_counter() - start
     test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
-    test.update(task.report(labels, out, manifest), examples=len(labels))
+    test.update(task.report(labels, out, manifest), examples=len(labels),
+                intervals=metric_intervals(manifest, labels, out))
     base, ev = task.baseline(labels, manifest), evaluate_split(model, eval_ds)
     log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
     task.check(test, base, config.min_margin)

@@ -141,13 +141,44 @@ def _features(profiles: dict[str, ColumnProfile], skip: set[str], draft: Draft) 
             draft.decide.append(f"column {p.name!r} (a unique integer: an id) is not a feature")
         elif p.numeric:
             feats.append({"name": p.name, "kind": "numeric", "fill": "mean"})
-        elif p.type == "string" and p.distinct <= MAX_VOCAB and not p.unique:
+        elif p.type == "string" and p.distinct <= min(MAX_VOCAB, p.rows // 2) and not p.unique:
             feats.append({"name": p.name, "kind": "categorical", "fill": "UNKNOWN"})
+        elif p.type == "timestamp":
+            feats += [{"name": f"{p.name}_{op}", "kind": "numeric", "fill": "mean",
+                       "derive": {"op": op, "columns": [p.name]}} for op in ("year", "day_of_year")]
+            draft.inferred.append(f"features {p.name}_year, {p.name}_day_of_year: derived from the "
+                                  f"timestamp {p.name!r} (trend and season)")
         else:
-            why = "a timestamp" if p.type == "timestamp" else "id-like or free text"
-            draft.decide.append(f"column {p.name!r} ({why}) is not a feature; derive one from "
-                                f"it if useful")
+            draft.decide.append(f"column {p.name!r} (id-like or free text) is not a feature; "
+                                f"derive one from it if useful")
     return feats
+
+
+def _column(p: ColumnProfile, draft: Draft) -> str | dict[str, str]:
+    """A column's declared type; a timestamp in a non-ISO format carries its format."""
+    if p.time_format is None:
+        return p.type
+    draft.inferred.append(f"column {p.name!r}: timestamps like {p.time_format!r} (format inferred "
+                          f"from every sampled value)")
+    return {"type": "timestamp", "format": p.time_format}
+
+
+def _split(name: str, task: str | None, draft: Draft) -> dict[str, Any]:
+    """Fractions and salt; ``by: row`` without a unique key; stratified for a class label."""
+    split: dict[str, Any] = {"fractions": {"train": 0.8, "eval": 0.1, "test": 0.1},
+                             "salt": f"{name}-v1"}
+    if not draft.unique_key:
+        split["by"] = "row"
+        draft.inferred.append("split.by: row -- no unique key, so each row's content (plus a "
+                              "counter for identical rows) decides its split; hashing a "
+                              "non-unique key would put whole groups of rows in one split")
+        draft.decide.append("split.group_by: list columns whose rows must share a split "
+                            "(e.g. one patient's visits) if leakage between them matters")
+    if task in ("binary", "multiclass"):
+        split["stratify"] = True
+        draft.inferred.append("split.stratify: true -- each class is spread over train/eval/"
+                              "test by the fractions, so a small class reaches every split")
+    return split
 
 
 def draft_spec(name: str, source_uri: str, *, root: str, label: str | None = None,
@@ -178,7 +209,7 @@ def draft_spec(name: str, source_uri: str, *, root: str, label: str | None = Non
     skip = {label} if label else set()
     source = {"uri": spec_uri, "format": fmt,
               **({"read": {"null_values": NULL_VALUES}} if fmt == "csv" else {}),
-              "columns": {p.name: p.type for p in profiles.values()}}
+              "columns": {p.name: _column(p, draft) for p in profiles.values()}}
     if part:
         times = [p.name for p in profiles.values() if p.type == "timestamp" and p.nulls == 0]
         source.update(partitioning(part, values, times, source_uri))
@@ -189,7 +220,7 @@ def draft_spec(name: str, source_uri: str, *, root: str, label: str | None = Non
         "sources": {name: source}, "primary": name, "key": list(key),
         **({"label": label_spec} if label_spec else {}),
         "exclude": sorted(skip), "features": _features(profiles, skip, draft),
-        "split": {"fractions": {"train": 0.8, "eval": 0.1, "test": 0.1}, "salt": f"{name}-v1"},
+        "split": _split(name, task if label else None, draft),
         "expectations": "expectations.json",
         "shards": {"target_bytes": DEFAULT_SHARD_BYTES, "compression": None},
         "schedule": "none",
@@ -212,8 +243,8 @@ def _key(frame: pd.DataFrame, profiles: dict[str, ColumnProfile], draft: Draft) 
                             f"sample (it decides the split)")
         return key
     cols = tuple(p.name for p in profiles.values() if p.nulls == 0) or tuple(profiles)
-    draft.decide.append(f"key: no combination of up to 3 columns is unique on the sample; the "
-                        f"draft uses {list(cols)} without a uniqueness check")
+    draft.decide.append(f"key: no combination of up to 3 columns is unique on the sample; "
+                        f"{list(cols)} name rows in reports only (the split uses split.by: row)")
     return cols
 
 

@@ -18,6 +18,9 @@ MAX_KEY_COLUMNS = 3
 MAX_KEY_CANDIDATES = 24  # combinations of 3 among these: ~2,000 checks on the sample
 _INT = r"[+-]?\d{1,18}"
 _ISO_DATE = r"\d{4}-\d{2}-\d{2}.*"
+# Common non-ISO date formats, tried in order on text columns (first that parses every value).
+TIME_FORMATS = ("%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%d/%m/%Y", "%m/%d/%Y", "%Y%m%d", "%d.%m.%Y",
+                "%Y-%m-%d %H:%M")
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class ColumnProfile:
     high: float | None = None
     median: float | None = None
     values: tuple[str, ...] = ()  # every value, when there are at most MAX_SET
+    time_format: str | None = None  # a timestamp's format when it is not ISO 8601
 
     @property
     def numeric(self) -> bool:
@@ -58,9 +62,22 @@ def infer_type(values: pd.Series) -> str:
     return "string"
 
 
+def infer_time_format(values: pd.Series) -> str | None:
+    """The first of ``TIME_FORMATS`` every non-null value of a text column parses with."""
+    s = values.dropna().astype(str).str.strip()
+    if s.empty or not s.str.contains(r"\d", regex=True).all():
+        return None
+    for fmt in TIME_FORMATS:
+        if pd.to_datetime(s, errors="coerce", format=fmt).notna().all():
+            return fmt
+    return None
+
+
 def profile_column(name: str, values: pd.Series) -> ColumnProfile:
     """Type, nulls, distinct count, numeric range and (small) value set of one column."""
     kind = infer_type(values)
+    time_format = infer_time_format(values) if kind == "string" else None
+    kind = "timestamp" if time_format else kind
     present = values.dropna().astype(str)
     distinct = int(present.nunique())
     low = high = median = None
@@ -70,7 +87,7 @@ def profile_column(name: str, values: pd.Series) -> ColumnProfile:
     small = tuple(sorted(present.unique())) if kind == "string" and distinct <= MAX_SET else ()
     return ColumnProfile(name=name, type=kind, rows=len(values), nulls=int(values.isna().sum()),
                          distinct=distinct, low=low, high=high, median=median,
-                         values=small)
+                         values=small, time_format=time_format)
 
 
 def find_key(frame: pd.DataFrame, profiles: dict[str, ColumnProfile]) -> tuple[str, ...] | None:

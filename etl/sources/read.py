@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from etl import storage
 from etl.errors import PipelineError
+from etl.sources.times import ISO_OUT, parse_timestamps
 from etl.spec import Source
 
 STRING = pd.StringDtype("pyarrow")  # one string dtype end to end (what Dask normalizes to)
@@ -138,7 +139,12 @@ def as_frame(table: pa.Table) -> pd.DataFrame:
 
 def read_source_table(uri: str, source: Source) -> pa.Table:
     """``read_source_file`` as an Arrow table: many small files are read as tables and
-    concatenated, then turned into one frame (a frame per file costs more than its rows)."""
+    concatenated, then turned into one frame (a frame per file costs more than its rows).
+    Timestamps in a declared format come out as ISO 8601 text (``etl.sources.times``)."""
+    return _normalize_times(_read_table(uri, source), source.time_formats, uri)
+
+
+def _read_table(uri: str, source: Source) -> pa.Table:
     fs, path = storage.get_fs(uri)
     try:
         with fs.open(path, "rb") as f:
@@ -163,3 +169,25 @@ def read_source_table(uri: str, source: Source) -> pa.Table:
     strings = _as_strings(df, uri, source)
     return pa.Table.from_pandas(strings, preserve_index=False).cast(
         pa.schema([(c, pa.string()) for c in strings.columns]))
+
+
+def _normalize_times(table: pa.Table, formats: dict[str, str], uri: str) -> pa.Table:
+    """``table`` with each formatted timestamp column rewritten as ISO 8601 text.
+
+    Raises:
+        SourceReadError: a present value does not parse; names file, row (1-based, data rows)
+            and column.
+    """
+    for col, fmt in formats.items():
+        text = table.column(col).to_pandas()
+        parsed = parse_timestamps(text, fmt)
+        bad = text.notna().to_numpy() & parsed.isna().to_numpy()
+        if bad.any():
+            row = int(bad.argmax())
+            raise SourceReadError(
+                f"{uri}: row {row + 1}, column {col!r}: {text.iloc[row]!r} does not parse as a "
+                f"timestamp in format {fmt!r} ({int(bad.sum())} such value(s))")
+        iso = parsed.dt.strftime(ISO_OUT).where(parsed.notna(), None)
+        table = table.set_column(table.schema.get_field_index(col), col,
+                                 pa.array(iso.astype(object), type=pa.string()))
+    return table

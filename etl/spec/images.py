@@ -21,10 +21,10 @@ from etl.spec.load import (
     check_folder_name,
     check_settings,
     parse_shards,
-    parse_split,
     spec_path,
 )
 from etl.spec.model import DEFAULT_MIN_TRAIN_SHARDS, DEFAULT_SHARD_BYTES, Split
+from etl.spec.splits import parse_split
 
 KIND = "images"
 LAYOUTS = ("folders", "index")

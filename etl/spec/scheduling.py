@@ -29,8 +29,13 @@ TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
     "steps_per_epoch": (int, 1, None), "shuffle_buffer": (int, 0, None), "seed": (int, 0, None),
     "learning_rate": (float, 0, None), "dropout": (float, 0, 1), "min_margin": (float, 0, 0.5),
     "hidden_units": (list, 1, None), "one_hot_max_vocab": (int, 1, None),
-    "embedding_max_dim": (int, 1, None),
+    "embedding_max_dim": (int, 1, None), "step_budget": (int, 1, None),
+    "min_eval_examples": (int, 1, None), "class_weights": (str, None, None),
+    "lr_schedule": (str, None, None),
 }
+# Settings that take one of a few words (training.config: CLASS_WEIGHTS, LR_SCHEDULES).
+TRAINING_CHOICES = {"class_weights": ("auto", "balanced", "none"),
+                    "lr_schedule": ("cosine", "constant")}
 _CRON_FIELD = r"[0-9A-Za-z*?LW#/,-]+"
 _CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|once)"
                    rf"|{_CRON_FIELD}(\s+{_CRON_FIELD}){{4}})$")
@@ -148,6 +153,12 @@ def _training(d: Any, where: str) -> dict[str, Any]:
             raise SpecSettingsError(f"{where}.{key}: unknown training setting; expected one "
                                     f"of {sorted(TRAINING_KEYS)}")
         kind, low, high = TRAINING_KEYS[key]
+        if kind is str:
+            if value not in TRAINING_CHOICES[key]:
+                raise SpecSettingsError(f"{where}.{key}: expected one of "
+                                        f"{list(TRAINING_CHOICES[key])}, got {value!r}")
+            out[key] = value
+            continue
         items = value if kind is list and isinstance(value, list) and value else [value]
         if not all(_in_bounds(item, kind, low, high) for item in items) or (
                 key == "learning_rate" and value == 0):

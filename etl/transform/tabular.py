@@ -1,10 +1,10 @@
-"""Transform: parse validated strings, derive features and the label, split by key hash.
+"""Transform: parse validated strings, derive features and the label, split by identity hash.
 
-The split is a pure function of the key's text and the spec's salt (FNV-1a + splitmix64 in
-numpy, not Python's ``hash()``), so a row lands in the same split on every run and machine.
-Statistics (moments of numeric features, vocabularies of categoricals, label counts) come from
-the *train* split only, as mergeable partials per segment; they also fill the ``fill: mean``
-nulls.
+The split is a pure function of each row's identity (key, content or group), its label when
+stratified, and the spec's salt (``etl.transform.split``), so a row lands in the same split on
+every run and machine, built day by day or at once. Statistics (moments of numeric features,
+vocabularies of categoricals, label counts) come from the *train* split only, as mergeable
+partials per segment; they also fill the ``fill: mean`` nulls.
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ import pyarrow.compute as pc
 from etl.spec import Feature, Spec
 from etl.transform import stats as stats_mod
 from etl.transform.labels import task_of
-from etl.transform.split import HASH_COL, SPLIT_COL, assign_split, key_hash
+from etl.transform.split import (
+    HASH_COL,
+    SPLIT_COL,
+    assign_split,
+    key_hash,
+    row_hash,
+    stratified_positions,
+)
 
 _DEFAULT_FILL = {"numeric": 0.0, "categorical": ""}
 
@@ -57,6 +64,9 @@ def _derive(feat: Feature, typed: pd.DataFrame) -> pd.Series:
         return np.floor(cols[0] / 100.0)
     if feat.derive == "hour_of_day":
         return cols[0].dt.hour.astype("float64")
+    if feat.derive in ("year", "day_of_year"):
+        return getattr(cols[0].dt, "dayofyear" if feat.derive == "day_of_year" else "year"
+                       ).astype("float64")
     if feat.derive == "subtract":
         return cols[0] - cols[1]
     if feat.derive == "day_of_week":
@@ -88,13 +98,40 @@ def prepare_partition(df: pd.DataFrame, spec: Spec, carry: str | None = None) ->
         out[feat.name] = values
     out[spec.label.name] = task_of(spec.label).encode(spec.label, typed[spec.label.source],
                                                       types[spec.label.source])
-    hashes = key_hash(raw, spec.key, spec.split.salt)
-    out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions),
+    hashes, positions = split_identity(raw, spec, out[spec.label.name])
+    out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions, positions),
                                index=typed.index).astype("str")
     out[HASH_COL] = hashes
     if carry is not None:
         out[carry] = df[carry].to_numpy()[keep]
     return pd.DataFrame(out, index=typed.index).reset_index(drop=True)
+
+
+def split_identity(raw: pd.DataFrame, spec: Spec,
+                   labels: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
+    """(identity hash, stratified position or None) of each row, per ``spec.split``."""
+    split = spec.split
+    if split.group_by:
+        return key_hash(raw, split.group_by, split.salt), None
+    units = _split_units(raw, spec) if split.by == "row" or split.stratify else None
+    if split.by == "row":
+        hashes = row_hash(raw, tuple(spec.primary_source.columns), split.salt, units)
+    else:
+        hashes = key_hash(raw, spec.key, split.salt)
+    if not split.stratify:
+        return hashes, None
+    return hashes, stratified_positions(hashes, labels, units, split.salt)
+
+
+def _split_units(raw: pd.DataFrame, spec: Spec) -> np.ndarray:
+    """Each row's unit of the split (``etl.transform.split``): its event-time period for a
+    partitioned source, else one unit for the whole source."""
+    source = spec.primary_source
+    if source.partitioning is None or source.event_time is None:
+        return np.zeros(len(raw), dtype=np.int64)
+    freq = "h" if source.partitioning.granularity == "hour" else "D"
+    times = pd.to_datetime(raw[source.event_time], utc=True, errors="coerce", format="ISO8601")
+    return times.dt.floor(freq).astype("int64").to_numpy()
 
 
 def _null_count(part: pd.DataFrame, column: str) -> int:

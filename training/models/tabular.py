@@ -114,7 +114,7 @@ def compile_model(
     """Adam + the task's loss and metrics; None = binary cross-entropy with AUC and accuracy
     (AUC since the binary label is imbalanced)."""
     model.compile(
-        optimizer=keras.optimizers.Adam(config.learning_rate),
+        optimizer=keras.optimizers.Adam(_learning_rate(config)),
         loss=loss or keras.losses.BinaryCrossentropy(),
         metrics=metrics if metrics is not None else [
             keras.metrics.AUC(name="auc"), keras.metrics.BinaryAccuracy(name="accuracy")],
@@ -195,3 +195,11 @@ def _encode(name: str, size: int, ids: Any, config: ModelConfig) -> Any:
         return keras.layers.CategoryEncoding(size, output_mode="one_hot", name=f"onehot_{name}")(ids)
     dim = embedding_dim(size, config.embedding_max_dim)
     return keras.layers.Embedding(size, dim, name=f"embed_{name}")(ids)
+
+
+def _learning_rate(config: ModelConfig) -> Any:
+    """Cosine decay to a tenth over the run's step budget: large steps early, fine ones late."""
+    if config.lr_schedule == "constant" or not config.decay_steps:
+        return config.learning_rate
+    return keras.optimizers.schedules.CosineDecay(config.learning_rate, config.decay_steps,
+                                                  alpha=0.1)

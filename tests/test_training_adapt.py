@@ -1,0 +1,49 @@
+"""``training.adapt``: settings chosen from the train size, never over what a caller set."""
+
+from __future__ import annotations
+
+from training.adapt import class_weight, plan, spec_overrides
+from training.config import InputConfig, TrainConfig
+
+
+def _manifest(train: int, counts: dict[str, int] | None = None, training: dict | None = None,
+              task: str = "binary") -> dict:
+    schema = {"label": {"task": task}, **({"training": training} if training else {})}
+    return {"splits": {"train": {"num_examples": train}}, "schema": schema,
+            "statistics": {"label_counts": counts or {}}}
+
+
+def test_flights_keeps_its_settings_and_a_small_table_gets_steps() -> None:
+    big, lines = plan(TrainConfig(), _manifest(262_000))
+    assert (big.input.batch_size, big.steps_per_epoch) == (1024, 256)  # flights' batches
+    assert (big.step_budget, big.epochs, big.patience) == (4000, 16, 3)  # 15.6 passes at most
+    assert big.model.decay_steps == 4000 and any("cosine" in line for line in lines)
+    small, _ = plan(TrainConfig(), _manifest(274))
+    assert small.input.batch_size == 16 and small.step_budget == 1800  # 100 passes of 18
+    assert small.epochs == 50 and small.steps_per_epoch == 36 and small.patience == 10
+    assert small.model.learning_rate == 1e-3 * (16 / 1024) ** 0.5  # flights keeps 1e-3
+    assert big.model.learning_rate == 1e-3
+
+
+def test_what_a_caller_set_is_kept() -> None:
+    config = TrainConfig(input=InputConfig(batch_size=64), epochs=3, patience=5)
+    got, _ = plan(config, _manifest(274))
+    assert got.input.batch_size == 64 and got.patience == 5
+    assert got.step_budget == 3 * 5  # three passes of five steps: the epochs asked for
+
+
+def test_the_specs_training_section_applies_under_the_callers_flags() -> None:
+    m = _manifest(274, training={"batch_size": 32, "step_budget": 500, "patience": 3})
+    got = spec_overrides(TrainConfig(patience=7), m)
+    assert got.input.batch_size == 32 and got.step_budget == 500
+    assert got.patience == 7  # the flag wins over the spec
+
+
+def test_class_weights_only_when_asked_or_imbalanced() -> None:
+    counts = {"0": 700, "1": 20, "2": 300}
+    m = _manifest(1020, counts, task="multiclass")
+    assert class_weight(TrainConfig(), m)[0] is None  # off by default
+    weights, why = class_weight(TrainConfig(class_weights="auto"), m)
+    assert weights is not None and weights[1] > weights[2] > weights[0] and "35.0" in why
+    even = _manifest(1000, {"0": 500, "1": 500}, task="multiclass")
+    assert class_weight(TrainConfig(class_weights="auto"), even)[0] is None

@@ -1,0 +1,58 @@
+"""``training.intervals``: bootstrap intervals that cover the point, narrow with more rows, and
+a gate that refuses a lead whose interval reaches zero."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.evaluate import ModelQualityError, check_margins
+from training.intervals import _auc, intervals, scorer, wilson
+
+
+def _binary(n: int, right: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    hit = rng.random(n) < right
+    p = np.where(hit, y, 1 - y) * 0.8 + 0.1
+    return y.astype(float), p[:, None]
+
+
+def test_intervals_cover_the_point_and_narrow_with_more_rows() -> None:
+    score = scorer("binary", 2, lambda v: v)
+    widths = []
+    for n in (40, 4000):
+        y, out = _binary(n, 0.8)
+        base = np.full((n, 1), 0.4)
+        ci = intervals(score, y, out, base, {"accuracy": True, "auc": True})
+        lo, hi = ci["metrics"]["accuracy"]
+        assert lo <= score(y, out)["accuracy"] <= hi
+        widths.append(hi - lo)
+    assert widths[1] < widths[0] / 5
+
+
+def test_a_perfect_score_still_has_an_interval() -> None:
+    lo, hi = wilson(1.0, 35)
+    assert hi == 1.0 and 0.88 < lo < 0.92  # 35 of 35 right does not prove 100%
+
+
+def test_rank_auc_matches_the_definition() -> None:
+    y = np.array([0, 0, 1, 1, 1])
+    p = np.array([0.1, 0.5, 0.5, 0.7, 0.9])
+    assert _auc(y, p) == pytest.approx((3 + 2.5) / 6)  # positive-over-negative pairs, ties half
+    assert _auc(y, np.full(5, 0.3)) == 0.5
+
+
+def test_the_gate_refuses_a_lead_that_may_be_noise() -> None:
+    score = scorer("multiclass", 3, lambda v: v)
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 0])
+    out = np.eye(3)[[0, 1, 2, 1, 2, 1, 0, 0]]  # 5 of 8 right, one the majority gets
+    base = np.eye(3)[[0] * 8]  # majority: 4 of 8
+    test = {**score(y, out), "intervals": intervals(score, y, out, base,
+                                                    {"accuracy": True, "macro_f1": True})}
+    rules = {"accuracy": "higher", "macro_f1": "higher"}
+    base_metrics = {**score(y, base), "examples": 8}
+    with pytest.raises(ModelQualityError, match="macro_f1 .*reaches below zero"):
+        check_margins(test, base_metrics, rules, 0.01, "majority-class")
+    check_margins({k: v for k, v in test.items() if k != "intervals"}, base_metrics, rules,
+                  0.01, "majority-class")  # the point estimates alone would pass

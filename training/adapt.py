@@ -1,0 +1,115 @@
+"""Training settings chosen from the data: a step budget, batch size, eval period, patience,
+learning rate (square-root scaled with the batch) and its decay, and class weights.
+
+Fixed defaults fit flights (262 k rows) and starve a 250-row table (one step per epoch). A
+setting left at its default is chosen here from the train size; one the caller (CLI flag, spec
+``training:`` section, DAG Param) changed is kept. Each choice is logged once, with why.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import replace
+from typing import Any
+
+from training.config import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_EPOCHS,
+    DEFAULT_LEARNING_RATE,
+    DEFAULT_PATIENCE,
+    TrainConfig,
+)
+
+log = logging.getLogger(__name__)
+
+MIN_BATCH, STEPS_PER_PASS = 16, 16  # a pass over the train split: at least this many steps
+MIN_STEP_BUDGET = 4000  # steps a table gets even when 10 passes are fewer ...
+MAX_PASSES = 100  # ... unless that is more than 100 passes over it (a 124-row table)
+MAX_EVALUATIONS = 50  # eval passes per run (each costs a pass over eval and a backup)
+IMBALANCE = 5.0  # largest / smallest train class at which auto class weights turn on
+
+
+def _pow2_floor(x: float) -> int:
+    return 2 ** math.floor(math.log2(max(x, 1.0)))
+
+
+def spec_overrides(config: TrainConfig, manifest: dict[str, Any]) -> TrainConfig:
+    """The spec's ``training:`` settings (carried in ``schema.training``) where ``config``
+    still holds the defaults; a CLI flag or DAG Param that changed a value wins."""
+    wanted = (manifest.get("schema") or {}).get("training") or {}
+    base, current = TrainConfig(), {}
+    for key, value in wanted.items():
+        mine, default = _lookup(config, key), _lookup(base, key)
+        if mine == default:
+            current[key] = tuple(value) if isinstance(value, list) else value
+    return config.with_overrides(**current) if current else config
+
+
+def _lookup(config: TrainConfig, key: str) -> Any:
+    for part in (config, config.input, config.model):
+        if hasattr(part, key) and key not in ("input", "model"):
+            return getattr(part, key)
+    return None
+
+
+def plan(config: TrainConfig, manifest: dict[str, Any]) -> tuple[TrainConfig, list[str]]:
+    """``config`` with the data-dependent settings filled in, and one line per choice."""
+    n = int(manifest["splits"]["train"]["num_examples"])
+    lines, batch = [], config.input.batch_size
+    if batch == DEFAULT_BATCH_SIZE:
+        batch = max(MIN_BATCH, min(DEFAULT_BATCH_SIZE, _pow2_floor(n / STEPS_PER_PASS)))
+        lines.append(f"batch_size {batch}: {n:,} train examples, >= {STEPS_PER_PASS} steps a pass")
+    per_pass = max(1, math.ceil(n / batch))
+    budget, why = _budget(config, per_pass)
+    lines.append(f"step_budget {budget:,}: {why}")
+    period = config.steps_per_epoch or max(per_pass, math.ceil(budget / MAX_EVALUATIONS))
+    epochs = max(1, math.ceil(budget / period))
+    lines.append(f"eval every {period:,} steps ({period / per_pass:.1f} passes), "
+                 f"{epochs} evaluations at most")
+    patience = config.patience
+    if patience == DEFAULT_PATIENCE:
+        patience = max(DEFAULT_PATIENCE, epochs // 5)
+        lines.append(f"patience {patience}: a fifth of the evaluations, at least {DEFAULT_PATIENCE}")
+    lr = config.model.learning_rate
+    chosen = config.input.batch_size == DEFAULT_BATCH_SIZE  # the batch is ours to scale for
+    if chosen and lr == DEFAULT_LEARNING_RATE and batch < DEFAULT_BATCH_SIZE:  # sqrt rule
+        lr = DEFAULT_LEARNING_RATE * math.sqrt(batch / DEFAULT_BATCH_SIZE)
+    model = replace(config.model, decay_steps=budget, learning_rate=lr)
+    lines.append(f"learning rate {lr:.3g}"
+                 + (f" (sqrt(batch / {DEFAULT_BATCH_SIZE}) x {DEFAULT_LEARNING_RATE:g})"
+                    if lr != config.model.learning_rate else "") + f", {config.model.lr_schedule}"
+                 + (f" decay to a tenth over {budget:,} steps"
+                    if config.model.lr_schedule == "cosine" else ""))
+    planned = replace(config, input=replace(config.input, batch_size=batch), model=model,
+                      steps_per_epoch=period, epochs=epochs, patience=patience,
+                      step_budget=budget)
+    return planned, lines + ["(override any of these in the spec's training: section)"]
+
+
+def _budget(config: TrainConfig, per_pass: int) -> tuple[int, str]:
+    if config.step_budget:
+        return config.step_budget, "set"
+    if config.epochs != DEFAULT_EPOCHS:
+        return config.epochs * (config.steps_per_epoch or per_pass), f"{config.epochs} epochs set"
+    budget = max(DEFAULT_EPOCHS * per_pass, min(MIN_STEP_BUDGET, MAX_PASSES * per_pass))
+    return budget, (f"{budget / per_pass:.0f} passes of {per_pass:,} steps: at least "
+                    f"{DEFAULT_EPOCHS} passes, else {MIN_STEP_BUDGET:,} steps up to "
+                    f"{MAX_PASSES} passes")
+
+
+def class_weight(config: TrainConfig, manifest: dict[str, Any]) -> tuple[dict[int, float] | None, str]:
+    """Keras ``class_weight`` (inverse train frequency, mean 1) or None, and why."""
+    label = manifest["schema"]["label"]
+    counts = {int(k): int(v) for k, v in
+              (manifest["statistics"].get("label_counts") or {}).items() if int(v) > 0}
+    if label.get("task", "binary") == "regression" or len(counts) < 2 \
+            or config.class_weights == "none":
+        return None, "class weights: none"
+    ratio = max(counts.values()) / min(counts.values())
+    if config.class_weights == "auto" and ratio < IMBALANCE:
+        return None, f"class weights: none (largest/smallest train class {ratio:.1f} < {IMBALANCE:g})"
+    total, k = sum(counts.values()), len(counts)
+    weights = {c: total / (k * v) for c, v in counts.items()}
+    return weights, (f"class weights: balanced (largest/smallest train class {ratio:.1f}); "
+                     + ", ".join(f"{c}: {w:.2f}" for c, w in sorted(weights.items())))
