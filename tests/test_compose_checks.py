@@ -80,3 +80,23 @@ def test_bucket_check_accepts_one_complete_version_and_refuses_a_stray_one() -> 
         bucket.create_if_absent("p/datasets/d/v2/d-train.tfrecord-00000-of-00001", shard)
         with pytest.raises(SystemExit, match="expected one version v1"):
             bucket.check_one_version("p/datasets/d", "v1")
+
+
+@pytest.mark.integration
+def test_bucket_check_follows_a_version_into_its_segments_and_refuses_an_unfinished_one(
+        ) -> None:
+    shard = b"".join(frame(b"x") for _ in range(2))
+    manifest = {"splits": {"train": {"shards": [
+        {"file": "d-train.tfrecord-00000-of-00001", "records": 2, "bytes": len(shard),
+         "segment": "s1"}]}}, "validation": {"evaluated_rows": 2, "quarantined_rows": 0}}
+    with GcsEmulator(buckets=("b",)) as emu:
+        bucket = stack.Bucket(emu.endpoint, "b")
+        for name, data in (("p/datasets/d/segments/s1/d-train.tfrecord-00000-of-00001", shard),
+                           ("p/datasets/d/segments/s1/segment.json", b"{}"),
+                           ("p/datasets/d/v1/manifest.json", json.dumps(manifest).encode())):
+            assert bucket.create_if_absent(name, data) == 200
+        assert bucket.check_one_version("p/datasets/d", "v1") == {"shards": 1, "records": 2}
+        bucket.create_if_absent("p/datasets/d/segments/s2/d-train.tfrecord-00000-of-00001",
+                                shard)  # a killed build's segment: shards, no segment.json
+        with pytest.raises(SystemExit, match=r"unfinished segments: \['s2'\]"):
+            bucket.check_one_version("p/datasets/d", "v1")

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prefix", required=True)
     p.add_argument("--dataset", default="wine")
     p.add_argument("--interval-end", default="2026-01-01T00:00:00+00:00")
-    p.add_argument("--kill-during", default="transform_and_write")
+    p.add_argument("--kill-during", default="build")
     ns = parser.parse_args(argv)
     if ns.command == "context":
         check_context(ns.src, ns.image)

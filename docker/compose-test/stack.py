@@ -192,24 +192,29 @@ class Bucket:
             return err.code
 
     def check_one_version(self, dataset_prefix: str, version: str) -> dict[str, int]:
-        """Exactly `version` under the dataset, complete: manifest, every shard, their counts."""
+        """Exactly `version` under the dataset, complete: manifest, every shard of every
+        segment it lists (and no other segment), their counts, no leftovers of a writer."""
         objects = self.list(f"{dataset_prefix}/")
         dirs = {n[len(dataset_prefix) + 1:].split("/")[0] for n in objects
                 if "/" in n[len(dataset_prefix) + 1:]}
-        if dirs != {version}:
+        if dirs - {"segments"} != {version}:
             raise SystemExit(f"expected one version {version} under {dataset_prefix}, found {dirs}")
         vdir = f"{dataset_prefix}/{version}/"
         manifest = json.loads(self.read(f"{vdir}manifest.json"))
-        listed = {s["file"]: s for split in manifest["splits"].values() for s in split["shards"]}
-        stored = {n[len(vdir):]: size for n, size in objects.items()
-                  if n.startswith(vdir) and ".tfrecord" in n}
+        listed = {(f"segments/{s['segment']}/" if s.get("segment") else f"{version}/")
+                  + s["file"]: s for split in manifest["splits"].values() for s in split["shards"]}
+        base = f"{dataset_prefix}/"
+        stored = {n[len(base):]: size for n, size in objects.items() if ".tfrecord" in n}
+        unfinished = {n.rsplit("/", 2)[-2] for n in objects if n.startswith(f"{base}segments/")
+                      } - {n.rsplit("/", 2)[-2] for n in objects if n.endswith("/segment.json")}
         leftovers = [n for n in objects if ".tmp-" in n or n.endswith("/_WRITER")]
-        if set(stored) != set(listed) or leftovers:
-            raise SystemExit(f"shards stored {sorted(stored)} != manifest {sorted(listed)}, "
-                             f"or leftovers of a killed writer: {leftovers}")
+        if set(stored) != set(listed) or leftovers or unfinished:
+            raise SystemExit(f"shards stored {sorted(stored)} != manifest {sorted(listed)}, or "
+                             f"leftovers of a killed writer: {leftovers}, unfinished segments: "
+                             f"{sorted(unfinished)}")
         records = 0
         for name, shard in listed.items():
-            n = tfrecord_count(self.read(vdir + name))
+            n = tfrecord_count(self.read(base + name))
             if n != shard["records"] or stored[name] != shard["bytes"]:
                 raise SystemExit(f"{name}: {n} records / {stored[name]} bytes stored, manifest "
                                  f"says {shard['records']} / {shard['bytes']}")
