@@ -131,6 +131,10 @@ def _num(value: Any, fmt: str = ",.0f") -> str:
     return "n/a" if value is None else format(value, fmt)
 
 
+def _secs(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f} s"
+
+
 def _scale_rows(r: dict[str, Any]) -> list[str]:
     lines = []
     for scale, run in sorted(r.get("etl_scaling", {}).items(), key=lambda kv: int(kv[0][:-1])):
@@ -162,7 +166,7 @@ def _peer_rows(r: dict[str, Any]) -> list[str]:
 def _task_rows(r: dict[str, Any]) -> list[str]:
     tasks = r.get("etl_tasks", {}).get("per_task", {})
     return [f"| task {name}: wall, own step, overhead | {_num(t.get('wall_s'), '.2f')} s, "
-            f"{_num(t.get('step_s'), '.2f')} s, {_num(t.get('overhead_s'), '.2f')} s | "
+            f"{_secs(t.get('step_s'))}, {_num(t.get('overhead_s'), '.2f')} s | "
             + (f"GX import {_num(t['gx_import_s'], '.2f')} s, counted in the overhead |"
                if "gx_import_s" in t else "|")
             + " |" for name, t in tasks.items()]

@@ -1,9 +1,9 @@
 """Issue 25's figures: what building versions from segments costs on data shaped unlike
 flights, per night, and on a bucket. ``make bench`` calls ``figures``; run alone,
-``python -m bench.segments`` takes them on today's code (``--baseline``: the one-shot run's
-CPU-s before it is removed, into ``bench/baseline-oneshot.json``).
+``python -m bench.segments`` takes them on today's code, with the 1x ETL run and its floor
+that the flights ratio needs, into ``bench/results.json`` with their targets judged.
 
-Every run is ``python -m etl run`` with the spec's own chain (no --one-shot/--incremental):
+Every run is ``python -m etl run``, the one chain (``etl build`` then ``etl publish``):
 
 - ``tiny_partitions_bulk_ratio``: CPU-s (process tree) of the bulk build of ``tiny_days``
   (1,461 one-row daily CSVs) over ``tiny_onefile`` (the same rows as one CSV), same root.
