@@ -143,16 +143,20 @@ def _dags(results: dict[str, Any]) -> None:
 
 
 def _start(out: Path, quick: bool, parts: tuple[str, ...]) -> dict[str, Any]:
-    """A fresh result, or with only some ``parts`` the one in ``out`` if it was taken on this
-    commit (the other parts' figures are kept, each part says when it was measured)."""
+    """A fresh result, or with only some ``parts`` the one in ``out`` if it was taken on the
+    same ETL code (``etl/`` at its last change; the other parts' figures are kept, each part
+    says when it was measured)."""
     from bench.segments import commit
 
-    fresh = {"machine": measure.machine(), "commit": commit(), "etl_scaling": {},
-             "etl_peak_rss_mb": {}, "peers": {}, "quick": quick, "measured": {}}
+    fresh = {"machine": measure.machine(), "commit": commit(), "etl_code_commit": commit("etl"),
+             "etl_scaling": {}, "etl_peak_rss_mb": {}, "peers": {}, "quick": quick,
+             "measured": {}}
     if set(parts) != set(PARTS) and out.exists():
         kept = json.loads(out.read_text())
-        if kept.get("commit") == fresh["commit"] and kept.get("quick") == quick:
-            return {**fresh, **kept, "machine": fresh["machine"]}
+        code = kept.get("etl_code_commit") or (kept.get("commit") and
+                                               commit("etl", at=kept["commit"]))
+        if code == fresh["etl_code_commit"] and kept.get("quick") == quick:
+            return {**fresh, **kept, "machine": fresh["machine"], "etl_code_commit": code}
     return fresh
 
 
@@ -161,12 +165,13 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
     """The figures of ``parts``; the peers run on the data of ``peer_scale`` (default: the
     largest)."""
-    from bench.segments import figures
+    from bench.segments import commit, figures
 
     peer_scale = peer_scale or scales[-1]
     if peer_scale not in scales:
         raise ValueError(f"--peer-scale {peer_scale}: not one of the scales run {scales}")
     results = _start(out, quick, parts)
+    head = commit()
     results.update(complete=False, peers_scale=f"{peer_scale}x")
     one_x = None
     steps = {
@@ -178,7 +183,8 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         "input": lambda: _input(results, work, one_x),
         "dags": lambda: _dags(results)}
     for part in (p for p in PARTS if p in parts):
-        began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg()}
+        began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),
+                 "commit": head}
         value = steps[part]()
         one_x = value if part == "scaling" else one_x
         results["measured"][part] = {"began": began, "ended": {

@@ -163,10 +163,11 @@ def figures(work: Path, quick: bool, results: dict[str, Any],
     save()
 
 
-def commit(*paths: str) -> str:
-    """The checkout's commit, or with ``paths`` the last commit that changed them."""
-    cmd = ["git", "log", "-1", "--format=%H", "--", *paths] if paths else \
-        ["git", "rev-parse", "HEAD"]
+def commit(*paths: str, at: str = "HEAD") -> str:
+    """The checkout's commit, or with ``paths`` the last commit up to ``at`` that changed
+    them."""
+    cmd = ["git", "log", "-1", "--format=%H", at, "--", *paths] if paths else \
+        ["git", "rev-parse", at]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=measure.REPO,
                           check=False).stdout.strip()
 
