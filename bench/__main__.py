@@ -213,7 +213,7 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="default: bench/results.json")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"which figures to take ({','.join(PARTS)}); with fewer than all, "
-                             "the others are kept from --out if it was taken on this commit")
+                             "the others are kept from --out if taken on the same ETL code")
     parser.add_argument("--no-performance-md", action="store_true",
                         help="do not rewrite the table in PERFORMANCE.md")
     args = parser.parse_args()
