@@ -122,6 +122,8 @@ def _scaling(results: dict[str, Any], work: Path, scales: list[int], out: Path,
 
 
 def _input(results: dict[str, Any], work: Path, one_x: dict[str, Any] | None) -> None:
+    """The input pipeline on the 1x version: this run's, else the kept 1x run's."""
+    one_x = one_x or results["etl_scaling"].get("1x", {}).get("etl")
     if one_x is None:
         raise ValueError("the input part reads the 1x version: run it with the scaling part")
     log.info("input pipeline on the 1x version")

@@ -45,7 +45,7 @@ def task_overheads(root: str, interval_end: str, interval_start: str | None,
     stdout, build = _step(["build", "--dataset", dataset, "--root", root,
                            "--run-id", "bench-tasks", *window])
     draft = stdout.strip().splitlines()[-1]
-    stdout, publish = _step(["publish", "--dataset", dataset, "--written-uri", draft])
+    stdout, publish = _step(["publish", "--written-uri", draft])
     timings = last_json(stdout).get("timings", {})
     own = sum(timings.get(key, 0.0) for key in SEGMENT_WORK)
     gx = gx_import_s()
