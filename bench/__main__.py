@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ log = logging.getLogger("bench")
 DAY_START, DAY_END = "2013-01-01T00:00:00Z", "2013-01-02T00:00:00Z"
 DAY = (DAY_START[:10], DAY_END[:10])
 QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instead of the year
+
+
+PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "references")
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -45,58 +49,39 @@ def _save(results: dict[str, Any], out: Path) -> None:
 
 def _scale(results: dict[str, Any], work: Path, scale: int,
            days: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
-    """ETL CLI run and the floor on the same freshly landed data at ``scale``x."""
+    """``etl run`` (the chain) and the floor on the same freshly landed data at ``scale``x."""
     key = f"{scale}x"
-    log.info("ETL at %s: landing, CLI run, floor", key)
-    root = _fresh_root(work, key, scale, days)
-    etl = measure.etl_cli(root, **_interval(days), steps=measure.ONE_SHOT)
-    floor = measure.floor(root, str(work / f"floor-{key}"), **_interval(days))
-    shutil.rmtree(work / f"floor-{key}", ignore_errors=True)
-    results["etl_scaling"][key] = {"etl": etl, "floor": floor,
-                                   "etl_over_floor": etl["rows_per_s"] / floor["rows_per_s"]}
-    results["etl_peak_rss_mb"][key] = etl["peak_rss_mb"]
-    return root, etl
+    log.info("ETL at %s: landing, etl run, floor", key)
+    root, run = measure.etl_vs_floor(work, scale, days, _interval(days))
+    results["etl_scaling"][key] = run
+    results["etl_peak_rss_mb"][key] = run["etl"]["peak_rss_mb"]
+    return root, run["etl"]
 
 
 def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
-    log.info("fixed overhead: CLI run and each step as a task, one-day window")
-    fixed = measure.etl_cli(_fresh_root(work, "day-cli", days=DAY), DAY_END, DAY_START,
-                            steps=measure.ONE_SHOT)
+    log.info("fixed overhead: etl run, then build and publish as tasks, one-day window")
+    fixed = measure.etl_cli(_fresh_root(work, "day-cli", days=DAY), DAY_END, DAY_START)
     results["etl_fixed_run"] = fixed
     results["etl_fixed_overhead_s"] = fixed["fixed_overhead_s"]
     tasks = overhead.task_overheads(_fresh_root(work, "day-tasks", days=DAY), DAY_END,
-                                    DAY_START, fixed["timings"])
-    segment_tasks = overhead.segment_task_overheads(
-        _fresh_root(work, "day-segment-tasks", days=DAY), DAY_END, DAY_START)
-    tasks["per_task"].update(segment_tasks["per_task"])
-    tasks["max_overhead_s"] = max(tasks["max_overhead_s"], segment_tasks["max_overhead_s"])
+                                    DAY_START)
     results["etl_tasks"] = tasks
     results["etl_task_fixed_overhead_s"] = tasks["max_overhead_s"]
-    for name in ("day-cli", "day-tasks", "day-segment-tasks"):
+    for name in ("day-cli", "day-tasks"):
         shutil.rmtree(work / name, ignore_errors=True)
 
 
-def _incremental(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
+def _nightly(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
     from datetime import date
 
-    from bench.incremental import incremental
+    from bench.incremental import nightly
 
     first, last = (date.fromisoformat(d) for d in (days or ("2013-01-01", "2014-01-01")))
-    inc = incremental(lambda name, days=None: _fresh_root(work, name, days=days), first, last,
-                      results["etl_scaling"]["1x"]["etl"])
-    results["incremental"] = inc
-    for key in ("incremental_cpu_ratio", "incremental_bulk_ratio"):
-        results[key] = inc[key]
-    for name in ("inc-bulk", "inc-night-n", "inc-night-1"):
+    results["incremental"] = nightly(lambda name, days=None: _fresh_root(work, name, days=days),
+                                     first, last)
+    results["incremental_cpu_ratio"] = results["incremental"]["incremental_cpu_ratio"]
+    for name in ("inc-night-n", "inc-night-1"):
         shutil.rmtree(work / name, ignore_errors=True)
-
-
-def _segments(results: dict[str, Any], work: Path, quick: bool, out: Path) -> None:
-    """Issue 25's figures (bench/segments.py); the flights ratio reuses this run's bulk build
-    and 1x floor."""
-    from bench.segments import figures
-
-    figures(work, quick, results, lambda: _save(results, out))
 
 
 def _peers(results: dict[str, Any], work: Path, root: str, names: list[str],
@@ -112,16 +97,10 @@ def _peers(results: dict[str, Any], work: Path, root: str, names: list[str],
     results["peers"] = run_peers(names, raw, files, work, os.cpu_count() or 1, text, timeout_s)
 
 
-def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
-        peer_timeout_s: float = 3600, peer_scale: int | None = None) -> dict[str, Any]:
-    """Every figure; the peers run on the data of ``peer_scale`` (default: the largest)."""
-    peer_scale = peer_scale or scales[-1]
-    if peer_scale not in scales:
-        raise ValueError(f"--peer-scale {peer_scale}: not one of the scales run {scales}")
-    results: dict[str, Any] = {"machine": measure.machine(), "etl_scaling": {},
-                               "etl_peak_rss_mb": {}, "peers": {}, "quick": quick,
-                               "complete": False, "peers_scale": f"{peer_scale}x"}
-    days = QUICK_DAYS if quick else None
+def _scaling(results: dict[str, Any], work: Path, scales: list[int], out: Path,
+             peers: list[str], peer_timeout_s: float, peer_scale: int) -> dict[str, Any]:
+    """Each scale's ETL run and floor, the CSV read at 1x, the peers; returns the 1x run."""
+    days = QUICK_DAYS if results["quick"] else None
     one_x_root, one_x = _scale(results, work, 1, days)
     results.update(measure.csv_read(one_x_root))
     _save(results, out)
@@ -132,39 +111,91 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
                 shutil.rmtree(Path(root.removeprefix("file://")), ignore_errors=True)
             root, _ = _scale(results, work, scale, days)
             _save(results, out)
-        if scale == peer_scale:
+        if scale == peer_scale and peers:
             _peers(results, work, root, peers, peer_timeout_s)
             _save(results, out)
     largest = results["etl_scaling"][f"{scales[-1]}x"]
     results["etl_scale"] = f"{scales[-1]}x"
     results["etl_rows_per_s"] = largest["etl"]["rows_per_s"]
     results["etl_floor_rows_per_s"] = largest["floor"]["rows_per_s"]
-    _save(results, out)
-    _fixed_overhead(results, work)
-    _save(results, out)
-    _incremental(results, work, days)
-    _save(results, out)
-    _segments(results, work, quick, out)
-    _save(results, out)
+    return one_x
+
+
+def _input(results: dict[str, Any], work: Path, one_x: dict[str, Any] | None) -> None:
+    """The input pipeline on the 1x version: this run's, else the kept 1x run's."""
+    one_x = one_x or results["etl_scaling"].get("1x", {}).get("etl")
+    if one_x is None:
+        raise ValueError("the input part reads the 1x version: run it with the scaling part")
     log.info("input pipeline on the 1x version")
-    bench_input = measure.input_pipeline(one_x["version_uri"], quick)
+    bench_input = measure.input_pipeline(one_x["version_uri"], results["quick"])
     results["input"] = bench_input
     for key in ("input_examples_per_s", "input_parse_ceiling_examples_per_s",
                 "input_ceiling_examples_per_s", "input_naive_examples_per_s", "stall_ratio"):
         results[key] = bench_input[key]
     log.info("stall ratio per core count")
     results["stall_ratio_by_cores"] = measure.stall_by_cores(one_x["version_uri"], bench_input,
-                                                             quick, work)
-    _save(results, out)
-    log.info("public tables against their scikit-learn references")
-    results["references"] = references.run_all(work / "references")
-    _save(results, out)
+                                                             results["quick"], work)
+
+
+def _dags(results: dict[str, Any]) -> None:
     log.info("DAG parse times")
     with tempfile.TemporaryDirectory() as home:
         parsed = measure.dag_parse_times(home)
     results["dag_parse_s"] = {name: r["parse_s"] for name, r in parsed.items()}
+
+
+def _start(out: Path, quick: bool, parts: tuple[str, ...]) -> dict[str, Any]:
+    """A fresh result, or with only some ``parts`` the one in ``out`` if it was taken on the
+    same ETL code (``etl/`` at its last change; the other parts' figures are kept, each part
+    says when it was measured)."""
+    from bench.segments import commit
+
+    fresh = {"machine": measure.machine(), "commit": commit(), "etl_code_commit": commit("etl"),
+             "etl_scaling": {}, "etl_peak_rss_mb": {}, "peers": {}, "quick": quick,
+             "measured": {}}
+    if set(parts) != set(PARTS) and out.exists():
+        kept = json.loads(out.read_text())
+        code = kept.get("etl_code_commit") or (kept.get("commit") and
+                                               commit("etl", at=kept["commit"]))
+        if code == fresh["etl_code_commit"] and kept.get("quick") == quick:
+            return {**fresh, **kept, "machine": fresh["machine"], "etl_code_commit": code}
+    return fresh
+
+
+def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
+        peer_timeout_s: float = 3600, peer_scale: int | None = None,
+        parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
+    """The figures of ``parts``; the peers run on the data of ``peer_scale`` (default: the
+    largest)."""
+    from bench.segments import commit, figures
+
+    peer_scale = peer_scale or scales[-1]
+    if peer_scale not in scales:
+        raise ValueError(f"--peer-scale {peer_scale}: not one of the scales run {scales}")
+    results = _start(out, quick, parts)
+    head = commit()
+    results.update(complete=False, peers_scale=f"{peer_scale}x")
+    one_x = None
+    steps = {
+        "scaling": lambda: _scaling(results, work, scales, out, peers, peer_timeout_s,
+                                    peer_scale),
+        "overhead": lambda: _fixed_overhead(results, work),
+        "nightly": lambda: _nightly(results, work, QUICK_DAYS if quick else None),
+        "segments": lambda: figures(work, quick, results, lambda: _save(results, out)),
+        "input": lambda: _input(results, work, one_x),
+        "dags": lambda: _dags(results),
+        "references": lambda: results.update(references=references.run_all(work / "references"))}
+    for part in (p for p in PARTS if p in parts):
+        began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),
+                 "commit": head}
+        value = steps[part]()
+        one_x = value if part == "scaling" else one_x
+        results["measured"][part] = {"began": began, "ended": {
+            "at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg()}}
+        _save(results, out)
     results["targets"] = report.check_targets(results)
-    results["complete"] = True
+    results["complete"] = set(results["measured"]) >= set(PARTS)
+    _save(results, out)
     return results
 
 
@@ -183,6 +214,9 @@ def main() -> int:
                         help="check the harness: one week at 1x, short input bench, results to "
                              "bench/results-quick.json, PERFORMANCE.md untouched")
     parser.add_argument("--out", default=None, help="default: bench/results.json")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"which figures to take ({','.join(PARTS)}); with fewer than all, "
+                             "the others are kept from --out if taken on the same ETL code")
     parser.add_argument("--no-performance-md", action="store_true",
                         help="do not rewrite the table in PERFORMANCE.md")
     args = parser.parse_args()
@@ -192,8 +226,11 @@ def main() -> int:
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     peers = [p for p in args.peers.split(",") if p]
+    parts = tuple(p for p in args.parts.split(",") if p)
+    if unknown := set(parts) - set(PARTS):
+        parser.error(f"--parts: unknown {sorted(unknown)}; one of {','.join(PARTS)}")
     results = run(work, scales, out, peers, args.quick, args.peer_timeout,
-                  None if args.quick else args.peer_scale)
+                  None if args.quick else args.peer_scale, parts)
     _save(results, out)
     table = report.table(results)
     print(table)

@@ -89,7 +89,7 @@ def _env(endpoint: str, root: str) -> dict[str, str]:
 def _night(proxy_cls: Any, plan: Any, upstream: str, root: str, day_n: int) -> dict[str, Any]:
     """The run adding day ``day_n`` (1-based) through a fresh counting proxy."""
     with proxy_cls(upstream, plan) as proxy:
-        run = measure.etl_cli(root, f"{_day(day_n)}T00:00:00Z", steps=measure.SPEC_CHAIN,
+        run = measure.etl_cli(root, f"{_day(day_n)}T00:00:00Z",
                               env=_env(proxy.endpoint, root))
         seen = list(proxy.counters.seen)
     night = {**summarize(seen), "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
@@ -108,7 +108,7 @@ def _bucket(emulator: Any, proxy_cls: Any, plan: Any, days: int, extra: int) -> 
                 env=env, cwd=measure.REPO)
     log.info("gcs: history of %d days on the emulator, %d days a run", days - 1, HISTORY_STEP)
     history = [measure.etl_cli(root, f"{_day(min(end, days - 1))}T00:00:00Z",
-                               steps=measure.SPEC_CHAIN, env=env)
+                               env=env)
                for end in range(HISTORY_STEP, days - 1 + HISTORY_STEP, HISTORY_STEP)]
     log.info("gcs: the night adding day %d, counted", days)
     out = {"history": {"runs": len(history), "rows": history[-1]["rows"],

@@ -34,10 +34,6 @@ def machine() -> dict[str, Any]:
 
 
 YEAR_END = "2014-01-01T00:00:00Z"
-# `etl run` follows the spec's `incremental` setting by default: a bench names the run it means.
-# SPEC_CHAIN is the spec's own chain, no flag: issue 25's figures use it, since the rewrite
-# makes one chain for every spec and the flags may go.
-ONE_SHOT, INCREMENTAL, SPEC_CHAIN = ("--one-shot",), ("--incremental",), ()
 
 
 def fresh_flights_root(work: Path, name: str, scale: int = 1,
@@ -64,23 +60,22 @@ def _interval_args(interval_end: str, interval_start: str | None) -> list[str]:
 
 
 def etl_command(root: str, interval_end: str, interval_start: str | None = None,
-                dataset: str = "flights", steps: tuple[str, ...] = SPEC_CHAIN) -> list[str]:
-    """The ``python -m etl run`` command line every bench run uses (run id ``bench``)."""
+                dataset: str = "flights") -> list[str]:
+    """The ``python -m etl run`` command line every bench run uses (run id ``bench``): the one
+    chain, ``etl build`` then ``etl publish``, for every dataset kind."""
     return [sys.executable, "-m", "etl", "run", "--root", root, "--dataset", dataset,
-            "--run-id", "bench", *_interval_args(interval_end, interval_start), *steps]
+            "--run-id", "bench", *_interval_args(interval_end, interval_start)]
 
 
 def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None = None,
-            dataset: str = "flights", *, steps: tuple[str, ...],
-            env: dict[str, str] | None = None) -> dict[str, Any]:
-    """``python -m etl run`` as an operator runs it, measured from outside; ``steps`` is
-    ``ONE_SHOT``, ``INCREMENTAL`` or ``SPEC_CHAIN``; ``env`` replaces the child's environment
-    (a specs path, a storage emulator).
+            dataset: str = "flights", *, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``python -m etl run`` as an operator runs it, measured from outside; ``env`` replaces
+    the child's environment (a specs path, a storage emulator).
 
     rows/s is over the child's whole wall time (interpreter start and imports included); the
     fixed overhead is that wall time minus the steps' own times from the run result.
     """
-    cmd = [*etl_command(root, interval_end, interval_start, dataset, steps), "--json"]
+    cmd = [*etl_command(root, interval_end, interval_start, dataset), "--json"]
     child = run_checked(cmd, cwd=REPO, env=env)
     result = last_json(child.stdout)
     if not result["created"]:
@@ -102,6 +97,20 @@ def floor(root: str, out: str, interval_end: str = YEAR_END,
     result = last_json(child.stdout)
     return {**result, "rows_per_s": result["rows"] / child.wall_s,
             "work_rows_per_s": result["rows_per_s"], **child.figures()}
+
+
+def etl_vs_floor(work: Path, scale: int, days: tuple[str, str] | None,
+                 interval: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
+    """``etl run`` (the bulk build of the landed span) and the floor on the same freshly
+    landed flights at ``scale``x: ``(root, {etl, floor, etl_over_floor})``."""
+    import shutil
+
+    root = fresh_flights_root(work, f"{scale}x", scale, days)
+    etl = etl_cli(root, **interval)
+    out = str(work / f"floor-{scale}x")
+    fl = floor(root, out, **interval)
+    shutil.rmtree(out, ignore_errors=True)
+    return root, {"etl": etl, "floor": fl, "etl_over_floor": etl["rows_per_s"] / fl["rows_per_s"]}
 
 
 def csv_read(root: str) -> dict[str, float]:

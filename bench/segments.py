@@ -1,18 +1,20 @@
 """Issue 25's figures: what building versions from segments costs on data shaped unlike
 flights, per night, and on a bucket. ``make bench`` calls ``figures``; run alone,
-``python -m bench.segments`` takes them on today's code (``--baseline``: the one-shot run's
-CPU-s before it is removed, into ``bench/baseline-oneshot.json``).
+``python -m bench.segments`` takes them on today's code, with the 1x ETL run and its floor
+that the flights ratio needs, into ``bench/results.json`` with their targets judged.
 
-Every run is ``python -m etl run`` with the spec's own chain (no --one-shot/--incremental):
+Every run is ``python -m etl run``, the one chain (``etl build`` then ``etl publish``):
 
 - ``tiny_partitions_bulk_ratio``: CPU-s (process tree) of the bulk build of ``tiny_days``
   (1,461 one-row daily CSVs) over ``tiny_onefile`` (the same rows as one CSV), same root.
 - ``objects_per_nightly_run``: files the night adding day N writes (``bench/objects.py``),
   tiny at N = 30 and 1,000, flights at 30 and 365; each root built to N-1 just before.
 - ``gcs_nightly_requests`` (``bench/gcs_requests.py``).
-- ``flights_bulk_oneshot_ratio``: the bulk build of the year (``incremental.bulk``) over
-  today's one-shot run, stored once; it is scaled by this run's floor over the floor taken
-  beside it, so a slower or faster machine does not move the ratio.
+- ``flights_bulk_oneshot_ratio``: the bulk build of the year (``etl run`` at 1x,
+  ``etl_scaling['1x']``) over the one-shot run's CPU-s stored in ``baseline-oneshot.json``
+  (measured before that chain was removed; it can no longer be re-measured), scaled by the
+  floor measured beside the bulk build over the floor measured beside the one-shot run, so a
+  slower or faster machine does not move the ratio.
 - ``training_shard_files``: shards a version lists (what training reads), flights after the
   night adding day 365, tiny after its bulk build.
 """
@@ -24,6 +26,7 @@ import json
 import logging
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
@@ -67,8 +70,8 @@ def tiny_bulk(work: Path, days: int) -> dict[str, Any]:
     tiny.land(root, days)
     env, end = tiny.specs_env(), _end(tiny.START, days)
     log.info("tiny: %d days as one file, then as %d one-row partitions", days, days)
-    one = measure.etl_cli(root, end, dataset=tiny.ONE_FILE, steps=measure.SPEC_CHAIN, env=env)
-    bulk = measure.etl_cli(root, end, dataset=tiny.PARTITIONED, steps=measure.SPEC_CHAIN,
+    one = measure.etl_cli(root, end, dataset=tiny.ONE_FILE, env=env)
+    bulk = measure.etl_cli(root, end, dataset=tiny.PARTITIONED,
                            env=env)
     return {"days": days, "bulk": _brief(bulk), "one_file": _brief(one),
             "tiny_partitions_bulk_ratio": bulk["cpu_s"] / one["cpu_s"],
@@ -83,7 +86,7 @@ def nightly_objects(root: str, first: date, nights: tuple[int, ...], dataset: st
     out: dict[str, Any] = {}
     for n in nights:
         log.info("%s: history to day %d, then the night adding day %d", dataset, n - 1, n)
-        measure.etl_cli(root, _end(first, n - 1), dataset=dataset, steps=measure.SPEC_CHAIN,
+        measure.etl_cli(root, _end(first, n - 1), dataset=dataset,
                         env=env)
         cmd = [*measure.etl_command(root, _end(first, n), None, dataset), "--json"]
         counted = count_written(cmd, root, env)
@@ -116,22 +119,34 @@ def objects(work: Path, tiny_nights: tuple[int, int],
 
 
 def oneshot_ratio(bulk_cpu_s: float, floor_cpu_s: float, quick: bool) -> dict[str, Any]:
-    """The bulk build's CPU-s over today's one-shot run's, scaled by the floors."""
+    """The bulk build's CPU-s over the stored one-shot run's, scaled by the floors."""
     if not BASELINE.exists():
         return {"flights_bulk_oneshot_ratio": None, "why": f"{BASELINE.name} missing"}
     base = json.loads(BASELINE.read_text())["week" if quick else "year"]
     oneshot_now = base["oneshot_cpu_s"] / base["floor_cpu_s"] * floor_cpu_s
     return {"flights_bulk_oneshot_ratio": bulk_cpu_s / oneshot_now,
+            "bulk_cpu_s": bulk_cpu_s, "floor_cpu_s": floor_cpu_s,
             "oneshot_cpu_s_scaled": oneshot_now, "baseline": base,
             "unscaled_ratio": bulk_cpu_s / base["oneshot_cpu_s"]}
+
+
+def flights_oneshot(results: dict[str, Any], quick: bool) -> None:
+    """``flights_bulk_oneshot_ratio`` from the 1x ETL run and its floor in ``results``."""
+    one_x = results.get("etl_scaling", {}).get("1x")
+    if one_x:
+        results["flights_oneshot"] = oneshot_ratio(one_x["etl"]["cpu_s"],
+                                                   one_x["floor"]["cpu_s"], quick)
+        results["flights_bulk_oneshot_ratio"] = \
+            results["flights_oneshot"]["flights_bulk_oneshot_ratio"]
 
 
 def figures(work: Path, quick: bool, results: dict[str, Any],
             save: Callable[[], None] = lambda: None) -> None:
     """Every figure above, into ``results`` (``save`` after each part: a late failure keeps
-    the earlier ones); make bench's ``results`` supply the flights bulk build and the 1x floor
-    for ``flights_bulk_oneshot_ratio``."""
+    the earlier ones); ``results['etl_scaling']['1x']`` (the year's bulk build and its floor)
+    supplies ``flights_bulk_oneshot_ratio``."""
     bulk_days, tiny_nights, flights_nights, windows = QUICK if quick else FULL
+    flights_oneshot(results, quick)
     bulk = tiny_bulk(work, bulk_days)
     results.update(tiny_bulk=bulk, tiny_partitions_bulk_ratio=bulk["tiny_partitions_bulk_ratio"],
                    training_shard_files={"tiny": bulk["shard_files"]})
@@ -140,12 +155,6 @@ def figures(work: Path, quick: bool, results: dict[str, Any],
     results.update(objects=counted, objects_per_nightly_run=counted["objects_per_nightly_run"])
     results["training_shard_files"]["flights"] = shard_files(counted["flights"]["version_uri"])
     save()
-    inc = results.get("incremental", {}).get("bulk")
-    floor = results.get("etl_scaling", {}).get("1x", {}).get("floor")
-    if inc and floor:
-        results["flights_oneshot"] = oneshot_ratio(inc["cpu_s"], floor["cpu_s"], quick)
-        results["flights_bulk_oneshot_ratio"] = \
-            results["flights_oneshot"]["flights_bulk_oneshot_ratio"]
     for name in ("tiny-bulk", "tiny-nights", "flights-nights"):
         shutil.rmtree(work / name, ignore_errors=True)
     log.info("gcs: nightly flights runs through the counting proxy, windows %s", windows)
@@ -154,72 +163,35 @@ def figures(work: Path, quick: bool, results: dict[str, Any],
     save()
 
 
-def _commit(*paths: str) -> str:
-    """The checkout's commit, or with ``paths`` the last commit that changed them."""
-    cmd = ["git", "log", "-1", "--format=%H", "--", *paths] if paths else \
-        ["git", "rev-parse", "HEAD"]
+def commit(*paths: str, at: str = "HEAD") -> str:
+    """The checkout's commit, or with ``paths`` the last commit up to ``at`` that changed
+    them."""
+    cmd = ["git", "log", "-1", "--format=%H", at, "--", *paths] if paths else \
+        ["git", "rev-parse", at]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=measure.REPO,
                           check=False).stdout.strip()
 
 
-def baseline(work: Path, repeats: int = 2) -> dict[str, Any]:
-    """Today's one-shot run beside the floor (and the segment bulk build) on the same fresh
-    roots, for the year and for ``--quick``'s week: the figures the rewrite is held to."""
-    from bench.__main__ import QUICK_DAYS, _interval
-
-    out: dict[str, Any] = {"measured_at_commit": _commit(), "etl_code_commit": _commit("etl"),
-                           "machine": measure.machine(),
-                           "how": "python -m etl run --one-shot --json and python -m "
-                                  "bench.floor on a fresh root (flights 1x), then python -m "
-                                  "etl run (the spec's segment chain) on another; CPU-s of "
-                                  "the process tree (bench/proctree.py); mean of the repeats"}
-    for key, days in (("year", None), ("week", QUICK_DAYS)):
-        runs = []
-        for i in range(repeats):
-            log.info("baseline %s, repeat %d: one-shot, floor, segment bulk", key, i + 1)
-            root = measure.fresh_flights_root(work, f"baseline-{key}", days=days)
-            oneshot = measure.etl_cli(root, **_interval(days), steps=measure.ONE_SHOT)
-            floor = measure.floor(root, str(work / "baseline-floor"), **_interval(days))
-            bulk_root = measure.fresh_flights_root(work, f"baseline-{key}-bulk", days=days)
-            bulk = measure.etl_cli(bulk_root, **_interval(days), steps=measure.SPEC_CHAIN)
-            runs.append({"oneshot": _brief(oneshot), "floor": measure_brief(floor),
-                         "segment_bulk": _brief(bulk)})
-        mean = {name: sum(r[name]["cpu_s"] for r in runs) / len(runs)
-                for name in ("oneshot", "floor", "segment_bulk")}
-        out[key] = {"oneshot_cpu_s": mean["oneshot"], "floor_cpu_s": mean["floor"],
-                    "segment_bulk_cpu_s": mean["segment_bulk"],
-                    "oneshot_over_floor": mean["oneshot"] / mean["floor"],
-                    "segment_bulk_over_oneshot": mean["segment_bulk"] / mean["oneshot"],
-                    "runs": runs}
-    for name in ("baseline-year", "baseline-week", "baseline-year-bulk", "baseline-week-bulk",
-                 "baseline-floor"):
-        shutil.rmtree(work / name, ignore_errors=True)
-    return out
-
-
-def measure_brief(run: dict[str, Any]) -> dict[str, Any]:
-    return {k: run[k] for k in ("rows", "wall_s", "cpu_s", "peak_rss_mb")}
+NO_BASELINE = ("--baseline: the one-shot chain it measured is removed (issue 25); "
+               "bench/baseline-oneshot.json keeps the figures it took before, see PERFORMANCE.md")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", default=".bench", help="scratch folder for the storage roots")
     parser.add_argument("--quick", action="store_true", help="the small shapes (minutes)")
-    parser.add_argument("--out", default="bench/results-segments.json")
-    parser.add_argument("--baseline", action="store_true",
-                        help=f"measure today's one-shot run into {BASELINE.name} instead")
+    parser.add_argument("--out", default=None,
+                        help="default: bench/results.json (--quick: bench/results-quick.json)")
+    parser.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    work = Path(args.work).resolve()
-    work.mkdir(parents=True, exist_ok=True)
     if args.baseline:
-        BASELINE.write_text(json.dumps(baseline(work), indent=2) + "\n")
-        return 0
-    result = {"machine": measure.machine(), "commit": _commit(), "etl_code_commit":
-              _commit("etl"), "quick": args.quick}
-    out = Path(args.out)
-    figures(work, args.quick, result,
-            lambda: out.write_text(json.dumps(result, indent=2, default=str) + "\n"))
+        print(NO_BASELINE, file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from bench.__main__ import run
+
+    run(Path(args.work).resolve(), [1], Path(args.out or ("bench/results-quick.json"
+        if args.quick else "bench/results.json")), [], args.quick, parts=("scaling", "segments"))
     return 0
 
 

@@ -1,9 +1,11 @@
 """Issue 25's flights ratio against a one-shot run measured once, before its removal: scaled
-by the floor so a faster or slower machine does not move it."""
+by the floor so a faster or slower machine does not move it; that chain is gone, so the
+baseline can no longer be re-measured and ``--baseline`` says so."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from bench import segments
@@ -20,3 +22,24 @@ def test_oneshot_baseline_is_scaled_by_this_runs_floor(tmp_path: Path, monkeypat
     assert segments.oneshot_ratio(6.0, 3.0, quick=True)["flights_bulk_oneshot_ratio"] == 1.0
     monkeypatch.setattr(segments, "BASELINE", tmp_path / "absent.json")
     assert segments.oneshot_ratio(1.0, 1.0, False)["flights_bulk_oneshot_ratio"] is None
+
+
+def test_the_ratio_takes_the_1x_bulk_build_and_the_floor_beside_it(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    base = tmp_path / "baseline-oneshot.json"
+    base.write_text(json.dumps({"year": {"oneshot_cpu_s": 30.0, "floor_cpu_s": 10.0}}))
+    monkeypatch.setattr(segments, "BASELINE", base)
+    results = {"etl_scaling": {"1x": {"etl": {"cpu_s": 24.0}, "floor": {"cpu_s": 10.0}}}}
+    segments.flights_oneshot(results, quick=False)
+    assert results["flights_bulk_oneshot_ratio"] == 0.8
+    assert results["flights_oneshot"]["bulk_cpu_s"] == 24.0
+    empty: dict = {}
+    segments.flights_oneshot(empty, quick=False)
+    assert "flights_bulk_oneshot_ratio" not in empty  # no 1x run: not measured, not guessed
+
+
+def test_baseline_refuses_in_one_line(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench.segments", "--baseline"])
+    assert segments.main() == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "removed" in err
