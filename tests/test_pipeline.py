@@ -213,3 +213,16 @@ def test_publish_refuses_when_its_lock_was_taken_over(client, root: str,
         pipeline.publish(written)
     assert not storage.exists(storage.join(written, "manifest.json"))
     assert versions.list_versions(root, "flights") == []
+
+
+def test_a_retried_forced_build_keeps_its_revision(client, root: str) -> None:
+    """A forced run's build, retried by Airflow under the same run id before publish ran,
+    writes the same -rN revision again instead of leaving it behind for a new one."""
+    first = pipeline.run("flights", root, END, run_id="base")
+    again = RunOptions(force=True)
+    vuri = pipeline.build_version("flights", root, END, None, "forced", again)
+    assert vuri.endswith(f"{VERSION}-r2")
+    assert pipeline.build_version("flights", root, END, None, "forced", again) == vuri
+    other = pipeline.build_version("flights", root, END, None, "someone-else", again)
+    assert other.endswith(f"{VERSION}-r3")  # another run's forced build is its own revision
+    assert pipeline.publish(vuri)["created"] and first["created"]

@@ -1,9 +1,10 @@
 """Publishing a version: the writer lease, and the draft turned into ``manifest.json`` last.
 
 ``build`` (``etl.pipeline.build``) writes a version's ``_draft.json`` under the version's
-writer lease and hands the lease over; ``publish`` resumes it, checks every listed shard's
-stored size, writes the TFDS metadata and creates ``manifest.json`` only if absent, which is
-what makes the version visible to readers.
+writer lease and hands the lease over; ``publish`` resumes it, checks the stored size of every
+shard the version holds itself (a segment's were checked before its segment.json existed),
+writes the TFDS metadata and creates ``manifest.json`` only if absent, which is what makes the
+version visible to readers.
 """
 
 from __future__ import annotations
@@ -63,11 +64,29 @@ def clear_unpublished(run: RunRecord, lock: versions.WriterLock) -> None:
 
 
 def target_version(run: RunRecord) -> str | None:
-    """The version id to write, or None when the published one must be reported instead."""
+    """The version id to write, or None when the published one must be reported instead.
+
+    A forced run writes the next ``-rN`` revision; its retry (same run id, the revision's
+    writer lease still naming it) writes that same revision again, not one more.
+    """
     if not published(run.root, run.dataset, run.version):
         return run.version
-    return versions.next_revision(run.root, run.dataset, run.version) \
-        if run.options.force else None
+    if not run.options.force:
+        return None
+    from etl.versions import lease
+    from etl.versions.ids import is_version_id
+
+    interval = versions.parse_version_id(run.version)
+    for name in storage.list_dir(versions.dataset_uri(run.root, run.dataset)):
+        if not is_version_id(name) or published(run.root, run.dataset, name):
+            continue
+        ours = versions.parse_version_id(name)
+        held = lease.current_holder(storage.join(
+            versions.version_uri(run.root, run.dataset, name), versions.WRITER_LOCK))
+        if (ours.end, ours.start) == (interval.end, interval.start) and \
+                (held or {}).get("owner") == run.run_id:
+            return name
+    return versions.next_revision(run.root, run.dataset, run.version)
 
 
 def _drop_staging(run_dir: str) -> None:
