@@ -203,7 +203,7 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
     meta = {
         "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
         "segment": task.segment, "partition": task.partition,
-        "partitions": [[p.label, p.digest] for p in task.parts],
+        "partitions": [[p.key, p.digest] for p in task.parts],
         "data_interval": {"start": iso(task.interval[0]), "end": iso(task.interval[1])},
         "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
         "code_version": code_version(), "compression": ctx.write.compression,
@@ -249,7 +249,7 @@ def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
     of a thousand one-row days costs about what one file of those rows does.
     """
     source = ctx.spec.primary_source
-    raw, counts = read_files([p.uri for p in task.parts], source)
+    raw, counts = read_files([p.uri for p in task.parts], source, [p.piece for p in task.parts])
     times = event_times(raw, source)
     if times is None:
         return raw, 0
