@@ -37,6 +37,7 @@ from test_ui_browser import (  # noqa: F401 - the chromium fixture is used by na
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 BIN = Path(sys.executable).parent
 SHOTS = REPO / "ui-screenshots" / "trigger-refusals"
+DAGS_TEST_TIMEOUT_S = 120
 # (dag, conf, the rule's words the refusal must show)
 REST_CASES = [
     ("etl_flights", {"window_days": 0}, "a whole number from 1 to 3660"),
@@ -201,9 +202,13 @@ CODE_CASES = [({"interval_end": "2014-02-30"}, ("Param interval_end='2014-02-30'
 def test_what_only_code_can_check_fails_build_once(dags_test_env, conf: dict,
                                                    reason: str) -> None:
     env, db = dags_test_env
-    proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "etl_flights", "--conf",
-                           json.dumps(conf)], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=300, check=False)
+    try:  # ~15 s; a retried build would keep `dags test` waiting out the retry delay
+        proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "etl_flights", "--conf",
+                               json.dumps(conf)], env=env, cwd=REPO, capture_output=True,
+                              text=True, timeout=DAGS_TEST_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"build did not fail for good: dags test still running after "
+                    f"{DAGS_TEST_TIMEOUT_S} s (waiting to retry?)")
     build = per_task(proc.stdout + proc.stderr).get("build", [])
     assert build, (proc.stdout + proc.stderr)[-4000:]
     with sqlite3.connect(db) as conn:
