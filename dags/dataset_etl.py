@@ -11,10 +11,11 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 
 | task | does | returns (XCom) |
 | --- | --- | --- |
+| `wait_for_data` | waits, deferred (no worker, no pool slot), until every partition of the window has landed; past the spec's `arrival.wait` (default 6h) it fails once, naming what is missing | nothing |
 | `build` | checks the Params; plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
 | `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version}` | version dict |
 
-Every dataset kind runs these two tasks. A segment holds a run of consecutive raw partitions
+Every dataset kind runs these tasks. A segment holds a run of consecutive raw partitions
 (days) sized by bytes, built once and shared by every later version, so a nightly run costs
 its new day, not the whole history.
 
@@ -43,14 +44,14 @@ from flightpipe_dags import (
     dataset_settings,
     etl_params,
     etl_timetable,
-    resolve_etl_options,
     skip_already_published,
     storage_root,
 )
+from flightpipe_dags.arrival import WaitForData, run_options
 
 
 def build_etl_dag(name: str, settings: DagSettings) -> DAG:
-    """Wire dataset ``name``'s chain: build -> publish."""
+    """Wire dataset ``name``'s chain: wait_for_data -> build -> publish."""
     asset = dataset_asset(name)
 
     @dag(
@@ -67,7 +68,7 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
         @task(pool=DASK_POOL, execution_timeout=timedelta(hours=4))
         def build(params: Any = None, data_interval_end: Any = None, dag_run: Any = None,
                   run_id: str | None = None) -> str:
-            opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
+            opts = run_options(params, data_interval_end, dag_run)
             from etl import logs, pipeline
 
             logs.configure(handler=False)  # libraries at WARNING: the log says what ran
@@ -86,7 +87,13 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
                                          "version": result["version"]})
             return result
 
-        publish(build())
+        waited = WaitForData(task_id="wait_for_data", dataset=name,
+                             wait=settings.arrival_wait,
+                             poke_s=settings.arrival_every.total_seconds(),
+                             execution_timeout=timedelta(minutes=10))
+        built = build()
+        waited >> built
+        publish(built)
 
     return etl()
 
