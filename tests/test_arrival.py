@@ -142,3 +142,22 @@ def test_arrival_key(value, wait, every) -> None:
 def test_bad_arrival_key_names_the_field(value, message) -> None:
     with pytest.raises(SpecSettingsError, match=message):
         parse_settings({"arrival": value}, "spec.yaml")
+
+
+def test_a_day_landing_after_its_version_is_named_a_re_delivery() -> None:
+    from types import SimpleNamespace
+
+    from etl.segments.plan import late_partitions
+
+    def part(label: str, size: int) -> SimpleNamespace:
+        return SimpleNamespace(label=label, file={"uri": f"file:///r/raw/{label}.csv",
+                                                  "size": size})
+
+    previous = {"source_fingerprint": {"files": [{"uri": "raw/0101.csv", "size": 1},
+                                                 {"uri": "raw/0103.csv", "size": 3}]},
+                "segments": [{"partitions": [["0101", "a"], ["0103", "c"]]}]}
+    window = SimpleNamespace(tasks=[SimpleNamespace(parts=[
+        part("0101", 1), part("0102", 2), part("0103", 4), part("0104", 5)])])
+    # 0102 landed after the version holding 0101 and 0103; 0103 changed; 0104 is simply new
+    assert late_partitions("file:///r", window, previous) == (["0103"], ["0102"])
+    assert late_partitions("file:///r", window, None) == ([], [])
