@@ -56,7 +56,7 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
 
     @dag(
         dag_id=f"etl_{name}",
-        schedule=etl_timetable(settings.schedule),
+        schedule=etl_timetable(settings.schedule, name),
         catchup=settings.catchup,
         max_active_runs=1,
         dagrun_timeout=timedelta(hours=8),

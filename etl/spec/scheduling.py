@@ -1,7 +1,7 @@
 """Per-spec scheduling and training settings: the keys the DAG files read at parse time.
 
-A spec may say how Airflow runs its dataset: ``schedule`` (a cron, or ``none`` for manual
-runs only), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
+A spec may say how Airflow runs its dataset: ``schedule`` (a cron, ``none`` for manual
+runs only, or ``partitioned``: a run per raw partition announced as an Asset event), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
 ``TrainConfig.with_overrides`` names, ``min_margin`` included), ``arrival`` (``{wait: 6h,
 every: 1m}``: how long a run waits for its window's late partitions, ``0`` failing at once,
 and how often it lists them meanwhile). ``incremental`` is accepted and
@@ -44,6 +44,7 @@ TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
 # Settings that take one of a few words (training.config: CLASS_WEIGHTS, LR_SCHEDULES).
 TRAINING_CHOICES = {"class_weights": ("auto", "balanced", "none"),
                     "lr_schedule": ("cosine", "constant")}
+PARTITIONED = "partitioned"  # schedule: a run per raw partition announced (an Asset event)
 _CRON_FIELD = r"[0-9A-Za-z*?LW#/,-]+"
 _CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|once)"
                    rf"|{_CRON_FIELD}(\s+{_CRON_FIELD}){{4}})$")
@@ -60,7 +61,8 @@ class SpecSettingsError(ValueError):
 class DagSettings:
     """How Airflow runs one dataset; ``None`` means the spec leaves it to the deployment.
 
-    ``schedule``: a cron, ``"none"`` (manual runs only) or None (the deployment's default).
+    ``schedule``: a cron, ``"none"`` (manual runs only), ``"partitioned"`` (a run per
+    announced raw partition) or None (the deployment's default).
     """
 
     schedule: str | None = None
@@ -151,9 +153,12 @@ def _schedule(raw: dict[str, Any], where: str) -> str | None:
     value = raw["schedule"]
     if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
         return "none"
+    if isinstance(value, str) and value.strip().lower() == PARTITIONED:
+        return PARTITIONED
     if not isinstance(value, str) or not _CRON.match(value.strip()):
         raise SpecSettingsError(f"{where}: expected a cron like '0 0 * * *', a preset like "
-                                f"'@daily', or none (manual runs only), got {value!r}")
+                                f"'@daily', none (manual runs only) or partitioned (a run per "
+                                f"announced raw partition), got {value!r}")
     return value.strip()
 
 
