@@ -25,7 +25,7 @@ interval order even when its runs execute concurrently. A re-run whose version a
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
-size, compression and validation mode. Values are checked by the first task (`build`) before any work: a refusal names the Param and what it allows in one
+size, compression and validation mode. Values are checked by the first task (`wait_for_data`) before any work: a refusal names the Param and what it allows in one
 sentence. A run whose version already exists is green with `publish` **skipped**; its log says
 why in one line.
 """
