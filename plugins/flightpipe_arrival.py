@@ -72,6 +72,6 @@ class PartitionsLandedTrigger(BaseTrigger):
                                         or now - said_at >= timedelta(seconds=self.report_s)):
                 self.log.info("Still missing %d partition(s) of %s (%s): %s; waiting until %s",
                               len(missing), self.dataset, arrival.where, arrival.shown(),
-                              deadline.isoformat())
+                              deadline.isoformat(timespec="seconds"))
                 said, said_at = missing, now
             await asyncio.sleep(max(0.1, min(self.poke_s, (deadline - now).total_seconds())))

@@ -74,7 +74,7 @@ class WaitForData(BaseOperator):
             self._give_up(list(arrival.missing), arrival.where, deadline)
         log.info("Missing %d partition(s) of %s (%s): %s; waiting until %s (deferred: no "
                  "worker or pool slot held)", len(arrival.missing), self.dataset,
-                 arrival.where, arrival.shown(), deadline.isoformat())
+                 arrival.where, arrival.shown(), deadline.isoformat(timespec="seconds"))
         from flightpipe_arrival import PartitionsLandedTrigger
 
         self.defer(method_name="execute_complete", trigger=PartitionsLandedTrigger(
@@ -99,7 +99,7 @@ class WaitForData(BaseOperator):
         spec = find_specs().get(self.dataset, f"the spec of {self.dataset}")
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more"
                                            if len(missing) > 10 else "")
-        when = f"by {deadline.isoformat()}" if deadline else "by the deadline"
+        when = f"by {deadline.isoformat(timespec='seconds')}" if deadline else "by the deadline"
         what = (f"{len(missing)} partition(s) of {self.dataset} not landed {when} ({where}): "
                 f"{shown}" if missing else f"cannot list the partitions of {self.dataset} "
                 f"{when}: {error}")
