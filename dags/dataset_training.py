@@ -3,8 +3,8 @@
 One DAG per dataset spec, id `train_<name>`, scheduled on the dataset Asset
 (`dataset_<name>`) that the ETL DAG's `publish` task updates (for a `schedule: partitioned`
 spec, a partitioned timetable: one run per published version, each partition-keyed). A burst
-of versions (a backfill, 30 announced days) trains once per version at most, and in effect
-once per burst: one run at a time, and a run whose version is no longer the newest skips.
+of versions (a backfill, 30 announced days) trains once per version at most, one run at a
+time, and a run whose version is no longer the newest when it starts skips.
 
 | task | runs on | does | returns (XCom) |
 | --- | --- | --- | --- |
