@@ -8,7 +8,9 @@ end the nightly run would have); its ``wait_for_data`` must defer -- the trigger
 storage while the task holds no worker and no pool slot -- and, once the last day lands a few
 seconds later, the run builds and publishes one version. A second run whose last day never
 lands fails after the 40 s, once (no retry), with the one line naming the day and the spec key.
-Skips without PostgreSQL, but not under CI=true.
+In headless Chromium, the run's grid shows the waiting task deferred, then, once the day lands,
+the run published (screenshots in ``ui-screenshots/late-data/``). Skips without PostgreSQL, but
+not under CI=true.
 """
 
 from __future__ import annotations
