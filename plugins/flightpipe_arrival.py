@@ -65,7 +65,8 @@ class PartitionsLandedTrigger(BaseTrigger):
                 return
             missing = list(arrival.missing) if arrival is not None else []
             if now >= deadline:
-                yield TriggerEvent({"status": "deadline", "missing": missing, "error": error,
+                yield TriggerEvent({"status": "deadline", "deadline": self.deadline,
+                                    "missing": missing, "error": error,
                                     "where": arrival.where if arrival is not None else ""})
                 return
             if arrival is not None and (missing != said

@@ -101,6 +101,7 @@ def test_trigger_gives_up_at_the_deadline_with_what_is_missing(root: str) -> Non
     t0 = datetime.now(UTC)
     [event] = _events(_trigger(root, 1.5))
     assert event["status"] == "deadline" and event["missing"] == ["2013-01-04"]
+    assert datetime.fromisoformat(event["deadline"]) <= datetime.now(UTC)
     assert datetime.now(UTC) - t0 >= timedelta(seconds=1.4)
 
 
@@ -111,10 +112,11 @@ def test_give_up_is_one_line_without_retries() -> None:
     task = WaitForData(task_id="wait_for_data", dataset="flights", wait=timedelta(hours=6))
     with pytest.raises(AirflowFailException) as info:
         task.execute_complete({}, {"status": "deadline", "missing": ["2013-01-04"],
+                                   "deadline": "2013-01-05T06:00:00.25+00:00",
                                    "where": "raw/flights/date={date}/flights.csv"})
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith("1 partition(s) of flights not landed by the deadline "
+    assert message.startswith("1 partition(s) of flights not landed by 2013-01-05T06:00:00+00:00 "
                               "(raw/flights/date={date}/flights.csv): 2013-01-04.")
     assert "arrival.wait in " in message and message.endswith("spec.yaml to wait longer.")
     assert task.execute_complete({}, {"status": "landed"}) is None

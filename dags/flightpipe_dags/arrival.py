@@ -86,8 +86,9 @@ class WaitForData(BaseOperator):
         if event.get("status") == "landed":
             log.info("Every partition of the window of %s has landed", self.dataset)
             return
-        self._give_up(event.get("missing") or [], event.get("where") or "", None,
-                      event.get("error"))
+        deadline = event.get("deadline")
+        self._give_up(event.get("missing") or [], event.get("where") or "",
+                      datetime.fromisoformat(deadline) if deadline else None, event.get("error"))
 
     def _give_up(self, missing: list[str], where: str, deadline: datetime | None,
                  error: str | None = None) -> None:
