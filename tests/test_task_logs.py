@@ -1,7 +1,7 @@
 """Task logs an operator can read: a real ETL DAG run and the command line, as configured.
 
 ``airflow dags test`` runs the ETL tasks on one landed day in a fresh Airflow home: the shipped
-flights spec's ``build -> publish`` (every spec's chain). Its output is cut per task at the ``[DAG TEST] starting``/``end task``
+flights spec's ``wait_for_data -> build -> publish`` (every spec's chain). Its output is cut per task at the ``[DAG TEST] starting``/``end task``
 markers. Each task's part must be short, state what the step did (the validate part: rows,
 expectations, failures, quarantined rows, mode), and hold no library chatter below WARNING, no
 GX "Skipping registering function" line and no traceback. ``python -m etl run`` (one day, and
@@ -47,7 +47,8 @@ WRITE = r"write flights: [\d,]+ examples \(train [\d,]+"
 BUILD = r"build flights: 1 segment\(s\) built, [\d,]+ rows read, [\d,]+ quarantined"
 PLAN = r"plan flights: 1 partition\(s\) in the window, held by 1 segment\(s\): 1 to build"
 # The chain's tasks and the lines each must show, on the day before 2013-01-04.
-TASKS = {"build": [PLAN, BUILD, VALIDATION, WRITE],
+TASKS = {"wait_for_data": [r"Every partition of the window of flights has landed"],
+         "build": [PLAN, BUILD, VALIDATION, WRITE],
          "publish": [r"publish flights: published version 20130104T000000Z_20130103T"]}
 
 
