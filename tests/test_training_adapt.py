@@ -47,3 +47,19 @@ def test_class_weights_only_when_asked_or_imbalanced() -> None:
     assert weights is not None and weights[1] > weights[2] > weights[0] and "35.0" in why
     even = _manifest(1000, {"0": 500, "1": 500}, task="multiclass")
     assert class_weight(TrainConfig(class_weights="auto"), even)[0] is None
+
+
+def test_explicit_epochs_on_a_tiny_table_keep_its_step_budget_as_a_floor() -> None:
+    """Two passes over 116 rows at the chosen batch are 16 steps: too few to beat the baseline.
+    The table's own budget stays, spread over the two evaluations asked for; a big table (or a
+    batch the caller chose) gets exactly its passes."""
+    default, _ = plan(TrainConfig(), _manifest(116))
+    tiny, lines = plan(TrainConfig(epochs=2), _manifest(116))
+    assert tiny.epochs == 2 and tiny.step_budget == default.step_budget
+    assert tiny.steps_per_epoch * 2 >= tiny.step_budget > 2 * 8  # 8 steps a pass at batch 16
+    assert sum("kept as a floor" in line for line in lines) == 1
+    big, lines = plan(TrainConfig(epochs=2), _manifest(262_000))
+    assert (big.epochs, big.steps_per_epoch, big.step_budget) == (2, 256, 512)
+    assert not any("floor" in line for line in lines)
+    mine, _ = plan(TrainConfig(epochs=2, input=InputConfig(batch_size=16)), _manifest(116))
+    assert (mine.epochs, mine.step_budget) == (2, 16)

@@ -57,14 +57,14 @@ def plan(config: TrainConfig, manifest: dict[str, Any]) -> tuple[TrainConfig, li
     """``config`` with the data-dependent settings filled in, and one line per choice."""
     n = int(manifest["splits"]["train"]["num_examples"])
     lines, batch = [], config.input.batch_size
-    if batch == DEFAULT_BATCH_SIZE:
+    chosen = batch == DEFAULT_BATCH_SIZE  # the batch (and so the rate) is ours to choose
+    if chosen:
         batch = max(MIN_BATCH, min(DEFAULT_BATCH_SIZE, _pow2_floor(n / STEPS_PER_PASS)))
         lines.append(f"batch_size {batch}: {n:,} train examples, >= {STEPS_PER_PASS} steps a pass")
     per_pass = max(1, math.ceil(n / batch))
-    budget, why = _budget(config, per_pass)
+    budget, why = _budget(config, per_pass, chosen and batch < DEFAULT_BATCH_SIZE)
     lines.append(f"step_budget {budget:,}: {why}")
-    period = config.steps_per_epoch or max(per_pass, math.ceil(budget / MAX_EVALUATIONS))
-    epochs = max(1, math.ceil(budget / period))
+    period, epochs = _evaluations(config, budget, per_pass)
     lines.append(f"eval every {period:,} steps ({period / per_pass:.1f} passes), "
                  f"{epochs} evaluations at most")
     patience = config.patience
@@ -72,7 +72,6 @@ def plan(config: TrainConfig, manifest: dict[str, Any]) -> tuple[TrainConfig, li
         patience = max(DEFAULT_PATIENCE, epochs // 5)
         lines.append(f"patience {patience}: a fifth of the evaluations, at least {DEFAULT_PATIENCE}")
     lr = config.model.learning_rate
-    chosen = config.input.batch_size == DEFAULT_BATCH_SIZE  # the batch is ours to scale for
     if chosen and lr == DEFAULT_LEARNING_RATE and batch < DEFAULT_BATCH_SIZE:  # sqrt rule
         lr = DEFAULT_LEARNING_RATE * math.sqrt(batch / DEFAULT_BATCH_SIZE)
     model = replace(config.model, decay_steps=budget, learning_rate=lr)
@@ -87,15 +86,33 @@ def plan(config: TrainConfig, manifest: dict[str, Any]) -> tuple[TrainConfig, li
     return planned, lines + ["(override any of these in the spec's training: section)"]
 
 
-def _budget(config: TrainConfig, per_pass: int) -> tuple[int, str]:
+def _budget(config: TrainConfig, per_pass: int, small: bool) -> tuple[int, str]:
+    """Steps of the run, and why. Explicit epochs on a table whose batch was chosen ``small``
+    keep the table's own budget as a floor: at the small batch and its lower rate, two passes
+    over 116 rows are 16 steps, which leave the model below the majority baseline."""
     if config.step_budget:
         return config.step_budget, "set"
+    auto = max(DEFAULT_EPOCHS * per_pass, min(MIN_STEP_BUDGET, MAX_PASSES * per_pass))
     if config.epochs != DEFAULT_EPOCHS:
-        return config.epochs * (config.steps_per_epoch or per_pass), f"{config.epochs} epochs set"
-    budget = max(DEFAULT_EPOCHS * per_pass, min(MIN_STEP_BUDGET, MAX_PASSES * per_pass))
-    return budget, (f"{budget / per_pass:.0f} passes of {per_pass:,} steps: at least "
-                    f"{DEFAULT_EPOCHS} passes, else {MIN_STEP_BUDGET:,} steps up to "
-                    f"{MAX_PASSES} passes")
+        asked = config.epochs * (config.steps_per_epoch or per_pass)
+        if small and not config.steps_per_epoch and asked < auto:
+            return auto, (f"{config.epochs} epochs set ({asked:,} steps) on a table this small: "
+                          f"its {auto:,}-step budget is kept as a floor, over {config.epochs} "
+                          f"evaluations (set step_budget to train less)")
+        return asked, f"{config.epochs} epochs set"
+    return auto, (f"{auto / per_pass:.0f} passes of {per_pass:,} steps: at least "
+                  f"{DEFAULT_EPOCHS} passes, else {MIN_STEP_BUDGET:,} steps up to "
+                  f"{MAX_PASSES} passes")
+
+
+def _evaluations(config: TrainConfig, budget: int, per_pass: int) -> tuple[int, int]:
+    """(steps between evaluations, evaluations): explicit epochs are the evaluations."""
+    if config.steps_per_epoch:
+        return config.steps_per_epoch, max(1, math.ceil(budget / config.steps_per_epoch))
+    if config.epochs != DEFAULT_EPOCHS:
+        return math.ceil(budget / config.epochs), config.epochs
+    period = max(per_pass, math.ceil(budget / MAX_EVALUATIONS))
+    return period, max(1, math.ceil(budget / period))
 
 
 def class_weight(config: TrainConfig, manifest: dict[str, Any]) -> tuple[dict[int, float] | None, str]:
