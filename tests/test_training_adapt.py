@@ -19,8 +19,10 @@ def test_flights_keeps_its_settings_and_a_small_table_gets_steps() -> None:
     assert (big.step_budget, big.epochs, big.patience) == (4000, 16, 3)  # 15.6 passes at most
     assert big.model.decay_steps == 4000 and any("cosine" in line for line in lines)
     small, _ = plan(TrainConfig(), _manifest(274))
-    assert small.input.batch_size == 16 and small.step_budget == 1800  # 100 passes of 18
-    assert small.epochs == 50 and small.steps_per_epoch == 36 and small.patience == 10
+    assert small.input.batch_size == 16 and small.step_budget == 900  # 50 passes of 18
+    assert small.epochs == 50 and small.steps_per_epoch == 18 and small.patience == 10
+    numbers, _ = plan(TrainConfig(), _manifest(274, task="regression"))
+    assert numbers.step_budget == 1800 and numbers.steps_per_epoch == 36  # 100 passes of 18
     assert small.model.learning_rate == 1e-3 * (16 / 1024) ** 0.5  # flights keeps 1e-3
     assert big.model.learning_rate == 1e-3
 
