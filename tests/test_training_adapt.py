@@ -44,11 +44,13 @@ def test_the_specs_training_section_applies_under_the_callers_flags() -> None:
 def test_class_weights_only_when_asked_or_imbalanced() -> None:
     counts = {"0": 700, "1": 20, "2": 300}
     m = _manifest(1020, counts, task="multiclass")
-    assert class_weight(TrainConfig(), m)[0] is None  # off by default
+    weights, why = class_weight(TrainConfig(), m)  # off by default, and the log says the option
+    assert weights is None and "35.0; class_weights: balanced lifts" in why
     weights, why = class_weight(TrainConfig(class_weights="auto"), m)
     assert weights is not None and weights[1] > weights[2] > weights[0] and "35.0" in why
     even = _manifest(1000, {"0": 500, "1": 500}, task="multiclass")
     assert class_weight(TrainConfig(class_weights="auto"), even)[0] is None
+    assert class_weight(TrainConfig(), even)[1] == "class weights: none"
 
 
 def test_explicit_epochs_on_a_tiny_table_keep_its_step_budget_as_a_floor() -> None:
