@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sys
 import threading
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,11 @@ from etl.sources import extract
 from etl.sources.land import land
 from etl.spec import load_spec
 from etl.spec.scheduling import SpecSettingsError, parse_settings
+
+REPO = Path(__file__).resolve().parent.parent
+for folder in (REPO / "plugins", REPO / "dags"):  # where the triggerer and the DAGs import from
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
 
 END = datetime(2013, 1, 5, tzinfo=UTC)
 START = datetime(2013, 1, 1, tzinfo=UTC)
