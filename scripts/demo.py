@@ -2,7 +2,10 @@
 
 Uses the embedded defaults: storage on a local directory (``PIPELINE_STORAGE_ROOT``,
 ``file://<repo>/.data``) and an Airflow home with SQLite (``AIRFLOW_HOME``, ``<repo>/.airflow``).
-Each DAG runs with ``airflow dags test``, i.e. in this process tree, no scheduler needed.
+Each DAG runs with ``airflow dags test``, i.e. in this process tree, no scheduler needed;
+its runs start now (the window comes from the ``interval_end`` Param, not the logical date),
+so Airflow shows real durations, and each task's part of the output is written where the
+Airflow UI reads task logs (``scripts/dag_test_logs.py``).
 
 The terminal gets one progress line per step, naming an ETL DAG's tasks (``build -> publish``
 for every dataset), and the pipeline's own summary lines; every
@@ -18,7 +21,10 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from dag_test_logs import write_task_logs
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -53,8 +59,11 @@ def _summaries(output: str) -> list[str]:
     return [m.group(1) for m in SUMMARY.finditer(output)]
 
 
-def _run(label: str, args: list[str], env: dict[str, str], log_path: Path) -> None:
-    """Run one step with its output appended to the log; print one line (plus summaries)."""
+def _run(label: str, args: list[str], env: dict[str, str], log_path: Path,
+         on_output: Callable[[str], object] | None = None) -> None:
+    """Run one step with its output appended to the log; print one line (plus summaries).
+
+    ``on_output`` gets the step's output, also when the step failed."""
     print(f"{label} ...", end=" ", flush=True)
     with log_path.open("a", encoding="utf-8") as log:
         log.write(f"\n$ {' '.join(args)}\n")
@@ -69,10 +78,18 @@ def _run(label: str, args: list[str], env: dict[str, str], log_path: Path) -> No
     print(f"{'ok' if proc.returncode == 0 else 'FAILED'} ({time.monotonic() - t0:.0f} s)")
     for line in _summaries(output):
         print(f"    {line}")
+    if on_output is not None:
+        on_output(output)
     if proc.returncode != 0:
         tail = "\n".join(output.splitlines()[-TAIL_LINES:])
         raise StepFailed(f"{label}: `{' '.join(args)}` exited with {proc.returncode}; last "
                          f"{TAIL_LINES} lines of {log_path}:\n{tail}")
+
+
+def _dag_test(label: str, args: list[str], env: dict[str, str], log_path: Path) -> None:
+    """``airflow dags test``, then its task logs (failed ones too) where the UI finds them."""
+    logs = env.get("AIRFLOW__LOGGING__BASE_LOG_FOLDER") or str(Path(env["AIRFLOW_HOME"]) / "logs")
+    _run(label, args, env, log_path, lambda output: write_task_logs(output, Path(logs)))
 
 
 def main() -> int:
@@ -87,12 +104,12 @@ def main() -> int:
     for dataset in DEMO_DATASETS:
         _run(f"land {dataset}", [python, "-m", "etl", "land", "--root", root, "--dataset",
                                  dataset], env, log_path)
-        _run(f"ETL DAG etl_{dataset} (build -> publish)",
-             [airflow, "dags", "test", f"etl_{dataset}", DEMO_INTERVAL_END, "--conf",
-              json.dumps({"interval_end": DEMO_INTERVAL_END})], env, log_path)
-        _run(f"training DAG train_{dataset}", [airflow, "dags", "test", f"train_{dataset}",
-                                               "--conf", json.dumps({"version": "latest"})],
-             env, log_path)
+        _dag_test(f"ETL DAG etl_{dataset} (build -> publish)",
+                  [airflow, "dags", "test", f"etl_{dataset}", "--conf",
+                   json.dumps({"interval_end": DEMO_INTERVAL_END})], env, log_path)
+        _dag_test(f"training DAG train_{dataset}", [airflow, "dags", "test", f"train_{dataset}",
+                                                    "--conf", json.dumps({"version": "latest"})],
+                  env, log_path)
     sys.stdout.flush()
     subprocess.run([python, str(REPO / "scripts" / "summary.py"), "--root", root,
                     *DEMO_DATASETS], env=env, cwd=REPO, check=True)

@@ -7,6 +7,7 @@ followed for real in tests/test_ui_browser.py. Then each reported defect, one te
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from html import unescape
@@ -144,9 +145,15 @@ def test_task_metric_names_read_as_their_abbreviations() -> None:
 def test_model_page_groups_metrics(client: TestClient, built: uf.BuiltRoot) -> None:
     version, run = built.versions[-1], built.runs[built.versions[-1]][0]
     html = client.get(f"/datasets/flights/versions/{version}/models/{run}").text
-    head = re.search(r'<table class="grid narrow" id="metric-table">\s*<thead>(.*?)</thead>',
+    head = re.search(r'<table class="grid narrow" id="metric-table">.*?<thead>(.*?)</thead>',
                      html, flags=re.DOTALL).group(1)
-    assert re.findall(r"<th[^>]*>([^<]+)</th>", head) == ["Metric", "test", "eval", "baseline"]
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", head) == [
+        "Metric", "test", "eval", "baseline", "test 95% interval", "lead over baseline"]
+    auc = re.search(r'<tr class="metric-row"><td>AUC</td>(.*?)</tr>', html).group(1)
+    stored = json.loads((built.root / "models/flights" / version / run / "metrics.json").read_text())
+    ci = stored["test"]["intervals"]
+    assert re.findall(r"<td[^>]*>([^<]+)</td>", auc)[-2:] == [
+        f"{lo:.4g} – {hi:.4g}" for lo, hi in (ci["metrics"]["auc"], ci["lead_over_baseline"]["auc"])]
     assert len(re.findall(r'<tr class="history-row">', html)) == 3  # a table, not "[3 items]"
     assert "items]" not in html
     base = f"/datasets/flights/versions/{version}/models/{run}/files/"

@@ -77,7 +77,7 @@ def test_pagination_bounds(client: TestClient, built: uf.BuiltRoot) -> None:
     capped = client.get("/datasets/flights", params={"per_page": 5000}).text
     assert len(rows(capped, "version-row")) == len(built.versions)  # clamped to 100 per page
     beyond = client.get("/datasets/flights", params={"page": 99})
-    assert beyond.status_code == 200 and "First page" in beyond.text
+    assert beyond.status_code == 404 and "there is no page 99: 2 page(s)" in beyond.text
     assert client.get("/datasets/flights", params={"page": 0}).status_code == 400
     assert client.get("/datasets/flights", params={"per_page": 10**9}).status_code == 400
 
