@@ -16,7 +16,8 @@ root logger is at INFO and routes every propagating record:
   shared libraries, absl's C++ log is not initialised yet and writes every record to the
   process's stderr whatever the level (the "All log messages before absl::InitializeLog()"
   notice, oneDNN and CUDA-stub INFO lines). ``import_quietly`` holds file descriptor 2
-  during that import and passes on only records at WARNING or above.
+  during that import and TensorFlow's first GPU query, and passes on only records at WARNING
+  or above, less the cuInit "error" of a machine without an NVIDIA driver.
 
 ``configure`` is called by the command lines (with a handler), by each DAG task body (Airflow
 owns the handlers, so only levels change) and, through ``dask_setup``, by every Dask worker.
@@ -53,6 +54,11 @@ ROUTINE_WARNINGS = ("distributed.shuffle._scheduler_plugin",)
 # notice it prints before its first record when nobody called absl::InitializeLog().
 NATIVE_INFO = re.compile(r"^(?:I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] |"
                          r"WARNING: All log messages before absl::InitializeLog\(\))")
+# On a machine without NVIDIA's driver, TensorFlow's CUDA build reports its first look for a
+# GPU as an error ("E0000 ... failed call to cuInit: ... CUDA error (303)") though nothing
+# failed: training runs on the CPU. Dropped only where no driver is installed.
+NO_GPU_NOTICE = re.compile(r"^E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] failed call to cuInit")
+NVIDIA_DRIVER = "/proc/driver/nvidia/version"
 _HANDLER_NAME = "flightpipe"
 _applied: dict[str, int] = {}  # the library level configure() chose in this process
 
@@ -116,14 +122,19 @@ def import_quietly(name: str = "tensorflow") -> ModuleType:
     with tempfile.TemporaryFile() as held:
         os.dup2(held.fileno(), 2)
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
+            if name == "tensorflow":  # its CUDA platform starts on the first device query
+                module.config.list_physical_devices("GPU")
+            return module
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
             held.seek(0)
+            no_gpu = not os.path.exists(NVIDIA_DRIVER)
             kept = [line for line in held.read().splitlines(keepends=True)
-                    if not NATIVE_INFO.match(line.decode(errors="replace"))]
+                    if not NATIVE_INFO.match(text := line.decode(errors="replace"))
+                    and not (no_gpu and NO_GPU_NOTICE.match(text))]
             if kept:
                 os.write(2, b"".join(kept))
 
