@@ -5,11 +5,14 @@ UI's task log view then says "Log file not found". This cuts that output per tas
 Airflow's ``[DAG TEST] starting task_id=...`` / ``[DAG TEST] end task`` markers and writes
 each part to ``$AIRFLOW_HOME/logs/`` under Airflow's default ``log_filename_template``
 (``dag_id=<dag>/run_id=<run>/task_id=<task>/[map_index=<i>/]attempt=<n>.log``), as a worker
-would. Lines are written as printed; the UI shows lines that are not JSON as they are.
+would. A line as Airflow prints it (``<timestamp> [<level>] <message>``) is stored as the JSON
+record a worker writes, so the UI shows its time and level once; other lines (a traceback)
+as printed.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +22,7 @@ START = re.compile(r"\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)")
 RUNNING = re.compile(r"\[DAG TEST\] running task <TaskInstance: (\S+?)\.(\S+) (\S+) ")
 END = "[DAG TEST] end task"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+RECORD = re.compile(r"^(\d{4}-\d\d-\d\dT[\d:.]+Z) \[(\w+)\s*\] (.*)$")
 
 
 @dataclass
@@ -66,6 +70,12 @@ def write_task_logs(output: str, logs_folder: Path) -> list[Path]:
     for part in split_tasks(output):
         path = logs_folder / part.relpath()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(part.lines) + "\n", encoding="utf-8")
+        path.write_text("".join(_record(line) + "\n" for line in part.lines), encoding="utf-8")
         written.append(path)
     return written
+
+
+def _record(line: str) -> str:
+    if m := RECORD.match(line):
+        return json.dumps({"timestamp": m[1], "level": m[2], "event": m[3]})
+    return line

@@ -60,7 +60,7 @@ def test_dataset_page_shows_versions_newest_first_with_their_facts(
     newest = rows(html, "version-row")[0]
     text = " ".join(unescape(re.sub(r"<[^>]+>", " ", newest)).split())
     assert "train 720 eval 90 test 90" in text and "passed" in text
-    assert re.search(r'class="num">6</td>', newest)  # 3 splits x 2 shards
+    assert re.search(r'class="muted small shards">6 shards</div>', newest)  # 3 splits x 2
     run_id = f"scheduled__{uf.FIRST_END.replace(day=2 + len(built.versions) - 1).isoformat()}"
     assert f'href="/dags/etl_flights/runs/{run_id.replace(":", "%3A").replace("+", "%2B")}"' \
         in newest

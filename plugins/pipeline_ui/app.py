@@ -95,7 +95,7 @@ def _templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when,
-                       label=views.label, cell=views.cell)
+                       label=views.label, cell=views.cell, breakable=present.breakable)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target)

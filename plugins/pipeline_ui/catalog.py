@@ -186,7 +186,7 @@ class Catalog:
             return versions.read_manifest(uri)
         except IncompleteVersionError:
             if not storage.exists(self.dataset_uri(dataset)):
-                raise NotFound(f"there is no dataset {dataset!r}") from None
+                raise NotFound(f"dataset {dataset!r} does not exist") from None
             if not storage.exists(uri):
                 raise NotFound(f"dataset {dataset!r} has no version {version!r}") from None
             raise

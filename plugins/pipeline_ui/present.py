@@ -64,6 +64,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def breakable(value: Any) -> Markup:
+    """A long id (version, run id) that may wrap after each ``_`` (escaped, ``<wbr>`` added)."""
+    return Markup("_<wbr>").join(str(value).split("_"))
+
+
 def when(value: Any) -> str:
     """ISO timestamps as ``2013-01-03 00:00 UTC``; anything unparsable is shown as stored."""
     if not isinstance(value, str) or not value:
