@@ -11,7 +11,7 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 
 | task | does | returns (XCom) |
 | --- | --- | --- |
-| `build` | checks the Params; plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
+| `build` | checks what the Params' schema cannot (a calendar date, a source inside the storage root); plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
 | `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version}` | version dict |
 
 Every dataset kind runs these two tasks. A segment holds a run of consecutive raw partitions
@@ -24,8 +24,11 @@ interval order even when its runs execute concurrently. A re-run whose version a
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
-size, compression and validation mode. Values are checked by the first task (`build`) before any work: a refusal names the Param and what it allows in one
-sentence. A run whose version already exists is green with `publish` **skipped**; its log says
+size, compression and validation mode. Airflow checks each against its JSON schema (ranges,
+patterns, choices) when the run is created, in the form and the REST API alike, and creates
+no run for a bad value. What a schema cannot say (a calendar date such as Feb 30, a source
+path that leaves the storage root through a link) fails `build` at once, without retries,
+with one line naming the Param and what it allows. A run whose version already exists is green with `publish` **skipped**; its log says
 why in one line.
 """
 
@@ -67,7 +70,8 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
         @task(pool=DASK_POOL, execution_timeout=timedelta(hours=4))
         def build(params: Any = None, data_interval_end: Any = None, dag_run: Any = None,
                   run_id: str | None = None) -> str:
-            opts = resolve_etl_options(params, data_interval_end, dag_run.run_after)
+            opts = resolve_etl_options(params, data_interval_end, dag_run.run_after,
+                                       storage_root())
             from etl import logs, pipeline
 
             logs.configure(handler=False)  # libraries at WARNING: the log says what ran

@@ -25,7 +25,6 @@ from flightpipe_dags import (
     GPU_POOL,
     GPU_QUEUE,
     DagSettings,
-    check_training_params,
     choose_version,
     dag_defaults,
     dataset_asset,
@@ -33,6 +32,7 @@ from flightpipe_dags import (
     metrics_summary,
     run_name,
     storage_root,
+    training_overrides,
     training_params,
 )
 
@@ -55,7 +55,6 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
     def training() -> None:
         @task(execution_timeout=timedelta(minutes=10))
         def resolve_version(params: Any = None, triggering_asset_events: Any = None) -> dict:
-            check_training_params(params)  # refuse bad form values in one sentence, first
             events = triggering_asset_events.get(asset, []) if triggering_asset_events else []
             version, version_uri = choose_version(events, params["version"])
             from etl import logs, versions
@@ -75,7 +74,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             from training.config import TrainConfig
             from training.train import train as train_model
 
-            overrides = {**spec_training, **check_training_params(params)}
+            overrides = {**spec_training, **training_overrides(params)}
             result = train_model(resolved["version_uri"], storage.join(storage_root(), "models"),
                                  run_name(run_id or "manual"),
                                  TrainConfig().with_overrides(**overrides))

@@ -11,7 +11,6 @@ import pytest
 from etl import storage, versions
 from etl.__main__ import main
 from etl.pipeline.gc import collect_garbage
-from etl.pipeline.record import DRAFT_FILE
 from etl.provenance import run_key
 from etl.write import shards
 
@@ -38,11 +37,10 @@ def _world(root: str) -> dict[str, str]:
     manifest = {"format_version": 1, "dataset": DS, "version": V1, "run_id": "done-run",
                 "splits": {"train": {"num_examples": 1, "shards": [entry]}}}
     assert versions.publish_manifest(v1, manifest, lock)
-    for name in (DRAFT_FILE, versions.WRITER_LOCK):  # a publish killed after the manifest
-        storage.write_bytes_atomic(storage.join(v1, name), b"{}")
+    # a publish killed after the manifest leaves the handed-off lease (the draft inside)
+    storage.write_bytes_atomic(storage.join(v1, versions.WRITER_LOCK), b"{}")
     versions.acquire_writer_lock(v2, "dead-run", heartbeat_s=0.05, expiry_s=0.2)
     _shard(v2, b"half")
-    storage.write_bytes_atomic(storage.join(v2, DRAFT_FILE), b"{}")
     return {"v1": v1, "v2": v2, "v3": v3, "shard": entry["file"],
             "dead_staging": _staging(root, V2, "dead-run"),
             "done_staging": _staging(root, V1, "done-run"),
@@ -59,12 +57,12 @@ def test_gc_lists_then_removes_only_leftovers_of_dead_runs(storage_root: str,
     with versions.Heartbeat(live) as beat:
         assert main(["gc", "--root", storage_root, "--dataset", DS]) == 0
         out = capsys.readouterr().out
-        expected = {storage.join(w["v1"], DRAFT_FILE), storage.join(w["v1"], versions.WRITER_LOCK),
-                    w["v2"], w["dead_staging"], w["done_staging"]}
+        expected = {storage.join(w["v1"], versions.WRITER_LOCK), w["v2"], w["dead_staging"],
+                    w["done_staging"]}
         for uri in expected:
             assert f"would remove {uri}" in out, out
         assert f"kept {w['v3']}" in out and "run again with --apply" in out
-        assert storage.exists(storage.join(w["v2"], DRAFT_FILE))  # dry run: nothing deleted
+        assert storage.exists(storage.join(w["v2"], w["shard"]))  # dry run: nothing deleted
         report = collect_garbage(storage_root, DS, apply=True)
         assert {item.uri for item in report.leftovers} == expected
         assert beat.lost is None

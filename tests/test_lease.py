@@ -77,19 +77,31 @@ def test_holder_whose_process_is_gone_is_broken_at_once(storage_root: str) -> No
     assert taker.took_over["owner"] == "dead-writer"
 
 
-def test_handoff_survives_the_gap_and_only_its_owner_resumes(storage_root: str) -> None:
-    """Between write and publish no process beats; the handoff expiry covers that gap."""
+def test_handoff_survives_the_gap_and_the_next_step_takes_it_by_reading(
+        storage_root: str) -> None:
+    """Between write and publish no process beats; the handoff expiry covers that gap, and
+    the next step reads the lease (payload included) without rewriting it."""
     uri = storage.join(storage_root, "locks", "seg")
     held = lease.acquire(uri, "run-1", heartbeat_s=0.1, expiry_s=0.3)
-    handed = lease.hand_off(held, expiry_s=30.0)
+    handed = lease.hand_off(held, {"draft": [1, 2]}, expiry_s=30.0)
     time.sleep(0.5)  # longer than the working expiry
     with pytest.raises(LeaseHeldError):
         lease.acquire(uri, "run-2")
+    taken = lease.handed_off(uri, margin_s=10.0)
+    assert taken.owner == "run-1" and taken.payload == {"draft": [1, 2]}
+    assert taken.token == handed.token  # read, not rewritten
+    renewed = lease.handed_off(uri, margin_s=60.0)  # less expiry left than the step needs
+    assert renewed.token != handed.token and renewed.payload == {"draft": [1, 2]}
+    assert renewed.acquired_at == handed.acquired_at and renewed.phase == lease.HANDOFF
+    assert lease.release(renewed)
+    assert lease.handed_off(uri, margin_s=1.0) is None
+
+
+def test_a_working_lease_is_not_taken_as_a_handoff(storage_root: str) -> None:
+    uri = storage.join(storage_root, "locks", "seg")
+    lease.acquire(uri, "run-1")
     with pytest.raises(LeaseHeldError):
-        lease.resume(uri, "run-2")
-    resumed = lease.resume(uri, "run-1", heartbeat_s=0.1, expiry_s=0.3)
-    assert resumed.acquired_at == handed.acquired_at and resumed.phase == lease.WORKING
-    assert lease.release(resumed)
+        lease.handed_off(uri, margin_s=1.0)
 
 
 def test_waiting_run_says_so_within_a_second(storage_root: str,

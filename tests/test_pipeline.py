@@ -15,7 +15,6 @@ import pytest
 from etl import pipeline, storage, versions
 from etl.errors import ValidationFailed, VersionLockedError
 from etl.pipeline import RunOptions
-from etl.pipeline.record import DRAFT_FILE
 from etl.sources.land import land
 
 END = "2013-01-03T00:00:00Z"
@@ -74,7 +73,7 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
     names = set(storage.list_dir(vuri))
     assert names == {"manifest.json", "validation"}  # the shards live in the segments
     assert {"results.json", "index.html"} <= set(storage.list_dir(f"{vuri}/validation"))
-    assert not names & {DRAFT_FILE, versions.WRITER_LOCK}
+    assert versions.WRITER_LOCK not in names  # the lease, with the draft inside, is gone
     assert storage.list_dir(f"{root}/staging") == []  # staging is gone after publish
 
     mtimes = {p.name: p.stat().st_mtime_ns for p in Path(vuri[7:]).iterdir()}
@@ -126,7 +125,6 @@ def test_failed_validation_publishes_nothing(client, root: str) -> None:
     vuri = versions.version_uri(root, "flights", VERSION)
     assert not storage.exists(storage.join(vuri, "manifest.json"))
     assert storage.exists(storage.join(vuri, "validation", "results.json"))  # the evidence
-    assert not storage.exists(storage.join(vuri, DRAFT_FILE))
     assert not storage.exists(storage.join(vuri, versions.WRITER_LOCK))  # released
 
 

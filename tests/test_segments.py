@@ -142,6 +142,33 @@ def test_a_redelivered_day_rebuilds_only_the_segment_that_held_it(landed: Path,
         v2["version_uri"], m2)
 
 
+def test_a_partition_larger_than_the_target_is_built_in_pieces(landed: Path, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """A day over the byte target becomes consecutive row ranges, each its own segment; the
+    version's content is what one build of the days gives, and a re-delivered large day
+    rebuilds only its own pieces."""
+    whole = pipeline.run("flights", _root(landed, tmp_path / "whole"), DAYS[-1], run_id="w")
+    root = _root(landed, tmp_path / "pieces")
+    sizes = {d: Path(root[7:], f"raw/flights/date=2013-01-0{d}/flights.csv").stat().st_size
+             for d in (1, 2, 3)}
+    target = max(sizes.values()) // 3 + 1  # every day is 3 pieces (days differ by < 10%)
+    assert all(2 * target < size <= 3 * target for size in sizes.values())
+    monkeypatch.setattr(plan, "SEGMENT_RAW_BYTES", target)
+    split = pipeline.run("flights", root, DAYS[-1], run_id="p")
+    labels = [s.split("-")[0] for s in _listed(split)]
+    assert labels == [f"2013010{d}.{i}of3" for d in (1, 2, 3) for i in (1, 2, 3)], labels
+    _same_content(split, whole)
+    rows = [segments.read_segment(segments.segment_uri(root, "flights", seg))["validation"]["rows"]
+            for seg in _listed(split)[:3]]
+    assert max(rows) - min(rows) <= 1  # the first day's raw rows in equal thirds
+    day = Path(root[7:], "raw/flights/date=2013-01-02/flights.csv")
+    day.write_bytes(day.read_bytes())  # re-delivered: a new mtime, a new digest
+    again = pipeline.run("flights", root, DAYS[-1], run_id="again", force=True)
+    changed = [a != b for a, b in zip(_listed(split), _listed(again), strict=True)]
+    assert changed == [False] * 3 + [True] * 3 + [False] * 3
+    _same_content(again, whole)
+
+
 def test_segments_are_sized_by_bytes_and_a_night_of_new_days_is_one_segment(
         landed: Path, tmp_path: Path, monkeypatch) -> None:
     """Raw bytes bound a segment: at a budget of two days, a bulk build of three days is two

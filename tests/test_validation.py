@@ -2,7 +2,7 @@
 
 Every test lands raw CSV files (one per UTC day of ``time_hour``) of the first 2013 flights,
 already joined with the origin's weather and the plane's registry data, edits a few cells,
-and runs ``etl.pipeline`` on them: segments built (one per day: ``SEGMENT_RAW_BYTES`` is 1),
+and runs ``etl.pipeline`` on them: segments built (one per day: ``chunk_by_bytes`` keeps days apart),
 judged, published. Results land in the version folder, rejected rows in the segments'
 quarantine folders, the summary in the manifest or in ``ValidationFailed``.
 """
@@ -65,7 +65,7 @@ def frame(n: int = ROWS) -> pd.DataFrame:
 @pytest.fixture(autouse=True)
 def one_segment_per_day(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each day its own segment, so checks across segments stay checks across files."""
-    monkeypatch.setattr(plan, "SEGMENT_RAW_BYTES", 1)
+    monkeypatch.setattr(plan, "chunk_by_bytes", lambda parts, limit: [[p] for p in parts])
 
 
 def write_spec(folder: Path, suite: dict | None = None, key: list[str] | None = None,

@@ -12,12 +12,12 @@ from __future__ import annotations
 from flightpipe_dags.options import (
     EtlOptions,
     ParamError,
-    check_training_params,
     choose_version,
     metrics_summary,
     resolve_etl_options,
     run_name,
     skip_already_published,
+    training_overrides,
 )
 from flightpipe_dags.params import TRAIN_OVERRIDES, etl_params, training_params
 from flightpipe_dags.settings import (
@@ -37,8 +37,8 @@ from flightpipe_dags.settings import (
 
 __all__ = [
     "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
-    "DagSettings", "EtlOptions", "ParamError", "check_training_params", "choose_version",
+    "DagSettings", "EtlOptions", "ParamError", "choose_version",
     "dag_defaults", "dataset_asset", "dataset_settings", "etl_params", "etl_timetable",
     "metrics_summary", "resolve_etl_options", "run_name", "skip_already_published",
-    "spec_names", "storage_root", "training_params",
+    "spec_names", "storage_root", "training_overrides", "training_params",
 ]

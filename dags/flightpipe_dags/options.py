@@ -1,6 +1,10 @@
 """Params and the data interval turned into checked options; the version a training run uses.
 
-Called inside task bodies (and by tests); import-light like the rest of this package.
+Airflow has already held every Param to its JSON schema (``params``) when the run was created
+and again when the task started; what is left here is what a schema cannot say: a calendar
+date (Feb 30), a source path that leaves the storage root through a symlink. Those fail the
+first task at once (``ParamError`` is Airflow's fail-now exception: no retries), its one-line
+reason logged first. Called inside task bodies (and by tests); import-light like the package.
 """
 
 from __future__ import annotations
@@ -10,22 +14,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import pendulum
+from airflow.sdk.exceptions import AirflowFailException
 
-from flightpipe_dags.params import (
-    BATCH_SIZE_MAX,
-    COMPRESSIONS,
-    EPOCHS_MAX,
-    ISO_DATE_TIME,
-    MARGIN_BELOW,
-    SHARD_MB_MAX,
-    SOURCE_URI,
-    VALIDATION_MODES,
-    VERSION_ID,
-    WINDOW_DAYS_MAX,
-)
+from flightpipe_dags.params import TRAIN_OVERRIDES
+
+_LOG = logging.getLogger("airflow.task")
 
 
 @dataclass(frozen=True)
@@ -50,102 +46,90 @@ class EtlOptions:
                           source_uri=self.source_uri)
 
 
+class ParamError(AirflowFailException, ValueError):
+    """A refused Param, said in one sentence: which field, what it allows, what it got.
+
+    An ``AirflowFailException``: the task fails at once, without retries (a retry would
+    meet the same value)."""
+
+    def __init__(self, name: str, value: Any, allowed: str) -> None:
+        super().__init__(f"Param {name}={value!r} refused: {name} must be {allowed}.")
+
+
+def _refuse(name: str, value: Any, allowed: str) -> NoReturn:
+    """Log the refusal as the task's first line of its own, then fail the task for good."""
+    error = ParamError(name, value, allowed)
+    _LOG.error("%s", error)
+    raise error
+
+
 def _plain_utc(value: datetime) -> datetime:
     """A stdlib UTC datetime: pendulum's subclass breaks timedelta arithmetic in library code."""
     return datetime.fromtimestamp(value.timestamp(), tz=UTC)
 
 
 def _parse_utc(value: str, name: str) -> datetime:
+    """The schema's pattern let ``value`` through; only a calendar check is left (Feb 30)."""
     try:
-        parsed = pendulum.parse(value)
-    except ValueError as exc:  # pendulum's ParserError is a ValueError
-        raise ParamError(name, value, "an ISO 8601 date or date-time such as "
-                         "2013-01-05 or 2013-01-05T06:00:00Z, or empty") from exc
-    if isinstance(parsed, datetime):  # naive values are taken as UTC
-        return _plain_utc(pendulum.instance(parsed, tz="UTC"))
-    raise ParamError(name, value, "a date or date-time, not a duration or time")
+        parsed = pendulum.parse(value)  # a date or date-time: the pattern saw to that
+    except ValueError:  # pendulum's ParserError; refused outside this block, so the task
+        parsed = None  # log shows no chained parser traceback
+    if not isinstance(parsed, datetime):
+        _refuse(name, value, "a real calendar date or date-time such as 2013-01-05 or "
+                "2013-01-05T06:00:00Z, or empty")
+    return _plain_utc(pendulum.instance(parsed, tz="UTC"))  # naive values are taken as UTC
 
 
-class ParamError(ValueError):
-    """A refused Param, said in one sentence: which field, what it allows, what it got."""
+def _inside_root(source: str, root: str) -> str:
+    """A relative source stays under the storage root, symlinks resolved; URIs pass."""
+    if "://" in source:
+        return source
+    from etl import storage
+    from etl.errors import PathOutsideRootError
 
-    def __init__(self, name: str, value: Any, allowed: str) -> None:
-        super().__init__(f"Param {name}={value!r} refused: {name} must be {allowed}.")
-
-
-def _int_in(params: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
-    value = params.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ParamError(name, value, f"a whole number from {low} to {high}, or empty")
-    return value
-
-
-def _choice(params: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: Any) -> Any:
-    value = params.get(name, default)
-    if value is not None and value not in allowed:
-        raise ParamError(name, value, "one of " + ", ".join(allowed)
-                         + (", or empty" if default is None else ""))
-    return value
+    try:
+        storage.safe_join(root, source)
+    except PathOutsideRootError:
+        pass  # refused below, outside this block: no chained traceback in the task log
+    else:
+        return source
+    _refuse("source_uri", source, f"a path that stays inside the storage root {root} (no "
+            "backslash, no link that leads out of it)")
 
 
-def resolve_etl_options(
-    params: Mapping[str, Any], data_interval_end: datetime | None, run_after: datetime | None
-) -> EtlOptions:
-    """Turn Params + the run's interval into options, rejecting bad input before any work.
+def resolve_etl_options(params: Mapping[str, Any], data_interval_end: datetime | None,
+                        run_after: datetime | None, root: str) -> EtlOptions:
+    """Turn schema-checked Params + the run's interval into options, before any work.
 
     The interval end is the ``interval_end`` Param, else the data interval end, else (manual
     runs without a logical date) the run's recorded ``run_after``: never the wall clock, so
     a retry of the same run targets the same version.
     """
     raw_end = params.get("interval_end") or None
-    if raw_end is not None and not re.match(ISO_DATE_TIME, str(raw_end)):
-        raise ParamError("interval_end", raw_end, "an ISO 8601 date or date-time such as "
-                         "2013-01-05 or 2013-01-05T06:00:00Z, or empty")
     if raw_end is not None:
         end = _parse_utc(str(raw_end), "interval_end")
     elif data_interval_end is not None or run_after is not None:
         end = _plain_utc(data_interval_end or run_after)
     else:
         raise ValueError("run has neither a data interval nor run_after; set Param interval_end")
-    window = _int_in(params, "window_days", 1, WINDOW_DAYS_MAX)
+    window = params.get("window_days")
     source = params.get("source_uri") or None
-    if source is not None and not re.match(SOURCE_URI, str(source)):
-        raise ParamError("source_uri", source, "a file://, gs:// or memory:// URI, or a path "
-                         "inside the storage root without '..' or spaces, or empty")
-    shard_mb = _int_in(params, "shard_mb", 1, SHARD_MB_MAX)
-    compression = _choice(params, "compression", COMPRESSIONS, None)
-    mode = _choice(params, "validation_mode", VALIDATION_MODES, "quarantine")
-    force = params.get("force_republish", False)
-    if not isinstance(force, bool):
-        raise ParamError("force_republish", force, "true or false")
+    shard_mb = params.get("shard_mb")
+    compression = params.get("compression")
     return EtlOptions(
         interval_end=end,
         interval_start=end - timedelta(days=window) if window else None,
-        source_uri=source,
+        source_uri=_inside_root(source, root) if source else None,
         shard_bytes=shard_mb * 2**20 if shard_mb else None,
         compression=compression.lower() if compression else None,
-        validation_mode=mode,
-        force_republish=force,
+        validation_mode=params.get("validation_mode") or "quarantine",
+        force_republish=bool(params.get("force_republish")),
     )
 
 
-def check_training_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The training form's overrides, checked; refusals name the field in one sentence."""
-    version = params.get("version") or "latest"
-    if not isinstance(version, str) or not re.match(VERSION_ID, version):
-        raise ParamError("version", version, "'latest' or a version id such as "
-                         "20130102T000000Z_all")
-    overrides = {"epochs": _int_in(params, "epochs", 1, EPOCHS_MAX),
-                 "batch_size": _int_in(params, "batch_size", 1, BATCH_SIZE_MAX)}
-    margin = params.get("min_margin")
-    if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float))
-                               or not 0 <= margin < MARGIN_BELOW):
-        raise ParamError("min_margin", margin, f"a number from 0 up to (not including) "
-                         f"{MARGIN_BELOW}, or empty")
-    overrides["min_margin"] = margin
-    return {k: v for k, v in overrides.items() if v is not None}
+def training_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The training form's TrainConfig overrides that are set (schema-checked by Airflow)."""
+    return {k: params[k] for k in TRAIN_OVERRIDES if params.get(k) is not None}
 
 
 def skip_already_published(dataset: str, result: Mapping[str, Any]) -> None:

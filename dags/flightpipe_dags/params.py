@@ -1,20 +1,24 @@
-"""The trigger forms' typed Params.
+"""The trigger forms' typed Params, and the JSON schema that refuses bad values at creation.
 
-The JSON schema here carries only what shapes the form (types, choices with readable labels):
-Airflow answers any schema refusal with a raw jsonschema dump (the whole schema and regex), so
-ranges and patterns are checked by ``options`` in each DAG's first task, whose error names the
-field and what it allows in one sentence. Import-light: stdlib, pendulum, ``airflow.sdk`` only.
+Airflow validates a run's Params against these schemas when the run is created (trigger form
+and REST API alike, 400 ``Invalid input for param <name>: <value> ...``) and again when a task
+starts, so every range, pattern and choice lives here and nowhere else. What a schema cannot
+say (a calendar date such as Feb 30, a symlink out of the storage root) is checked by
+``options`` in each DAG's first task, which then fails at once without retries.
+Import-light: stdlib, ``airflow.sdk`` only.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow.sdk import Param
 
 # Empty, a date, or an ISO 8601 date-time; calendar validity (Feb 30) is checked in the task.
-ISO_DATE_TIME = (
-    r"^$|^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
-    r"([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$"
-)
+# ``format: date-time`` only picks the form's date picker: Airflow's jsonschema checks that
+# format only where rfc3339-validator is installed, and it is not (requirements.lock).
+ISO_DATE_TIME = (r"^$|^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+                 r"([T ]([01]\d|2[0-3])(:[0-5]\d){1,2}(\.\d+)?(Z|[+-]\d\d:?\d\d)?)?$")
 
 
 # An absolute URI, or a path relative to the storage root that does not climb out of it.
@@ -36,30 +40,53 @@ VALIDATION_MODES = ("quarantine", "strict")
 TRAIN_OVERRIDES = ("epochs", "batch_size", "min_margin")
 
 
+def _rule(allowed: str, **schema: Any) -> dict[str, Any]:
+    """A range or pattern, as an ``allOf`` rule that Airflow checks at run creation.
+
+    Not at the schema's top level, for two reasons seen in Airflow 3.3.2: the form's number
+    field clamps a typed value into a top-level minimum/maximum when it loses focus (-5
+    silently becomes 1 and that run is created), and a refusal prints the failed (sub)schema:
+    this rule alone, its ``description`` saying in words what is allowed, not the whole Param.
+    """
+    return {"allOf": [{"description": allowed, **schema}]}
+
+
 def etl_params() -> dict[str, Param]:
     """Typed Params for the trigger form; JSON-schema checked before a run is created."""
     return {
         "interval_end": Param(
             None, type=["null", "string"], format="date-time",
+            **_rule("empty, a date or an ISO 8601 date-time", pattern=ISO_DATE_TIME),
             title="Interval end (override)",
-            description="UTC end of the data window, ISO 8601. Empty: the run's data "
-            "interval end. The version id is derived from it.",
+            description="UTC end of the data window: a date (2013-01-05) or ISO 8601 "
+            "date-time (2013-01-05T06:00:00Z). Empty: the run's data interval end. The "
+            "version id is derived from it.",
         ),
         "window_days": Param(
-            None, type=["null", "integer"], title="Window (days)",
-            description="Days of raw data before the interval end. Empty: everything "
-            "landed up to the interval end.",
+            None, type=["null", "integer"],
+            **_rule(f"a whole number from 1 to {WINDOW_DAYS_MAX}", minimum=1,
+                    maximum=WINDOW_DAYS_MAX),
+            title="Window (days)",
+            description=f"Days of raw data before the interval end, 1 to {WINDOW_DAYS_MAX}. "
+            "Empty: everything landed up to the interval end.",
         ),
         "source_uri": Param(
-            None, type=["null", "string"], title="Raw source URI (override)",
+            None, type=["null", "string"],
+            **_rule("a file://, gs:// or memory:// URI, or a path inside the storage root "
+                    "without '..' or spaces", pattern=SOURCE_URI),
+            title="Raw source URI (override)",
             description="Where the primary source's raw files are, with the spec's partition "
             "placeholder, e.g. gs://bucket/raw/flights/date={date}/flights.csv; absolute "
-            "(file://, gs://) or relative to the storage root. Empty: the spec's.",
+            "(file://, gs://, memory://) or a path inside the storage root, without '..' "
+            "or spaces. Empty: the spec's.",
         ),
         "shard_mb": Param(
-            None, type=["null", "integer"], title="Shard size (MiB)",
-            description="Target uncompressed size of each TFRecord shard. Empty: the spec's "
-            "shards.target_bytes.",
+            None, type=["null", "integer"],
+            **_rule(f"a whole number from 1 to {SHARD_MB_MAX}", minimum=1,
+                    maximum=SHARD_MB_MAX),
+            title="Shard size (MiB)",
+            description=f"Target uncompressed size of each TFRecord shard, 1 to {SHARD_MB_MAX} "
+            "MiB. Empty: the spec's shards.target_bytes.",
         ),
         "compression": Param(
             None, type=["null", "string"], enum=[None, *COMPRESSIONS], title="Shard compression",
@@ -86,25 +113,33 @@ def training_params() -> dict[str, Param]:
     return {
         "version": Param(
             "latest", type="string",
+            **_rule("'latest' or a version id", pattern=VERSION_ID),
             title="Dataset version",
-            description="Version id to train on, or 'latest'. Ignored when the run was "
-            "triggered by a dataset Asset event (the event's version wins).",
+            description="Version id to train on (such as 20130102T000000Z_all), or 'latest'. "
+            "Ignored when the run was triggered by a dataset Asset event (the event's "
+            "version wins).",
         ),
         "epochs": Param(
             None, type=["null", "integer"], title="Epochs",
-            description="Training epochs. Empty: the spec's training.epochs, else the "
-            "default.",
+            **_rule(f"a whole number from 1 to {EPOCHS_MAX}", minimum=1, maximum=EPOCHS_MAX),
+            description=f"Training epochs, 1 to {EPOCHS_MAX}. Empty: the spec's "
+            "training.epochs, else the default.",
         ),
         "batch_size": Param(
-            None, type=["null", "integer"], title="Batch size",
-            description="Examples per batch. Empty: the spec's training.batch_size, else the "
-            "default.",
+            None, type=["null", "integer"],
+            **_rule(f"a whole number from 1 to {BATCH_SIZE_MAX}", minimum=1,
+                    maximum=BATCH_SIZE_MAX),
+            title="Batch size",
+            description=f"Examples per batch, 1 to {BATCH_SIZE_MAX}. Empty: the spec's "
+            "training.batch_size, else the default.",
         ),
         "min_margin": Param(
             None, type=["null", "number"],
+            **_rule(f"a number from 0 up to (not including) {MARGIN_BELOW}", minimum=0,
+                    exclusiveMaximum=MARGIN_BELOW),
             title="Quality gate margin",
             description="The model must beat the majority-class baseline's test accuracy and "
-            "AUC by this much or nothing is published. Empty: the spec's "
-            "training.min_margin, else the default.",
+            f"AUC by this much (0 up to, not including, {MARGIN_BELOW}) or nothing is "
+            "published. Empty: the spec's training.min_margin, else the default.",
         ),
     }

@@ -4,8 +4,8 @@ window judged and the version's draft -- everything before ``publish``.
 Every dataset kind goes this one way: its builder (``etl.kinds``) plans the window and builds
 the segments no earlier run built (waiting for a run building the same ones, and using them);
 then the writer lease is taken, the window is judged straight into the version's
-``validation/`` folder, and ``_draft.json`` (the manifest to be, and the run record) is
-written. ``publish`` turns the draft into ``manifest.json``. A version whose interval is
+``validation/`` folder, and the lease is handed over with the draft (the manifest to be, and
+the run record) inside. ``publish`` turns the draft into ``manifest.json``. A version whose interval is
 already published is reported, not rebuilt, unless ``force`` asks for a new ``-rN`` revision.
 """
 
@@ -18,7 +18,7 @@ from datetime import datetime
 from etl import kinds, storage, versions
 from etl.pipeline import summary
 from etl.pipeline.publish import acquire_writer, clear_unpublished, target_version
-from etl.pipeline.record import DRAFT_FILE, RunOptions, RunRecord
+from etl.pipeline.record import RunOptions, RunRecord
 from etl.segments.window import BuildRequest, Window
 
 log = logging.getLogger("etl.pipeline")
@@ -63,13 +63,12 @@ def build_version(spec_name: str, root: str, interval_end: str | datetime,
         judged = _judge(kind, window, record, vuri)
         manifest = compose_manifest(window.spec, record.to_json(), config, window.metas,
                                     judged.statistics)
-        lock = versions.hand_off_writer_lock(heartbeat.stop())
+        record.writer_lock = {"owner": lock.owner}
+        versions.hand_off_writer_lock(heartbeat.stop(),
+                                      {"manifest": manifest, "run": record.to_json()})
     except BaseException:
         versions.release_writer_lock(heartbeat.stop())  # a killed process's lease expires
         raise
-    record.writer_lock = {"owner": lock.owner, "token": lock.token}
-    storage.write_bytes_atomic(storage.join(vuri, DRAFT_FILE), storage.json_bytes(
-        {"manifest": manifest, "run": record.to_json()}))
     summary.written(spec.name, manifest["splits"], record.timings["build_s"], vuri)
     return vuri
 

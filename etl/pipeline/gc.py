@@ -1,6 +1,6 @@
 """``python -m etl gc``: find and remove what dead runs of a dataset left behind.
 
-Leftovers are temp files (``.tmp-*``), drafts and writer leases inside published versions,
+Leftovers are temp files (``.tmp-*``), writer leases (with their drafts) inside published versions,
 unpublished version folders whose writer is dead or gone, staging folders of runs that are
 dead or done, segment folders a killed build left without ``segment.json``, and segments no
 version lists that were built longer ago than any run lives. A published version's files and anything a live lease holder (recent
@@ -21,7 +21,6 @@ from typing import Any
 
 from etl import storage, versions
 from etl.errors import LeaseHeldError, VersionExistsError, VersionLockedError
-from etl.pipeline.record import DRAFT_FILE
 from etl.provenance import run_key
 from etl.versions import lease, segments
 from etl.versions.ids import is_version_id
@@ -85,10 +84,9 @@ def _remove(report: Report, uri: str, why: str, apply: bool) -> None:
 
 def _published(report: Report, uri: str, apply: bool) -> None:
     """A published version is immutable: only a publish killed after its manifest leaves these."""
-    for name in (DRAFT_FILE, versions.WRITER_LOCK):
-        if storage.exists(storage.join(uri, name)):
-            _remove(report, storage.join(uri, name), "left by a publish killed after the "
-                    "manifest", apply)
+    lock = storage.join(uri, versions.WRITER_LOCK)
+    if storage.exists(lock):
+        _remove(report, lock, "left by a publish killed after the manifest", apply)
     for name in storage.temp_files(uri, TEMP_MIN_AGE_S):
         _remove(report, storage.join(uri, name), "temp file in a published version", apply)
 

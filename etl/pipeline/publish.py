@@ -1,10 +1,9 @@
 """Publishing a version: the writer lease, and the draft turned into ``manifest.json`` last.
 
-``build`` (``etl.pipeline.build``) writes a version's ``_draft.json`` under the version's
-writer lease and hands the lease over; ``publish`` resumes it, checks the stored size of every
-shard the version holds itself (a segment's were checked before its segment.json existed),
-writes the TFDS metadata and creates ``manifest.json`` only if absent, which is what makes the
-version visible to readers.
+``build`` (``etl.pipeline.build``) hands the version's writer lease over with the draft (the
+manifest to be) inside it; ``publish`` takes that lease (reading it is enough while its expiry
+is far off), checks the stored size of every shard the version holds itself and creates
+``manifest.json`` only if absent, which is what makes the version visible to readers.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Any
 from etl import storage, versions
 from etl.errors import PipelineError, VersionExistsError, VersionLockedError
 from etl.pipeline import summary
-from etl.pipeline.record import DRAFT_FILE, RunRecord, published
+from etl.pipeline.record import RunRecord, published
 from etl.provenance import iso, run_key
 
 log = logging.getLogger("etl.pipeline")
@@ -102,31 +101,22 @@ def _drop_staging(run_dir: str) -> None:
 
 
 def publish(written_uri: str) -> dict[str, Any]:
-    """Make a built version visible: TFDS metadata, then manifest.json (created if absent).
+    """Make a built version visible: manifest.json, created only if absent, under the lease.
 
-    ``written_uri``: what ``build_version`` returned; the draft carries everything else.
+    ``written_uri``: what ``build_version`` returned; its handed-off writer lease carries the
+    draft (the manifest to be and the run record).
     Returns ``{"version_uri", "version", "created", "splits", "timings"}``.
     """
-    draft_uri = storage.join(written_uri, DRAFT_FILE)
-    if not storage.exists(draft_uri):
-        manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
-        summary.published(manifest["dataset"], manifest, False, written_uri)
-        return {"version_uri": written_uri, "version": manifest["version"], "created": False,
-                "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()}}
-    draft = storage.read_json(draft_uri)
-    manifest, run = draft["manifest"], draft["run"]
-    held = run.get("writer_lock")
-    if held and not storage.exists(storage.join(written_uri, "manifest.json")):
-        # Only the run whose lease it still is may publish: a writer whose lease expired and
-        # was taken over gets VersionLockedError here; its shards were the taker's to clear.
-        lock = versions.resume_writer_lock(written_uri, held["owner"])
-        with versions.Heartbeat(lock) as heartbeat:
-            _check_draft(written_uri, draft_uri, held["owner"], manifest)
-        created = versions.publish_manifest(written_uri, manifest, lock=heartbeat.check())
-    else:
-        _check_draft(written_uri, draft_uri, None, manifest)
-        created = versions.publish_manifest(written_uri, manifest)
-    storage.delete_tree(draft_uri)
+    try:
+        lock = versions.take_handed_off_lock(written_uri)
+    except VersionLockedError:
+        lock = None  # a builder's lease; unless the version is published, refused below
+    if lock is None or not isinstance(lock.payload, dict):
+        return _already_published(written_uri)
+    manifest, run = lock.payload["manifest"], lock.payload["run"]
+    _check_shards(written_uri, manifest)
+    manifest["created_at"] = iso(datetime.now(UTC))
+    created = versions.publish_manifest(written_uri, manifest, lock=lock)
     _drop_staging(run["run_dir"])
     summary.published(run["dataset"], manifest, created, written_uri)
     return {"version_uri": written_uri, "version": manifest["version"], "created": created,
@@ -134,29 +124,26 @@ def publish(written_uri: str) -> dict[str, Any]:
             "timings": run.get("timings", {})}
 
 
-def _check_draft(written_uri: str, draft_uri: str, owner: str | None,
-                 manifest: dict[str, Any]) -> None:
-    """Under the lease: the draft is still ours and every shard has its written size.
+def _already_published(written_uri: str) -> dict[str, Any]:
+    """No draft handed over: the version was published (reported), or nothing can be."""
+    if not storage.exists(storage.join(written_uri, versions.MANIFEST)):
+        holder = versions.current_holder(storage.join(written_uri, versions.WRITER_LOCK))
+        if holder:
+            raise VersionLockedError(written_uri, holder)
+    manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
+    summary.published(manifest["dataset"], manifest, False, written_uri)
+    return {"version_uri": written_uri, "version": manifest["version"], "created": False,
+            "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()}}
 
-    Then the TFDS metadata is written and ``created_at`` set, just before the manifest.
-    """
-    from etl.write import tfds as tfds_meta
 
-    if owner is not None:
-        try:
-            again = storage.read_json(draft_uri)["run"].get("writer_lock", {}).get("owner")
-        except FileNotFoundError:
-            again = None
-        if again != owner:
-            raise PipelineError(f"{written_uri}: the draft of {owner!r} was replaced or removed "
-                                "by another run; not publishing")
+def _check_shards(written_uri: str, manifest: dict[str, Any]) -> None:
+    """Every shard the version holds itself has its written size (a segment's were checked
+    before its segment.json existed; segments are immutable)."""
     for info in manifest["splits"].values():
         for shard in info["shards"]:
             if shard.get("segment"):
-                continue  # checked before its segment.json existed; segments are immutable
+                continue
             size = storage.stat(versions.shard_uri(written_uri, shard))["size"]
             if size != shard["bytes"]:
                 raise PipelineError(f"{written_uri}/{shard['file']}: {size} bytes stored, "
                                     f"{shard['bytes']} written; not publishing")
-    manifest["created_at"] = iso(datetime.now(UTC))
-    tfds_meta.write_tfds_metadata(written_uri, manifest)

@@ -2,7 +2,7 @@
 
 The options come from the CLI flags or the DAG's Params; the record is made by
 ``RunRecord.new`` from the spec and the interval, travels inside the version's
-``_draft.json`` from ``build`` to ``publish`` (only URIs travel between Airflow tasks), and is
+handed-off writer lease (the draft) from ``build`` to ``publish`` (only URIs travel between Airflow tasks), and is
 what the step summaries print.
 """
 
@@ -18,7 +18,6 @@ from etl import storage, versions
 from etl.provenance import iso, run_key, utc
 from etl.validation.modes import check_mode
 
-DRAFT_FILE = versions.DRAFT
 LOCK_WAIT_S = 600.0  # a concurrent run of the same interval usually finishes within this
 
 
@@ -83,7 +82,7 @@ class RunRecord:
         return {"start": iso(self.start), "end": iso(self.end)}
 
     def to_json(self) -> dict[str, Any]:
-        """The record as ``_draft.json`` stores it (and ``publish`` reads it)."""
+        """The record as the draft stores it (and ``publish`` reads it)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                if f.name not in ("start", "end", "options")}
         return {**out, "interval": self.interval, "force": self.options.force,

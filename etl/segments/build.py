@@ -37,7 +37,6 @@ from etl.validation.parts import validate_parts
 from etl.validation.report import jsonable, write_parquet
 from etl.validation.types import typed_frame
 from etl.versions import lease, segments
-from etl.write import tfds as tfds_meta
 from etl.write import writer
 
 log = logging.getLogger(__name__)
@@ -204,7 +203,7 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
     meta = {
         "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
         "segment": task.segment, "partition": task.partition,
-        "partitions": [[p.label, p.digest] for p in task.parts],
+        "partitions": [[p.key, p.digest] for p in task.parts],
         "data_interval": {"start": iso(task.interval[0]), "end": iso(task.interval[1])},
         "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
         "code_version": code_version(), "compression": ctx.write.compression,
@@ -222,7 +221,6 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
         "statistics_partial": stats,
         "dropped_rows": {spec.label.drop_reason: int(len(typed) - len(final))},
     }
-    tfds_meta.write_tfds_metadata(task.uri, {**meta, "version": task.segment})
     return meta
 
 
@@ -251,7 +249,7 @@ def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
     of a thousand one-row days costs about what one file of those rows does.
     """
     source = ctx.spec.primary_source
-    raw, counts = read_files([p.uri for p in task.parts], source)
+    raw, counts = read_files([p.uri for p in task.parts], source, [p.piece for p in task.parts])
     times = event_times(raw, source)
     if times is None:
         return raw, 0

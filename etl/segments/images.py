@@ -79,7 +79,6 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
     from etl.segments.compose import manifest_schema
     from etl.transform.images import prepare_for_write
     from etl.validation.images import QUARANTINE_FILE, validate_dataset
-    from etl.write import tfds as tfds_meta
     from etl.write.writer import write_splits
 
     spec = request.spec
@@ -110,7 +109,6 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
                        "reasons": outcome.summary["reasons"],
                        "quarantine_files": [f"quarantine/{QUARANTINE_FILE}"] if bad else []},
     }
-    tfds_meta.write_tfds_metadata(uri, {**meta, "version": seg})
     return meta
 
 

@@ -2,7 +2,8 @@
 
 A segment is one build over a contiguous run of raw partitions (days of a day-partitioned
 source, the whole of an unpartitioned one), bounded by raw bytes: a nightly run that adds a few
-small days builds one segment, a bulk build of N bytes about N / ``SEGMENT_RAW_BYTES``.
+small days builds one segment, a bulk build of N bytes about N / ``SEGMENT_RAW_BYTES``; a
+partition larger than that is built as pieces (consecutive row ranges of its file).
 
 Each partition has a digest of everything its rows' bytes depend on -- its raw file (size,
 generation), the lookups, the spec and suite files, the label's classes, the part of it inside
@@ -87,7 +88,7 @@ def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
               "lookups": _digest(_relative(root, fingerprint(lookup_uris)["files"]))
               if lookup_uris else None,
               "label": label_schema}
-    parts = window_parts(root, spec, start, end, shared)
+    parts = in_pieces(window_parts(root, spec, start, end, shared), SEGMENT_RAW_BYTES)
     tasks, reused = [], set()
     for seg, run in cover(parts, known):
         if seg is None:
@@ -134,7 +135,7 @@ def cover(parts: list[Part], known: Sequence[dict[str, Any]]
     out: list[tuple[str | None, list[Part]]] = []
     i = 0
     while i < len(parts):
-        here = [(p.label, p.digest) for p in parts[i:]]
+        here = [(p.key, p.digest) for p in parts[i:]]
         fits = [s for s in by_first.get(here[0], [])
                 if here[:len(s["partitions"])] == s["partitions"]]
         best = max(fits, key=lambda s: len(s["partitions"]), default=None)
@@ -148,6 +149,17 @@ def cover(parts: list[Part], known: Sequence[dict[str, Any]]
             n = len(best["partitions"])
             out.append((best["segment"], parts[i:i + n]))
             i += n
+    return out
+
+
+def in_pieces(parts: list[Part], limit: int) -> list[Part]:
+    """A partition of more than ``limit`` raw bytes as k pieces of at most that, each a
+    consecutive k-th of its rows (a large day, or a large unpartitioned file, is built as k
+    segments: bounded memory, spread over the workers)."""
+    out = []
+    for part in parts:
+        k = -(-part.size // limit) if limit > 0 else 1
+        out += [part] if k <= 1 else [replace(part, piece=(i, k)) for i in range(k)]
     return out
 
 
@@ -166,12 +178,12 @@ def chunk_by_bytes(parts: list[Part], limit: int) -> list[list[Part]]:
 
 
 def partitions_of(parts: Sequence[Part]) -> list[list[str]]:
-    return [[p.label, p.digest] for p in parts]
+    return [[p.key, p.digest] for p in parts]
 
 
 def _task(root: str, spec: Spec, parts: list[Part], lookups: str | None,
           seg: str | None = None) -> SegmentTask:
-    label = parts[0].label if len(parts) == 1 else f"{parts[0].label}_{parts[-1].label}"
+    label = parts[0].key if len(parts) == 1 else f"{parts[0].key}_{parts[-1].key}"
     seg = seg or segments.segment_id(label, {"partitions": partitions_of(parts)})
     files = _relative(root, [p.file for p in parts])
     return SegmentTask(seg, segments.segment_uri(root, spec.name, seg), label, tuple(parts),

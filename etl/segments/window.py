@@ -29,10 +29,18 @@ class Part:
     period: tuple[datetime, datetime] | None  # the partition's own span, if partitioned
     file: dict[str, Any]  # storage.stat of its file: size, generation or mtime
     digest: str  # of everything its rows' bytes depend on (etl.segments.plan)
+    piece: tuple[int, int] | None = None  # (i, k): the i-th of k row ranges of a large file
 
     @property
     def size(self) -> int:
-        return int(self.file.get("size") or 0)
+        whole = int(self.file.get("size") or 0)
+        return whole if self.piece is None else whole // self.piece[1]
+
+    @property
+    def key(self) -> str:
+        """How a segment lists it: the partition's label, with its piece if it is one."""
+        return self.label if self.piece is None else \
+            f"{self.label}.{self.piece[0] + 1}of{self.piece[1]}"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -162,13 +162,25 @@ def outside_each(times: pd.Series, bounds: list[tuple[datetime | None, datetime 
     return ~np.isnat(stamps) & ((stamps < lo) | (stamps >= hi))
 
 
-def read_files(uris: list[str], source: Source) -> tuple[pd.DataFrame, list[int]]:
+def read_files(uris: list[str], source: Source,
+               pieces: Sequence[tuple[int, int] | None] | None = None
+               ) -> tuple[pd.DataFrame, list[int]]:
     """Every row of some files of ``source``, as they arrived (no time filter, no join), and
     each file's row count: read as Arrow tables, made one frame at the end (a frame per file
-    costs more than a one-row day's rows)."""
-    tables = [read_source_table(u, source) for u in uris]
+    costs more than a one-row day's rows). ``pieces[i] = (j, k)`` keeps only the j-th of k
+    consecutive, equal row ranges of file i."""
+    tables = [_piece(read_source_table(u, source), piece)
+              for u, piece in zip(uris, pieces or [None] * len(uris), strict=True)]
     frame = as_frame(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
     return frame, [t.num_rows for t in tables]
+
+
+def _piece(table: pa.Table, piece: tuple[int, int] | None) -> pa.Table:
+    if piece is None:
+        return table
+    i, k = piece
+    lo, hi = table.num_rows * i // k, table.num_rows * (i + 1) // k
+    return table.slice(lo, hi - lo)
 
 
 def read_primary(uris: list[str], spec: Spec) -> pd.DataFrame:

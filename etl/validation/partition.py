@@ -124,13 +124,28 @@ def _clean(parsed: pd.Series, kind: str) -> pd.Series:
     return parsed.astype("float64")
 
 
+# Every index of an unexpected row, never GX's pandas query string of them (unused here,
+# and one more filtered copy of the frame per expectation).
+ROW_RESULT_FORMAT = {"result_format": "COMPLETE", "return_unexpected_index_query": False}
+
+
 def _run(frame: pd.DataFrame, name: str, configs: Sequence[dict]) -> dict[int, dict]:
-    """Validate a frame with GX; results keyed by suite ordinal (GX reorders them)."""
-    if not configs:
-        return {}
-    batch = vgx.batch_definition().get_batch(batch_parameters={"dataframe": frame})
-    res = batch.validate(vgx.suite_of(name, configs), result_format={"result_format": "COMPLETE"})
-    return {r.expectation_config.meta[vgx.ORDINAL_META]: r for r in res.results}
+    """Validate a frame with GX; results keyed by suite ordinal (GX reorders them).
+
+    One GX run per set of columns the expectations read, over a frame of those columns
+    alone: GX filters the frame it is given (nulls, unexpected rows) three or four times per
+    expectation, so a frame of every checked column made that cost grow with the square of
+    the column count (a third of the validation of a wide table).
+    """
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for cfg in configs:
+        groups.setdefault(tuple(columns_of(cfg["kwargs"])), []).append(cfg)
+    out: dict[int, dict] = {}
+    for cols, cfgs in groups.items():
+        batch = vgx.batch_definition().get_batch(batch_parameters={"dataframe": frame[list(cols)]})
+        res = batch.validate(vgx.suite_of(name, cfgs), result_format=ROW_RESULT_FORMAT)
+        out.update({r.expectation_config.meta[vgx.ORDINAL_META]: r for r in res.results})
+    return out
 
 
 def _partial(res, pdf: pd.DataFrame, cfg: dict, key: Sequence[str]) -> tuple[Partial, np.ndarray]:

@@ -1,7 +1,8 @@
 """Immutable dataset versions: ids, manifests, the publish protocol, resolution, retention.
 
 A version directory exists for readers only once its manifest.json does. Publishing is
-``acquire_writer_lock`` → write shards → ``publish_manifest`` (conditional create, so
+``acquire_writer_lock`` → write → ``hand_off_writer_lock`` (the draft inside the lease) →
+``take_handed_off_lock`` → ``publish_manifest`` (conditional create, so
 two runs cannot both publish one version) → LATEST advanced → lock released. Nothing
 is ever renamed, which object stores cannot do atomically. Import-light: no dask/gx/tf.
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 from etl.versions.catalog import latest_version, list_versions, resolve, retain, update_latest
 from etl.versions.ids import (
-    DRAFT,
     LATEST,
     MANIFEST,
     SEGMENTS_DIR,
@@ -44,7 +44,7 @@ from etl.versions.lock import (
     hand_off_writer_lock,
     refresh_writer_lock,
     release_writer_lock,
-    resume_writer_lock,
+    take_handed_off_lock,
     version_of,
 )
 from etl.versions.manifest import (
@@ -57,7 +57,6 @@ from etl.versions.manifest import (
 )
 
 __all__ = [
-    "DRAFT",
     "EXPIRY_S",
     "FORMAT_VERSION",
     "HANDOFF_EXPIRY_S",
@@ -87,10 +86,10 @@ __all__ = [
     "refresh_writer_lock",
     "release_writer_lock",
     "resolve",
-    "resume_writer_lock",
     "retain",
     "shard_relpath",
     "shard_uri",
+    "take_handed_off_lock",
     "update_latest",
     "verify_shards",
     "version_id",

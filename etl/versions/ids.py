@@ -17,7 +17,6 @@ from etl import storage
 MANIFEST = "manifest.json"
 LATEST = "LATEST"
 WRITER_LOCK = "_WRITER"
-DRAFT = "_draft.json"  # a written, not yet published version's manifest-to-be
 SEGMENTS_DIR = "segments"  # <root>/datasets/<dataset>/segments/<segment>/: shared by versions
 _TS = "%Y%m%dT%H%M%SZ"
 _ID = re.compile(r"^(\d{8}T\d{6}Z)_(\d{8}T\d{6}Z|all)(?:-r([1-9]\d*))?$")

@@ -6,8 +6,8 @@ thread (``Heartbeat``), so it stays held through long Dask steps. A lease whose 
 is older than its ``expiry_s``, or whose process on this host is gone, is dead: the next
 acquirer breaks it by compare-and-delete (GCS generation precondition, local ``flock``), so a
 dead holder blocks for at most ``expiry_s`` and a live one is never broken. A run may pass a
-lease to its next step (another process) with a longer ``handoff`` expiry; see
-docs/RELIABILITY.md.
+lease to its next step (another process) with a longer ``handoff`` expiry and a payload (what
+that step needs, e.g. a version's draft) inside the same object; see docs/RELIABILITY.md.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class Lease:
     heartbeat_s: float = HEARTBEAT_S
     phase: str = WORKING
     took_over: dict[str, Any] = field(default_factory=dict, compare=False)
+    payload: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def periods(heartbeat_s: float | None = None, expiry_s: float | None = None) -> tuple[float, float]:
@@ -71,12 +72,13 @@ def _host() -> str:
 
 
 def _body(owner: str, acquired_at: str, expiry_s: float, heartbeat_s: float,
-          phase: str) -> bytes:
-    return storage.json_bytes({
+          phase: str, payload: dict[str, Any] | None = None) -> bytes:
+    body = {
         "owner": owner, "host": _host(), "pid": os.getpid(), "acquired_at": acquired_at,
         "heartbeat_at": _now().isoformat(), "expiry_s": expiry_s, "heartbeat_s": heartbeat_s,
         "phase": phase, "nonce": uuid.uuid4().hex,
-    })
+    }
+    return storage.json_bytes(body if payload is None else {**body, "payload": payload})
 
 
 def parse(data: bytes | None) -> dict[str, Any]:
@@ -187,43 +189,46 @@ def acquire(uri: str, owner: str, *, heartbeat_s: float | None = None,
 def refresh(lease: Lease, *, phase: str | None = None, expiry_s: float | None = None) -> Lease:
     """Beat once (optionally entering another phase/expiry); LeaseLostError if not ours."""
     nxt = replace(lease, phase=phase or lease.phase, expiry_s=expiry_s or lease.expiry_s)
-    body = _body(nxt.owner, nxt.acquired_at, nxt.expiry_s, nxt.heartbeat_s, nxt.phase)
+    body = _body(nxt.owner, nxt.acquired_at, nxt.expiry_s, nxt.heartbeat_s, nxt.phase,
+                 nxt.payload)
     if not storage.replace_if_match(lease.uri, body, lease.token):
         raise LeaseLostError(lease.uri, current_holder(lease.uri))
     return replace(nxt, token=storage.read_with_token(lease.uri)[1] or "", took_over={})
 
 
-def hand_off(lease: Lease, expiry_s: float | None = None) -> Lease:
-    """Keep the lease alive, with no process beating, until the run's next step resumes it."""
-    return refresh(lease, phase=HANDOFF, expiry_s=expiry_s or HANDOFF_EXPIRY_S)
+def hand_off(lease: Lease, payload: dict[str, Any] | None = None,
+             expiry_s: float | None = None) -> Lease:
+    """Keep the lease alive, with no process beating, until the run's next step takes it
+    (``handed_off``); ``payload`` is stored in the lease for that step."""
+    return refresh(replace(lease, payload=payload), phase=HANDOFF,
+                   expiry_s=expiry_s or HANDOFF_EXPIRY_S)
 
 
-def resume(uri: str, owner: str, *, heartbeat_s: float | None = None,
-           expiry_s: float | None = None) -> Lease:
-    """Take over ``owner``'s lease in this process (the run's next step); never another's.
+def handed_off(uri: str, margin_s: float) -> Lease | None:
+    """The next step of a run takes the lease its previous step handed off, payload included.
 
-    A lease that is gone (expired and broken, nobody took it) is created again: the caller
-    then checks that what it is about to commit is still intact.
+    Reading is enough while the lease has ``margin_s`` of its expiry left (nobody may break
+    it before then); a later step renews the hand-off first (one write). None when there is
+    no lease.
 
     Raises:
-        LeaseLostError: another owner holds the lease now.
+        LeaseHeldError: the lease is not in hand-off (a holder is working under it).
     """
-    beat, expiry = periods(heartbeat_s, expiry_s)
-    holder: dict[str, Any] = {}
-    for _ in range(_ATTEMPTS):
-        data, token = storage.read_with_token(uri)
-        holder = parse(data)
-        since = holder.get("acquired_at") or _now().isoformat()
-        body = _body(owner, since, expiry, beat, WORKING)
-        if data is None:
-            if storage.create_if_absent(uri, body):
-                return _held(uri, owner, since, beat, expiry)
-            continue
-        if holder.get("owner") != owner:
-            raise LeaseLostError(uri, holder)
-        if storage.replace_if_match(uri, body, token):
-            return _held(uri, owner, since, beat, expiry)
-    raise LeaseLostError(uri, holder)
+    data, token = storage.read_with_token(uri)
+    holder = parse(data)
+    if data is None or token is None:
+        return None
+    if holder.get("phase") != HANDOFF or not isinstance(holder.get("owner"), str):
+        raise LeaseHeldError(uri, holder)
+    taken = Lease(uri, holder["owner"], token, str(holder.get("acquired_at")),
+                  float(holder.get("expiry_s", HANDOFF_EXPIRY_S)),
+                  float(holder.get("heartbeat_s", HEARTBEAT_S)), HANDOFF,
+                  payload=holder.get("payload"))
+    left = taken.expiry_s - heartbeat_age_s(holder)
+    if left >= margin_s:
+        return taken
+    log.info("renewing the hand-off of %s (%.0f s of its expiry left)", uri, left)
+    return hand_off(taken, taken.payload)
 
 
 def release(lease: Lease) -> bool:

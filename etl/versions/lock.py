@@ -14,6 +14,8 @@ from etl.versions import lease
 from etl.versions.ids import MANIFEST, WRITER_LOCK
 
 WriterLock = lease.Lease  # the name callers know; ``uri`` is the ``_WRITER`` object
+# Publishing takes seconds; a hand-off with less expiry left than this is renewed first.
+PUBLISH_MARGIN_S = 120.0
 
 
 def lock_uri(version_uri: str) -> str:
@@ -57,18 +59,20 @@ def refresh_writer_lock(lock: WriterLock) -> WriterLock:
         raise VersionLockedError(version_of(lock), exc.holder) from None
 
 
-def hand_off_writer_lock(lock: WriterLock) -> WriterLock:
-    """Shards written: keep the lease for the publish step (maybe another process)."""
+def hand_off_writer_lock(lock: WriterLock, draft: dict[str, Any]) -> WriterLock:
+    """Shards written: keep the lease for the publish step (maybe another process), with the
+    version's draft (its manifest to be) inside it."""
     try:
-        return lease.hand_off(lock)
+        return lease.hand_off(lock, draft)
     except LeaseHeldError as exc:
         raise VersionLockedError(version_of(lock), exc.holder) from None
 
 
-def resume_writer_lock(uri: str, owner: str) -> WriterLock:
-    """The publish step takes over its own run's lease; VersionLockedError if another has it."""
+def take_handed_off_lock(uri: str) -> WriterLock | None:
+    """The publish step takes the lease its build handed off (the draft is its ``payload``);
+    None when there is none. VersionLockedError if a builder is working under it."""
     try:
-        return lease.resume(lock_uri(uri), owner)
+        return lease.handed_off(lock_uri(uri), PUBLISH_MARGIN_S)
     except LeaseHeldError as exc:
         raise VersionLockedError(uri, exc.holder) from None
 

@@ -21,7 +21,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from etl import storage
-from etl.versions.ids import _PLAIN_NAME, DRAFT, MANIFEST, SEGMENTS_DIR, dataset_uri, is_version_id
+from etl.versions.ids import (
+    _PLAIN_NAME,
+    MANIFEST,
+    SEGMENTS_DIR,
+    WRITER_LOCK,
+    dataset_uri,
+    is_version_id,
+)
 
 SEGMENT_FILE = "segment.json"
 SEGMENT_FORMAT = 1
@@ -94,7 +101,8 @@ def combine_content(hashes: Iterable[str]) -> str:
 
 
 def in_use(root: str, dataset: str) -> set[str]:
-    """Segments some version lists: published (manifest) or being published (draft).
+    """Segments some version lists: published (manifest) or being published (the draft in
+    its handed-off writer lease).
 
     A model trained on a version keeps that version (``retain`` refuses to delete it), so
     its segments are kept through it.
@@ -104,7 +112,8 @@ def in_use(root: str, dataset: str) -> set[str]:
     for name in storage.list_dir(base):
         if not is_version_id(name):
             continue
-        for fname, pick in ((MANIFEST, lambda d: d), (DRAFT, lambda d: d.get("manifest", {}))):
+        for fname, pick in ((MANIFEST, lambda d: d),
+                            (WRITER_LOCK, lambda d: (d.get("payload") or {}).get("manifest", {}))):
             try:
                 used |= referenced(pick(storage.read_json(storage.join(base, name, fname))))
             except (FileNotFoundError, ValueError, AttributeError):
