@@ -11,10 +11,11 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 
 | task | does | returns (XCom) |
 | --- | --- | --- |
-| `build` | checks what the Params' schema cannot (a calendar date, a source inside the storage root); plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
+| `wait_for_data` | first refuses what the Params' schema cannot (a calendar date, a source outside the storage root) at once, without retries; then waits, deferred (no worker, no pool slot), until every partition of the window has landed; past the spec's `arrival.wait` (default 6h) it fails once, naming what is missing | nothing |
+| `build` | plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
 | `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version}` | version dict |
 
-Every dataset kind runs these two tasks. A segment holds a run of consecutive raw partitions
+Every dataset kind runs these tasks. A segment holds a run of consecutive raw partitions
 (days) sized by bytes, built once and shared by every later version, so a nightly run costs
 its new day, not the whole history.
 
@@ -27,7 +28,7 @@ Manual runs: the trigger form's Params override the interval end, window, raw zo
 size, compression and validation mode. Airflow checks each against its JSON schema (ranges,
 patterns, choices) when the run is created, in the form and the REST API alike, and creates
 no run for a bad value. What a schema cannot say (a calendar date such as Feb 30, a source
-path that leaves the storage root through a link) fails `build` at once, without retries,
+path that leaves the storage root through a link) fails `wait_for_data` at once, without retries,
 with one line naming the Param and what it allows. A run whose version already exists is green with `publish` **skipped**; its log says
 why in one line.
 """
@@ -46,19 +47,19 @@ from flightpipe_dags import (
     dataset_settings,
     etl_params,
     etl_timetable,
-    resolve_etl_options,
     skip_already_published,
     storage_root,
 )
+from flightpipe_dags.arrival import WaitForData, run_options
 
 
 def build_etl_dag(name: str, settings: DagSettings) -> DAG:
-    """Wire dataset ``name``'s chain: build -> publish."""
+    """Wire dataset ``name``'s chain: wait_for_data -> build -> publish."""
     asset = dataset_asset(name)
 
     @dag(
         dag_id=f"etl_{name}",
-        schedule=etl_timetable(settings.schedule),
+        schedule=etl_timetable(settings.schedule, name),
         catchup=settings.catchup,
         max_active_runs=1,
         dagrun_timeout=timedelta(hours=8),
@@ -70,8 +71,7 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
         @task(pool=DASK_POOL, execution_timeout=timedelta(hours=4))
         def build(params: Any = None, data_interval_end: Any = None, dag_run: Any = None,
                   run_id: str | None = None) -> str:
-            opts = resolve_etl_options(params, data_interval_end, dag_run.run_after,
-                                       storage_root())
+            opts = run_options(params, data_interval_end, dag_run)
             from etl import logs, pipeline
 
             logs.configure(handler=False)  # libraries at WARNING: the log says what ran
@@ -90,7 +90,13 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
                                          "version": result["version"]})
             return result
 
-        publish(build())
+        waited = WaitForData(task_id="wait_for_data", dataset=name,
+                             wait=settings.arrival_wait,
+                             poke_s=settings.arrival_every.total_seconds(),
+                             execution_timeout=timedelta(minutes=10))
+        built = build()
+        waited >> built
+        publish(built)
 
     return etl()
 

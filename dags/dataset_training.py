@@ -1,11 +1,14 @@
 """# Dataset training: newest published version -> Keras model on the GPU queue
 
 One DAG per dataset spec, id `train_<name>`, scheduled on the dataset Asset
-(`dataset_<name>`) that the ETL DAG's `publish` task updates.
+(`dataset_<name>`) that the ETL DAG's `publish` task updates (for a `schedule: partitioned`
+spec, a partitioned timetable: one run per published version, each partition-keyed). A burst
+of versions (a backfill, 30 announced days) trains once per version at most, one run at a
+time, and a run whose version is no longer the newest when it starts skips.
 
 | task | runs on | does | returns (XCom) |
 | --- | --- | --- | --- |
-| `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events, else the `version` Param (`latest` or an id); refuses a version without a manifest | `{version, version_uri}` |
+| `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events, else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that a newer published one superseded, whose own run trains it | `{version, version_uri}` |
 | `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics under `models/<name>/<version>/<run>/` | `{model_uri, metrics}` |
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
@@ -31,9 +34,11 @@ from flightpipe_dags import (
     dataset_settings,
     metrics_summary,
     run_name,
+    skip_superseded,
     storage_root,
     training_overrides,
     training_params,
+    training_schedule,
 )
 
 
@@ -44,7 +49,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
 
     @dag(
         dag_id=f"train_{name}",
-        schedule=[asset],
+        schedule=training_schedule(name, settings),
         catchup=False,
         max_active_runs=1,
         dagrun_timeout=timedelta(hours=12),
@@ -63,6 +68,10 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             if version_uri is None:
                 version_uri = versions.resolve(storage_root(), name, version)
             manifest = versions.read_manifest(version_uri)  # raises on an incomplete version
+            newest = versions.latest_version(storage_root(), name)
+            if events and newest and versions.parse_version_id(newest).sort_key > \
+                    versions.parse_version_id(manifest["version"]).sort_key:
+                skip_superseded(name, manifest["version"], newest)
             return {"version": manifest["version"], "version_uri": version_uri}
 
         @task(queue=GPU_QUEUE, pool=GPU_POOL, execution_timeout=timedelta(hours=6))

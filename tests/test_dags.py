@@ -226,7 +226,8 @@ def _edges(dag) -> set[tuple[str, str]]:
 def test_etl_dag_wiring(dagbag, common) -> None:
     dag = dagbag.dags["etl_flights"]
     for dag_id in ("etl_flights", "etl_wine", "etl_digits"):  # one chain for every kind
-        assert _edges(dagbag.dags[dag_id]) == {("build", "publish")}, dag_id
+        assert _edges(dagbag.dags[dag_id]) == {("wait_for_data", "build"), ("build", "publish")}, \
+            dag_id
     assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
     assert dag.timetable.expression == "0 0 * * *" and str(dag.timetable.timezone) == "UTC"
     assert dag.catchup is False and dag.max_active_runs == 1
@@ -236,7 +237,8 @@ def test_etl_dag_wiring(dagbag, common) -> None:
         assert task.retries >= 1 and task.retry_exponential_backoff > 1
         assert task.max_retry_delay and task.execution_timeout, task.task_id
     heavy = {t.task_id for t in dag.tasks if t.pool == "dask"}
-    assert heavy == {"build"}
+    assert heavy == {"build"}  # waiting for late data holds no dask slot
+    assert dag.get_task("wait_for_data").wait == timedelta(hours=6)  # the default
     publish = dag.get_task("publish")
     assert publish.depends_on_past, "backfills must publish versions in interval order"
     assert [o.name for o in publish.outlets] == ["dataset_flights"]

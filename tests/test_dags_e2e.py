@@ -53,7 +53,7 @@ def test_etl_then_training_end_to_end_with_dag_test(tmp_path: Path) -> None:
     # One epoch on ~2,500 flights: the gate only asks to match the majority baseline.
     train_conf = {"epochs": 1, "batch_size": 256, "min_margin": 0.0}
     out = run_script(E2E_SCRIPT, env, etl_conf, train_conf, timeout=540)
-    assert out["etl"] == {"build": "success", "publish": "success"}, out  # every spec's chain
+    assert out["etl"] == {"wait_for_data": "success", "build": "success", "publish": "success"}, out  # every spec's chain
     version = "20130104T000000Z_20130101T000000Z"
     version_uri = f"{root}/datasets/flights/{version}"
     assert out["events"] == [{"version": version, "version_uri": version_uri}]

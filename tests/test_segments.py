@@ -120,7 +120,8 @@ def test_every_build_history_gives_the_same_records_and_statistics(landed: Path,
 
 
 def test_a_redelivered_day_rebuilds_only_the_segment_that_held_it(landed: Path,
-                                                                   tmp_path: Path) -> None:
+                                                                   tmp_path: Path,
+                                                                   caplog) -> None:
     root = _root(landed, tmp_path)
     for n, end in enumerate(DAYS, start=1):
         v1 = pipeline.run("flights", root, end, run_id=f"v1-{n}")
@@ -128,7 +129,12 @@ def test_a_redelivered_day_rebuilds_only_the_segment_that_held_it(landed: Path,
     day = Path(root[7:], "raw/flights/date=2013-01-02/flights.csv")
     lines = day.read_text().splitlines(keepends=True)
     day.write_text("".join(lines[:-1]))  # the source re-delivers the day without one row
+    caplog.set_level("INFO", logger="etl.pipeline")
     v2 = pipeline.run("flights", root, DAYS[-1], run_id="v2", force=True)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("re-delivery")]
+    line = (f"re-delivery flights: 1 partition(s) changed since version {v1['version']} "
+            "was published: 20130102; the segments holding them are rebuilt")
+    assert said == [line], said
     after = set(_segment_ids(root))
     new = after - before
     assert len(new) == 1 and next(iter(new)).startswith("20130102-")  # only that day rebuilt

@@ -226,3 +226,30 @@ def test_without_a_label_the_draft_says_so_and_check_names_the_field(tmp_path, s
     report = check_spec("diabetes_draft")
     missing = f"{specs / 'diabetes_draft' / 'spec.yaml'}.label: required field is missing"
     assert report.problems == [missing]
+
+
+def test_a_repeated_id_column_is_drafted_as_group_by_commented_out(tmp_path, specs, capsys):
+    """No unique key, and patient_id repeats over each patient's visits: the draft offers
+    ``group_by: [patient_id]`` as a comment the user can switch on, and the switched-on spec
+    (stratify dropped, as the comment says) passes check."""
+    rows = ["patient_id,sex,dose,outcome"]
+    for pid in range(30):  # two identical visits each: no column set is unique
+        sex = "MF"[pid % 2]
+        rows += [f"{pid},{sex},1,{pid % 3 == 0:d}"] * 2 + [f"{pid},{sex},{1 + pid % 4},1"]
+    csv = tmp_path / "visits.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    out = _init(capsys, "--name", "visits", "--source", str(csv), "--label", "outcome")
+    assert "split.group_by: drafted commented out as ['patient_id']" in out
+    path = specs / "visits" / "spec.yaml"
+    text = path.read_text()
+    assert "  # group_by: [patient_id]  # uncomment, and drop stratify," in text
+    spec = yaml.safe_load(text)
+    assert spec["split"]["by"] == "row" and "group_by" not in spec["split"]
+    assert "patient_id" not in {f["name"] for f in spec["features"]}  # an id: no signal
+    assert "dose" in {f["name"] for f in spec["features"]}  # repeated, but not id-like
+    assert check_spec("visits").ok
+    path.write_text(text.replace("  # group_by: [patient_id]", "  group_by: [patient_id]")
+                    .replace("  stratify: true\n", ""))
+    report = check_spec("visits")
+    assert report.ok, report.problems
+    assert yaml.safe_load(path.read_text())["split"]["group_by"] == ["patient_id"]

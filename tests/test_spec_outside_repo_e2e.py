@@ -66,7 +66,7 @@ def test_drafted_spec_outside_the_repo_runs_through_both_dags(tmp_path: Path) ->
     out = json.loads(line.removeprefix("E2E_RESULT="))
     assert out["errors"] == {} and out["dags"] == ["etl_flights_day", "train_flights_day"]
     assert out["tags"] == ["drafted", "etl", "flights_day"] and out["owner"] == "ml-team"
-    assert out["etl"] == {"build": "success", "publish": "success"}, out
+    assert out["etl"] == {"wait_for_data": "success", "build": "success", "publish": "success"}, out
     (version,) = (tmp_path / "data" / "datasets" / "flights_day").glob("*/manifest.json")
     assert json.loads(version.read_text())["layout"] == "segments"
     assert out["train"] == {"resolve_version": "success", "train": "success"}, out

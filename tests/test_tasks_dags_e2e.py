@@ -43,7 +43,7 @@ def test_multiclass_and_regression_through_the_dags(tmp_path: Path) -> None:
     train_conf = {"epochs": 40, "batch_size": 32, "min_margin": 0.05}
     out = run_script(SCRIPT, env, etl_conf, train_conf, timeout=1100)
     for name, task, rule in (("wine", "multiclass", "accuracy"), ("diabetes", "regression", "rmse")):
-        assert out[name]["etl"] == {"build": "success", "publish": "success"}, out  # one chain
+        assert out[name]["etl"] == {"wait_for_data": "success", "build": "success", "publish": "success"}, out  # one chain
         assert out[name]["train"] == {"resolve_version": "success", "train": "success"}, out
         runs = list((tmp_path / "data" / "models" / name).glob("*/*/metrics.json"))
         assert len(runs) == 1, runs

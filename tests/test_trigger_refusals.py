@@ -6,7 +6,8 @@ the issue's four bad values, and the training form's, are each answered 400 by
 refuses them with Airflow's own alert at the top of the dialog, which names the Param and its
 rule (Airflow 3.3.2 has no per-field message for a range or pattern: its form checks only
 required fields and JSON). What only code can check (2014-02-30, a source that leaves the
-storage root through a link) is run with ``airflow dags test``: ``build`` fails on try 1,
+storage root through a link) is run with ``airflow dags test``: the first task,
+``wait_for_data``, fails on try 1,
 never up for retry, and the reason is the first line of its own in the task's log.
 """
 
@@ -199,24 +200,24 @@ CODE_CASES = [({"interval_end": "2014-02-30"}, ("Param interval_end='2014-02-30'
 
 
 @pytest.mark.parametrize(("conf", "reason"), CODE_CASES, ids=["feb-30", "link-out-of-root"])
-def test_what_only_code_can_check_fails_build_once(dags_test_env, conf: dict,
-                                                   reason: str) -> None:
+def test_what_only_code_can_check_fails_the_first_task_once(dags_test_env, conf: dict,
+                                                            reason: str) -> None:
     env, db = dags_test_env
-    try:  # ~15 s; a retried build would keep `dags test` waiting out the retry delay
+    try:  # ~15 s; a retried task would keep `dags test` waiting out the retry delay
         proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "etl_flights", "--conf",
                                json.dumps(conf)], env=env, cwd=REPO, capture_output=True,
                               text=True, timeout=DAGS_TEST_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"build did not fail for good: dags test still running after "
+        pytest.fail(f"wait_for_data did not fail for good: dags test still running after "
                     f"{DAGS_TEST_TIMEOUT_S} s (waiting to retry?)")
-    build = per_task(proc.stdout + proc.stderr).get("build", [])
-    assert build, (proc.stdout + proc.stderr)[-4000:]
+    first = per_task(proc.stdout + proc.stderr).get("wait_for_data", [])
+    assert first, (proc.stdout + proc.stderr)[-4000:]
     with sqlite3.connect(db) as conn:
         state, tries, max_tries = conn.execute(
             "SELECT state, try_number, max_tries FROM task_instance WHERE dag_id='etl_flights' "
-            "AND task_id='build' ORDER BY start_date DESC LIMIT 1").fetchone()
+            "AND task_id='wait_for_data' ORDER BY start_date DESC LIMIT 1").fetchone()
     assert (state, tries) == ("failed", 1) and max_tries >= 1, (state, tries, max_tries)
     # Airflow folds its pre-execute lines into a group; the first line after it is ours.
-    own = build[next(i for i, ln in enumerate(build) if "::endgroup::" in ln) + 1:]
-    assert reason in own[0] and "error" in own[0], "\n".join(build)
-    assert own[1].find("Task failed with exception") >= 0, "\n".join(build)
+    own = first[next(i for i, ln in enumerate(first) if "::endgroup::" in ln) + 1:]
+    assert reason in own[0] and "error" in own[0], "\n".join(first)
+    assert own[1].find("Task failed with exception") >= 0, "\n".join(first)

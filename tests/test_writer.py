@@ -52,6 +52,12 @@ def test_plan_is_pure_arithmetic() -> None:
         plan.shard_of(plan.total)
 
 
+def test_an_empty_split_gets_no_shard() -> None:
+    plan = writer.plan_shards({"train": 0, "eval": 1, "test": 0}, 400.0, 100_000, 10)
+    assert plan.num_shards == {"train": 0, "eval": 1, "test": 0} and plan.total == 1
+    assert plan.shard_of(0) == ("eval", 0)
+
+
 @pytest.mark.parametrize(("train", "least", "expected"), [
     (300_000, 10, 10),  # a year of flights: 10 train files though ~100 MB fit in one
     (300_000, 1, 1),

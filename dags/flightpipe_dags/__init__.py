@@ -17,6 +17,7 @@ from flightpipe_dags.options import (
     resolve_etl_options,
     run_name,
     skip_already_published,
+    skip_superseded,
     training_overrides,
 )
 from flightpipe_dags.params import TRAIN_OVERRIDES, etl_params, training_params
@@ -31,14 +32,17 @@ from flightpipe_dags.settings import (
     dataset_asset,
     dataset_settings,
     etl_timetable,
+    raw_asset,
     spec_names,
     storage_root,
+    training_schedule,
 )
 
 __all__ = [
     "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
     "DagSettings", "EtlOptions", "ParamError", "choose_version",
     "dag_defaults", "dataset_asset", "dataset_settings", "etl_params", "etl_timetable",
-    "metrics_summary", "resolve_etl_options", "run_name", "skip_already_published",
-    "spec_names", "storage_root", "training_overrides", "training_params",
+    "metrics_summary", "raw_asset", "resolve_etl_options", "run_name",
+    "skip_already_published", "skip_superseded", "spec_names", "storage_root",
+    "training_overrides", "training_params", "training_schedule",
 ]

@@ -143,6 +143,17 @@ def skip_already_published(dataset: str, result: Mapping[str, Any]) -> None:
     raise AirflowSkipException(reason)
 
 
+def skip_superseded(dataset: str, version: str, newest: str) -> None:
+    """Skip a training run whose event's version a newer published one superseded: the
+    newer version's own event starts (or queued) the run that trains it."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    reason = (f"Not training {dataset} version {version}: version {newest} was published since; "
+              "the run its event started trains it.")
+    logging.getLogger("airflow.task").warning(reason)
+    raise AirflowSkipException(reason)
+
+
 def choose_version(events: Iterable[Any], requested: str = "latest") -> tuple[str, str | None]:
     """Pick ``(version, version_uri)`` to train on from the triggering Asset events.
 

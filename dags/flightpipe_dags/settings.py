@@ -7,7 +7,11 @@ pipeline code is imported inside task bodies. Nothing here touches the metadata 
 connections.
 
 Schedule precedence for ``etl_<name>``: ``$PIPELINE_ETL_SCHEDULE`` (deployment override, e.g.
-``none`` on a staging deployment) > the spec's ``schedule`` > daily at 00:00 UTC.
+``none`` on a staging deployment) > the spec's ``schedule`` > daily at 00:00 UTC. A spec's
+``schedule: partitioned`` runs ``etl_<name>`` once per raw partition announced on the Asset
+``raw_<name>`` (an event whose ``partition_key`` is the day, e.g. ``2013-01-05``), and
+``train_<name>`` once per partition-keyed ``dataset_<name>`` event (Airflow's partitioned
+Assets, AIP-76).
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pendulum
-from airflow.sdk import Asset, CronDataIntervalTimetable
+from airflow.sdk import Asset, CronDataIntervalTimetable, PartitionedAssetTimetable
 
 from etl.spec.folders import find_specs
-from etl.spec.scheduling import DagSettings, read_settings
+from etl.spec.scheduling import PARTITIONED, DagSettings, read_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ETL_SCHEDULE_ENV = "PIPELINE_ETL_SCHEDULE"
@@ -60,17 +64,30 @@ def dataset_settings() -> dict[str, DagSettings]:
     return {name: read_settings(path) for name, path in find_specs().items()}
 
 
-def etl_timetable(spec_schedule: str | None = None) -> CronDataIntervalTimetable | None:
+def etl_timetable(spec_schedule: str | None = None, name: str = ""
+                  ) -> CronDataIntervalTimetable | PartitionedAssetTimetable | None:
     """The ETL DAG's data intervals; ``None`` (no timetable) means manual runs only.
 
     ``$PIPELINE_ETL_SCHEDULE`` wins (a staging deployment or a test switches every nightly run
-    off with ``none``), then the spec's ``schedule``, then daily at 00:00 UTC. Read from the
-    environment and the spec file at parse time, never from the database.
+    off with ``none``), then the spec's ``schedule``, then daily at 00:00 UTC. ``partitioned``:
+    a run per partition-keyed event of ``raw_<name>``. Read from the environment and the spec
+    file at parse time, never from the database.
     """
     cron = os.environ.get(ETL_SCHEDULE_ENV, "").strip() or spec_schedule or ETL_CRON
     if cron.lower() == "none":
         return None
+    if cron == PARTITIONED:
+        return PartitionedAssetTimetable(assets=raw_asset(name))
     return CronDataIntervalTimetable(cron, timezone="UTC")
+
+
+def training_schedule(name: str, settings: DagSettings) -> Any:
+    """``train_<name>`` runs on ``dataset_<name>``'s events; a partitioned dataset's events
+    carry their partition key, which only a partitioned timetable receives (one run per
+    published version; ``resolve_version`` skips a version a newer one superseded)."""
+    if settings.schedule == PARTITIONED:
+        return PartitionedAssetTimetable(assets=dataset_asset(name))
+    return [dataset_asset(name)]
 
 
 def dag_defaults(name: str, settings: DagSettings, role: str,
@@ -89,6 +106,12 @@ def dag_defaults(name: str, settings: DagSettings, role: str,
 def storage_root() -> str:
     """Storage root URI from the environment (docs/INTERFACES.md), never an Airflow Variable."""
     return os.environ.get("PIPELINE_STORAGE_ROOT") or f"file://{REPO_ROOT / '.data'}"
+
+
+def raw_asset(name: str) -> Asset:
+    """The raw data of a ``schedule: partitioned`` dataset: each event announces one landed
+    partition (``partition_key`` = its day), posted by the upstream job or an AssetWatcher."""
+    return Asset(name=f"raw_{name}", uri=f"{storage_root().rstrip('/')}/raw/{name}")
 
 
 def dataset_asset(name: str) -> Asset:

@@ -20,7 +20,13 @@ import yaml
 
 from etl import storage
 from etl.authoring.partitions import matching_files, partitioning, placeholder
-from etl.authoring.profile import MAX_VOCAB, ColumnProfile, find_key, profile_column
+from etl.authoring.profile import (
+    MAX_VOCAB,
+    ColumnProfile,
+    find_key,
+    group_candidates,
+    profile_column,
+)
 from etl.authoring.suite import draft_suite
 from etl.sources.read import read_source_file
 from etl.spec import DEFAULT_SHARD_BYTES, Source, SpecError, check_name
@@ -43,6 +49,7 @@ class Draft:
     inferred: list[str] = field(default_factory=list)
     decide: list[str] = field(default_factory=list)
     unique_key: bool = False
+    split_comment: str = ""  # a commented-out line under ``split:`` (a group_by to opt into)
 
 
 def format_of(uri: str, given: str | None = None) -> str:
@@ -163,8 +170,10 @@ def _column(p: ColumnProfile, draft: Draft) -> str | dict[str, str]:
     return {"type": "timestamp", "format": p.time_format}
 
 
-def _split(name: str, task: str | None, draft: Draft) -> dict[str, Any]:
-    """Fractions and salt; ``by: row`` without a unique key; stratified for a class label."""
+def _split(name: str, task: str | None, groups: list[str], draft: Draft) -> dict[str, Any]:
+    """Fractions and salt; ``by: row`` without a unique key; stratified for a class label; a
+    repeated id column as ``group_by``, commented out: a sample cannot say whether rows sharing
+    an id would leak, and grouping coarsens the fractions and rules out ``stratify``."""
     split: dict[str, Any] = {"fractions": {"train": 0.8, "eval": 0.1, "test": 0.1},
                              "salt": f"{name}-v1"}
     if not draft.unique_key:
@@ -172,12 +181,20 @@ def _split(name: str, task: str | None, draft: Draft) -> dict[str, Any]:
         draft.inferred.append("split.by: row -- no unique key, so each row's content (plus a "
                               "counter for identical rows) decides its split; hashing a "
                               "non-unique key would put whole groups of rows in one split")
-        draft.decide.append("split.group_by: list columns whose rows must share a split "
-                            "(e.g. one patient's visits) if leakage between them matters")
     if task in ("binary", "multiclass"):
         split["stratify"] = True
         draft.inferred.append("split.stratify: true -- each class is spread over train/eval/"
                               "test by the fractions, so a small class reaches every split")
+    drop = ", and drop stratify," if task in ("binary", "multiclass") else ""
+    if groups:
+        draft.split_comment = (f"  # group_by: {_flow(groups)}  # uncomment{drop} to keep each "
+                               f"{groups[0]}'s rows in one split")
+        draft.decide.append(f"split.group_by: drafted commented out as {groups}, an id column "
+                            f"repeated over rows (not a feature); uncomment it{drop} if rows "
+                            f"sharing an id must not be split apart (leakage)")
+    elif not draft.unique_key:
+        draft.decide.append("split.group_by: list columns whose rows must share a split "
+                            "(e.g. one patient's visits) if leakage between them matters")
     return split
 
 
@@ -206,7 +223,8 @@ def draft_spec(name: str, source_uri: str, *, root: str, label: str | None = Non
     if label is None:
         draft.decide.append("label: choose the column to predict (--label COL --task "
                             "binary|multiclass|regression, or write the label section)")
-    skip = {label} if label else set()
+    groups = group_candidates(profiles, {label})
+    skip = {label, *groups} if label else set(groups)
     source = {"uri": spec_uri, "format": fmt,
               **({"read": {"null_values": NULL_VALUES}} if fmt == "csv" else {}),
               "columns": {p.name: _column(p, draft) for p in profiles.values()}}
@@ -219,8 +237,8 @@ def draft_spec(name: str, source_uri: str, *, root: str, label: str | None = Non
         "name": name, "description": f"Drafted by `python -m etl spec init` from {source_uri}.",
         "sources": {name: source}, "primary": name, "key": list(key),
         **({"label": label_spec} if label_spec else {}),
-        "exclude": sorted(skip), "features": _features(profiles, skip, draft),
-        "split": _split(name, task if label else None, draft),
+        "exclude": sorted(skip - set(groups)), "features": _features(profiles, skip, draft),
+        "split": _split(name, task if label else None, groups, draft),
         "expectations": "expectations.json",
         "shards": {"target_bytes": DEFAULT_SHARD_BYTES, "compression": None},
         "schedule": "none",
@@ -259,6 +277,7 @@ def render_spec(draft: Draft) -> str:
             body += "features:\n" + "".join(f"  - {_flow(f)}\n" for f in value)
         elif key in ("sources", "split"):
             body += yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False)
+            body += f"{draft.split_comment}\n" if key == "split" and draft.split_comment else ""
         else:
             body += f"{key}: {_flow(value)}\n"
     return "\n".join(head) + "\n" + body

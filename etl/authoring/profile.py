@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -18,6 +19,9 @@ MAX_KEY_COLUMNS = 3
 MAX_KEY_CANDIDATES = 24  # combinations of 3 among these: ~2,000 checks on the sample
 _INT = r"[+-]?\d{1,18}"
 _ISO_DATE = r"\d{4}-\d{2}-\d{2}.*"
+MIN_GROUPS = 20  # fewer ids than this cannot spread over train/eval/test a group at a time
+# An entity's id: `id`, `patient_id`, `uuid`, `row_key` (any case) or camelCase `patientId`.
+_ID_NAME = re.compile(r"(?i:(?:^|_)(?:id|uuid|guid|key)$|^id_)|[a-z0-9]I[dD]$")
 # Common non-ISO date formats, tried in order on text columns (first that parses every value).
 TIME_FORMATS = ("%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%d/%m/%Y", "%m/%d/%Y", "%Y%m%d", "%d.%m.%Y",
                 "%Y-%m-%d %H:%M")
@@ -116,3 +120,11 @@ def widen(low: float, high: float, margin: float, integer: bool) -> tuple[float,
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
     return lo, hi
+
+
+def group_candidates(profiles: dict[str, ColumnProfile], skip: set[str]) -> list[str]:
+    """Columns that look like an entity's id repeated over its rows (a patient's visits): an
+    id-like name, integer or text, no nulls, not unique, at least ``MIN_GROUPS`` values."""
+    return [p.name for p in profiles.values()
+            if p.name not in skip and _ID_NAME.search(p.name) and p.type in ("int64", "string")
+            and p.nulls == 0 and not p.unique and p.distinct >= MIN_GROUPS]

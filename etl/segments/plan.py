@@ -212,6 +212,29 @@ def context(spec: Spec, plan: WindowPlan, label_schema: dict[str, Any], config: 
         write=config, run_id=run_id, material={"spec": spec_digest(spec)})
 
 
+def late_partitions(root: str, plan: WindowPlan, previous: dict[str, Any] | None
+                    ) -> tuple[list[str], list[str]]:
+    """(re-delivered, landed late): partitions of the window whose file differs from the one
+    the previous version was built from, and partitions older than that version's newest one
+    that it did not hold (they landed after it was published). Their segments are new
+    (their digests changed), so this run builds them; the lists only say why."""
+    files = {f["uri"]: f for f in ((previous or {}).get("source_fingerprint") or {})
+             .get("files") or [] if isinstance(f, dict) and "uri" in f}
+    held = [p[0] for seg in (previous or {}).get("segments") or []
+            for p in seg.get("partitions") or []]
+    if not files or not held:
+        return [], []
+    newest, redelivered, late = max(held), [], []
+    for part in (p for t in plan.tasks for p in t.parts):
+        entry = _relative(root, [part.file])[0]
+        if entry["uri"] in files:
+            if files[entry["uri"]] != entry:
+                redelivered.append(part.label)
+        elif part.label < newest:
+            late.append(part.label)
+    return redelivered, late
+
+
 def missing(plan: WindowPlan) -> list[SegmentTask]:
     """The window's new segments not yet built (no ``segment.json``): a segment the previous
     version lists is known to exist; a new one may have been built by an earlier attempt."""

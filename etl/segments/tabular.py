@@ -29,7 +29,7 @@ def build(request: BuildRequest) -> Window:
     """The window's segments, every missing one built and small ones merged."""
     from etl.segments.build import build_batch
     from etl.segments.compact import compact_window
-    from etl.segments.plan import context, missing, plan_window, resolved_spec
+    from etl.segments.plan import context, late_partitions, missing, plan_window, resolved_spec
     from etl.transform.labels import task_of
     from etl.versions import segments
 
@@ -44,6 +44,8 @@ def build(request: BuildRequest) -> Window:
     plan = plan_window(request.root, spec, request.start, request.end, label_schema,
                        known_segments(request.previous))
     ctx = context(spec, plan, label_schema, request.write, request.run_id)
+    _say_late(spec.name, *late_partitions(request.root, plan, request.previous),
+              (request.previous or {}).get("version"))
     found = {t.segment: segments.read_segment(t.uri) for t in plan.tasks
              if t.segment in plan.known}  # the previous version's: read for judging anyway
     unbuilt = {t.segment for t in missing(plan)}  # a listed one gone (killed, deleted) too
@@ -69,6 +71,18 @@ def build(request: BuildRequest) -> Window:
     _log_built(spec.name, [built[t.segment] for t in todo], seconds, request)
     return Window(spec, metas, new_segments(metas, request.previous), len(todo), plan,
                   {"build_s": seconds}, request.previous)
+
+
+def _say_late(dataset: str, redelivered: list[str], late: list[str], version: str | None
+              ) -> None:
+    """One line each for partitions that changed or landed after ``version`` was published."""
+    if redelivered:
+        log.info("re-delivery %s: %d partition(s) changed since version %s was published: "
+                 "%s; the segments holding them are rebuilt", dataset, len(redelivered),
+                 version, ", ".join(redelivered[:10]))
+    if late:
+        log.info("re-delivery %s: %d partition(s) landed after version %s was published: "
+                 "%s; built now", dataset, len(late), version, ", ".join(late[:10]))
 
 
 def judge(window: Window, mode: str, results_uri: str) -> Judged:

@@ -89,23 +89,36 @@ def window_listing(root: str, source: Source, start: datetime | None,
             return [(None, storage.stat(uri))]
         except FileNotFoundError:
             raise SourceFilesError(f"source {source.name!r}: {uri} does not exist") from None
-    step = _period_step(part.granularity)
-    first = _floor(start, part.granularity) if start else None
-    present = {p: info for p, info in _listed_periods(root, source, end).items()
-               if first is None or p >= first}
+    present, missing = window_gaps(root, source, start, end)
     if not present:
         raise SourceFilesError(f"source {source.name!r}: no file of {source.uri} holds events "
                                f"in [{start or 'unbounded'}, {end})")
-    missing, p = [], first or min(present)
-    while p < end:
-        if p not in present:
-            missing.append(p)
-        p += step
     if missing and part.require_complete:
         shown = ", ".join(m.strftime(part.format) for m in missing[:10])
         raise SourceFilesError(f"source {source.name!r}: {len(missing)} partition(s) of the "
                                f"window missing ({source.uri}): {shown}")
     return sorted(present.items())
+
+
+def window_gaps(root: str, source: Source, start: datetime | None, end: datetime
+                ) -> tuple[dict[datetime, dict[str, Any]], list[datetime]]:
+    """(landed periods of the window with their stat, periods of the window with no file) of
+    a partitioned source: one listing. The one definition of "missing" -- the build's
+    ``require_complete`` check and the wait for late data (``etl.pipeline.arrival``) use it.
+    An unbounded window (``start`` None) starts at the first landed period."""
+    part = source.partitioning
+    assert part is not None
+    step = _period_step(part.granularity)
+    first = _floor(start, part.granularity) if start else None
+    present = {p: info for p, info in _listed_periods(root, source, end).items()
+               if first is None or p >= first}
+    missing: list[datetime] = []
+    p = first or min(present, default=end)
+    while p < end:
+        if p not in present:
+            missing.append(p)
+        p += step
+    return present, missing
 
 
 def period_end(period: datetime, source: Source) -> datetime:

@@ -1,8 +1,10 @@
 """Per-spec scheduling and training settings: the keys the DAG files read at parse time.
 
-A spec may say how Airflow runs its dataset: ``schedule`` (a cron, or ``none`` for manual
-runs only), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
-``TrainConfig.with_overrides`` names, ``min_margin`` included). ``incremental`` is accepted and
+A spec may say how Airflow runs its dataset: ``schedule`` (a cron, ``none`` for manual
+runs only, or ``partitioned``: a run per raw partition announced as an Asset event), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
+``TrainConfig.with_overrides`` names, ``min_margin`` included), ``arrival`` (``{wait: 6h,
+every: 1m}``: how long a run waits for its window's late partitions, ``0`` failing at once,
+and how often it lists them meanwhile). ``incremental`` is accepted and
 ignored, with a deprecation line: every version is now built from segments. The DAG files
 parse every spec
 on every parse, so this reads the YAML once and looks at these keys only; the full spec is
@@ -15,13 +17,19 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-SETTINGS_KEYS = ("schedule", "start_date", "catchup", "owner", "tags", "training", "incremental")
+SETTINGS_KEYS = ("schedule", "start_date", "catchup", "owner", "tags", "training", "incremental",
+                 "arrival")
+# How long a run waits for its window's partitions past the later of its interval's end and
+# its start: upstream deliveries land hours late, not days.
+DEFAULT_ARRIVAL_WAIT, DEFAULT_ARRIVAL_EVERY = timedelta(hours=6), timedelta(minutes=1)
+_DURATION = re.compile(r"^(\d+)\s*([smhd]?)$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 # TrainConfig.with_overrides names a spec may set, with (type, low, high) bounds; a test keeps
 # this in step with training.config (this package may not import training).
 TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
@@ -36,6 +44,7 @@ TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
 # Settings that take one of a few words (training.config: CLASS_WEIGHTS, LR_SCHEDULES).
 TRAINING_CHOICES = {"class_weights": ("auto", "balanced", "none"),
                     "lr_schedule": ("cosine", "constant")}
+PARTITIONED = "partitioned"  # schedule: a run per raw partition announced (an Asset event)
 _CRON_FIELD = r"[0-9A-Za-z*?LW#/,-]+"
 _CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|once)"
                    rf"|{_CRON_FIELD}(\s+{_CRON_FIELD}){{4}})$")
@@ -52,7 +61,8 @@ class SpecSettingsError(ValueError):
 class DagSettings:
     """How Airflow runs one dataset; ``None`` means the spec leaves it to the deployment.
 
-    ``schedule``: a cron, ``"none"`` (manual runs only) or None (the deployment's default).
+    ``schedule``: a cron, ``"none"`` (manual runs only), ``"partitioned"`` (a run per
+    announced raw partition) or None (the deployment's default).
     """
 
     schedule: str | None = None
@@ -61,6 +71,8 @@ class DagSettings:
     owner: str | None = None
     tags: tuple[str, ...] = ()
     training: dict[str, Any] = field(default_factory=dict)
+    arrival_wait: timedelta = DEFAULT_ARRIVAL_WAIT
+    arrival_every: timedelta = DEFAULT_ARRIVAL_EVERY
 
 
 def read_settings(path: Path) -> DagSettings:
@@ -77,6 +89,7 @@ def read_settings(path: Path) -> DagSettings:
 def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
     """Check the settings keys of a parsed spec; ``where`` (the file) prefixes every error."""
     _incremental(raw, f"{where}.incremental")
+    wait, every = _arrival(raw.get("arrival"), f"{where}.arrival")
     return DagSettings(
         schedule=_schedule(raw, f"{where}.schedule"),
         start_date=_start_date(raw.get("start_date"), f"{where}.start_date"),
@@ -85,6 +98,7 @@ def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
         tags=tuple(_text(t, f"{where}.tags[{i}]") or "" for i, t in
                    enumerate(_typed(raw.get("tags") or [], list, f"{where}.tags", "a list"))),
         training=_training(raw.get("training") or {}, f"{where}.training"),
+        arrival_wait=wait, arrival_every=every,
     )
 
 
@@ -100,6 +114,33 @@ def _incremental(raw: dict[str, Any], where: str) -> None:
                     "(remove the key)", where)
 
 
+def _arrival(value: Any, where: str) -> tuple[timedelta, timedelta]:
+    """``arrival: {wait: 6h, every: 1m}``; a duration is seconds, or a number with s, m, h or
+    d. ``wait: 0`` waits not at all; ``every`` is at least 1s."""
+    if value is None:
+        return DEFAULT_ARRIVAL_WAIT, DEFAULT_ARRIVAL_EVERY
+    _typed(value, dict, where, "a mapping like {wait: 6h}")
+    for key in value:
+        if key not in ("wait", "every"):
+            raise SpecSettingsError(f"{where}.{key}: unknown arrival setting; expected wait "
+                                    "or every")
+    wait = _duration(value.get("wait", DEFAULT_ARRIVAL_WAIT), f"{where}.wait")
+    every = _duration(value.get("every", DEFAULT_ARRIVAL_EVERY), f"{where}.every")
+    if every < timedelta(seconds=1):
+        raise SpecSettingsError(f"{where}.every: expected at least 1s, got {value['every']!r}")
+    return wait, every
+
+
+def _duration(value: Any, where: str) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    match = None if isinstance(value, bool) else _DURATION.match(str(value).strip())
+    if match is None:
+        raise SpecSettingsError(f"{where}: expected a duration like 6h, 90m, 30s or 0, "
+                                f"got {value!r}")
+    return timedelta(seconds=int(match[1]) * _UNIT_S[match[2]])
+
+
 def _typed(value: Any, kind: type, where: str, expected: str) -> Any:
     if not isinstance(value, kind):
         raise SpecSettingsError(f"{where}: expected {expected}, got {value!r}")
@@ -112,9 +153,12 @@ def _schedule(raw: dict[str, Any], where: str) -> str | None:
     value = raw["schedule"]
     if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
         return "none"
+    if isinstance(value, str) and value.strip().lower() == PARTITIONED:
+        return PARTITIONED
     if not isinstance(value, str) or not _CRON.match(value.strip()):
         raise SpecSettingsError(f"{where}: expected a cron like '0 0 * * *', a preset like "
-                                f"'@daily', or none (manual runs only), got {value!r}")
+                                f"'@daily', none (manual runs only) or partitioned (a run per "
+                                f"announced raw partition), got {value!r}")
     return value.strip()
 
 

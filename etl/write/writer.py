@@ -105,11 +105,12 @@ def plan_shards(split_counts: dict[str, int], record_bytes: float, target_bytes:
     The train split gets at least ``min_train_shards`` files, so several training workers
     can each read files of their own, but never shards of fewer than
     ``MIN_RECORDS_PER_SHARD`` records or ``MIN_SHARD_BYTES`` on average: a small dataset (or
-    segment) keeps fewer, larger files, and compaction merges small ones later.
+    segment) keeps fewer, larger files, and compaction merges small ones later. A split
+    without records gets no shard (a one-row day writes one file, not three).
     """
     splits = tuple(split_counts)
     num = {s: shards.num_shards_for(int(split_counts[s] * record_bytes), target_bytes)
-           for s in splits}
+           if split_counts[s] else 0 for s in splits}  # an empty split: no file at all
     if "train" in num:
         floor = min(min_train_shards, split_counts["train"] // MIN_RECORDS_PER_SHARD,
                     int(split_counts["train"] * record_bytes) // MIN_SHARD_BYTES,

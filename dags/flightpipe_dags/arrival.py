@@ -1,0 +1,108 @@
+"""``wait_for_data``: before ``build``, wait for the window's late partitions, deferred.
+
+The check is the build's own (``etl.pipeline.arrival``: the window's periods with no file).
+When some are missing the task defers to ``flightpipe_arrival.PartitionsLandedTrigger``: the
+triggerer lists the storage every minute while the task holds no worker and no pool slot.
+The deadline is the spec's ``arrival.wait`` after the later of the interval's end and the
+run's start (a backfill of old days still gets its wait); past it the task fails once, no
+retries, naming the missing partitions and the spec key. ``arrival: {wait: 0}`` fails at once.
+
+Import-light like the rest of the package: etl code is imported inside ``execute``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from flightpipe_dags.options import EtlOptions, resolve_etl_options
+from flightpipe_dags.settings import storage_root
+
+log = logging.getLogger("airflow.task")
+POKE_S, REPORT_S = 60.0, 600.0  # list every minute; say what is missing every 10 minutes
+PARTITION_FORMAT = "%Y-%m-%d"  # the day a raw partition event names (``partition_key``)
+
+
+def partition_end(partition_key: str | None) -> datetime | None:
+    """The end of the day a partition-keyed run builds (its key is that day, ``2013-01-05``)."""
+    if not partition_key:
+        return None
+    try:
+        day = datetime.strptime(partition_key[:10], PARTITION_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"partition_key {partition_key!r} refused: expected a day like "
+                         "2013-01-05") from None
+    return day + timedelta(days=1)
+
+
+def run_options(params: Mapping[str, Any], data_interval_end: datetime | None,
+                dag_run: Any) -> EtlOptions:
+    """The run's checked options; a partition-keyed run's interval ends with its day."""
+    end = partition_end(getattr(dag_run, "partition_key", None)) or data_interval_end
+    return resolve_etl_options(params, end, dag_run.run_after, storage_root())
+
+
+class WaitForData(BaseOperator):
+    """Succeeds once every partition of the run's window has landed (see the module)."""
+
+    template_fields = ()
+
+    def __init__(self, *, dataset: str, wait: timedelta, poke_s: float = POKE_S,
+                 report_s: float = REPORT_S, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dataset, self.wait = dataset, wait
+        self.poke_s, self.report_s = poke_s, report_s
+
+    def execute(self, context: Any) -> None:
+        from etl.pipeline.arrival import check_arrival
+
+        self.root = storage_root()
+        opts = run_options(context["params"], context.get("data_interval_end"),
+                           context["dag_run"])
+        arrival = check_arrival(self.dataset, self.root, opts.interval_end,
+                                opts.interval_start, opts.source_uri)
+        if arrival.complete:
+            log.info("Every partition of the window of %s has landed", self.dataset)
+            return
+        started = getattr(context["dag_run"], "start_date", None) or datetime.now(UTC)
+        deadline = max(opts.interval_end, started) + self.wait
+        if self.wait <= timedelta(0) or datetime.now(UTC) >= deadline:
+            self._give_up(list(arrival.missing), arrival.where, deadline)
+        log.info("Missing %d partition(s) of %s (%s): %s; waiting until %s (deferred: no "
+                 "worker or pool slot held)", len(arrival.missing), self.dataset,
+                 arrival.where, arrival.shown(), deadline.isoformat(timespec="seconds"))
+        from flightpipe_arrival import PartitionsLandedTrigger
+
+        self.defer(method_name="execute_complete", trigger=PartitionsLandedTrigger(
+            self.dataset, self.root, opts.interval_end.isoformat(), deadline.isoformat(),
+            opts.interval_start.isoformat() if opts.interval_start else None,
+            opts.source_uri, self.poke_s, self.report_s))
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> None:
+        if event.get("status") == "landed":
+            log.info("Every partition of the window of %s has landed", self.dataset)
+            return
+        deadline = event.get("deadline")
+        self._give_up(event.get("missing") or [], event.get("where") or "",
+                      datetime.fromisoformat(deadline) if deadline else None, event.get("error"))
+
+    def _give_up(self, missing: list[str], where: str, deadline: datetime | None,
+                 error: str | None = None) -> None:
+        """Fail now, no retries: waiting longer is the operator's call (the spec key)."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from etl.spec.folders import find_specs
+
+        spec = find_specs().get(self.dataset, f"the spec of {self.dataset}")
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more"
+                                           if len(missing) > 10 else "")
+        when = f"by {deadline.isoformat(timespec='seconds')}" if deadline else "by the deadline"
+        what = (f"{len(missing)} partition(s) of {self.dataset} not landed {when} ({where}): "
+                f"{shown}" if missing else f"cannot list the partitions of {self.dataset} "
+                f"{when}: {error}")
+        raise AirflowFailException(f"{what}. Land them and clear this run, or set arrival.wait "
+                                   f"in {spec} to wait longer.")

@@ -1,0 +1,124 @@
+"""Partition-keyed runs on a real Airflow (issue 28, AIP-76 partitioned Assets).
+
+The flights spec copied with ``schedule: partitioned``: ``etl_flights`` runs once per event of
+the Asset ``raw_flights`` whose ``partition_key`` names a landed day, and ``train_flights`` on
+the partition-keyed events of ``dataset_flights``. Thirty days are landed, then thirty events
+posted in a burst through ``POST /api/v2/assets/events``, as an upstream job would. Expected:
+thirty ETL runs, one per day, each building one new segment (its day) and publishing the
+version ending with that day, published in day order; training runs one at a time, at most
+once per version, and the newest version is trained (a run whose version was superseded
+skips). Skips without PostgreSQL, but not under CI=true.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+from airflow_stack import api, dsn_of, start, task_log
+from services import query_rows, wait_for
+
+psycopg2 = pytest.importorskip("psycopg2")
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(3000)]
+
+RETRY_ON = (OSError, psycopg2.Error)
+# Landed: 2013-01-01..02-15. Announced in a burst: the last 30 of those days, oldest first; the
+# first run also builds the 16 days before its own (one segment: they are small).
+LANDED = ("2013-01-01", "2013-02-16")
+DAYS = [date(2013, 1, 17) + timedelta(days=i) for i in range(30)]
+WAIT_RUNS_S = 2400  # 30 serial ETL runs and a few trainings on 2 shared cores
+TRAINING = "\ntraining: {epochs: 2, batch_size: 256, min_margin: 0.0}\n"
+
+
+def _partitioned(spec: str) -> str:
+    spec, n = re.subn(r"(?m)^schedule: .*$", "schedule: partitioned", spec)
+    assert n == 1
+    return spec + TRAINING
+
+
+def _runs(dsn: str, dag_id: str) -> list[tuple]:
+    return query_rows(dsn, "SELECT run_id, state, partition_key, start_date, end_date FROM "
+                      "dag_run WHERE dag_id = %s ORDER BY run_after, id", dag_id)
+
+
+def _train_failures(env: dict, dsn: str) -> dict[str, str]:
+    """run_id -> why, for each failed training task; the model's quality gate (a young
+    version's few rows) is the model's verdict, not this test's subject."""
+    failed = query_rows(dsn, "SELECT run_id FROM task_instance WHERE dag_id = 'train_flights' "
+                        "AND task_id = 'train' AND state = 'failed'")
+    return {r: ("quality gate" if "ModelQualityError" in task_log(env, "train_flights", r,
+                                                                   "train") else "other")
+            for (r,) in failed}
+
+
+def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each(
+        tmp_path: Path, postgres_db: str, processes) -> None:
+    env = start(tmp_path, postgres_db, processes, _partitioned, LANDED,
+                unpause=("etl_flights", "train_flights"))
+    dsn = dsn_of(postgres_db)
+    assets = api(env, "GET", "/assets?name_pattern=raw_flights")["assets"]
+    assert [a["name"] for a in assets] == ["raw_flights"], assets
+    versions = [(d + timedelta(days=1)).strftime("%Y%m%dT000000Z") + "_all" for d in DAYS]
+    t0 = time.monotonic()
+    for day in DAYS:  # the burst: a backfill announcing a month, oldest first
+        api(env, "POST", "/assets/events", {"asset_id": assets[0]["id"],
+                                            "partition_key": day.isoformat()})
+
+    def diagnostics() -> str:
+        tis = query_rows(dsn, "SELECT dag_id, run_id, task_id, state, try_number FROM "
+                         "task_instance WHERE state NOT IN ('success', 'skipped')")
+        logs = "\n".join(task_log(env, d, r, t)[-2000:] for d, r, t, _, _ in tis)
+        return f"not green: {tis}\n{logs}\n{processes.tails()}"
+
+    def all_done() -> bool:
+        processes.check_alive()
+        etl, train = _runs(dsn, "etl_flights"), _runs(dsn, "train_flights")
+        if any(r[1] == "failed" for r in etl) or "other" in _train_failures(env, dsn).values():
+            pytest.fail(f"a run failed\n{diagnostics()}", pytrace=False)
+        finished = all(r[1] in ("success", "failed") for r in etl + train)
+        return len(etl) == len(DAYS) and finished and len(train) >= 1 and \
+            train[-1][3] is not None and train[-1][3] > etl[-1][4]  # the newest one's run
+
+    wait_for("30 partition runs and their trainings", all_done, WAIT_RUNS_S,
+             on_timeout=diagnostics, retry_on=RETRY_ON, interval_s=5)
+    took = time.monotonic() - t0
+    etl = _runs(dsn, "etl_flights")
+    assert [r[2] for r in etl] == [d.isoformat() for d in DAYS], etl  # one run per day, in order
+    for (_, _, _, _, ended), (_, _, _, began, _) in itertools.pairwise(etl):
+        assert began >= ended, etl  # one at a time: each version sees the one before
+    events = query_rows(dsn, "SELECT e.extra, e.partition_key FROM asset_event e JOIN asset a "
+                        "ON a.id = e.asset_id WHERE a.name = 'dataset_flights' "
+                        "ORDER BY e.timestamp, e.id")
+    assert [e["version"] for e, _ in events] == versions, events  # published in day order
+    assert [k for _, k in events] == [d.isoformat() for d in DAYS]
+    for run_id, *_ in etl:  # each run built exactly one new segment: its day (+ history)
+        log = task_log(env, "etl_flights", run_id, "build")
+        assert re.search(r"plan flights: \d+ partition\(s\) in the window, held by \d+ "
+                         r"segment\(s\): 1 to build", log), log[-3000:]
+    data = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"), "datasets", "flights")
+    newest = json.loads((data / versions[-1] / "manifest.json").read_text())
+    held = sorted(p[0] for s in newest["segments"] for p in s["partitions"])
+    assert held == [(date(2013, 1, 1) + timedelta(days=i)).strftime("%Y%m%d")
+                    for i in range(46)], held
+
+    train = _runs(dsn, "train_flights")
+    assert 1 <= len(train) <= len(versions), train  # at most once per published version
+    for (_, _, _, _, ended), (_, _, _, began, _) in itertools.pairwise(train):
+        assert began >= ended, train  # never two trainings at once
+    tis = dict(query_rows(dsn, "SELECT run_id, state FROM task_instance WHERE "
+                          "dag_id = 'train_flights' AND task_id = 'train'"))
+    trained = [r for r, state in tis.items() if state in ("success", "failed")]
+    skipped = [r for r, state in tis.items() if state == "skipped"]
+    assert len(trained) + len(skipped) == len(train), tis
+    assert tis[train[-1][0]] in ("success", "failed"), tis  # the newest version was trained
+    models = data.parent.parent / "models" / "flights"
+    gate = _train_failures(env, dsn)
+    assert tis[train[-1][0]] == "failed" or list(models.glob(f"{versions[-1]}/*/metrics.json"))
+    print(f"\n30 announced days: {len(etl)} ETL runs, {len(train)} training runs "
+          f"({len(trained)} trained, {len(gate)} of them refused by the quality gate; "
+          f"{len(skipped)} skipped as superseded) in {took:.0f} s")
