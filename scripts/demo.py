@@ -7,9 +7,9 @@ its runs start now (the window comes from the ``interval_end`` Param, not the lo
 so Airflow shows real durations, and each task's part of the output is written where the
 Airflow UI reads task logs (``scripts/dag_test_logs.py``).
 
-The terminal gets one progress line per step, naming an ETL DAG's tasks (``build -> publish``
-for every dataset), and the pipeline's own summary lines; every
-command's full output goes to ``.demo/demo.log`` (``DEMO_LOG``), named on the first line and
+The terminal gets one progress line per step, naming an ETL DAG's tasks
+(``wait_for_data -> build -> publish`` for every dataset), and the pipeline's own summary
+lines; every command's full output goes to ``.demo/demo.log`` (``DEMO_LOG``), named on the first line and
 again, with its last lines, when a step fails.
 """
 
@@ -108,7 +108,7 @@ def main() -> int:
     for dataset in DEMO_DATASETS:
         _run(f"land {dataset}", [python, "-m", "etl", "land", "--root", root, "--dataset",
                                  dataset], env, log_path)
-        dag_test(f"ETL DAG etl_{dataset} (build -> publish)", f"etl_{dataset}",
+        dag_test(f"ETL DAG etl_{dataset} (wait_for_data -> build -> publish)", f"etl_{dataset}",
                  {"interval_end": DEMO_INTERVAL_END}, env, log_path)
         dag_test(f"training DAG train_{dataset}", f"train_{dataset}", {"version": "latest"},
                  env, log_path)
