@@ -16,7 +16,10 @@ root logger is at INFO and routes every propagating record:
   shared libraries, absl's C++ log is not initialised yet and writes every record to the
   process's stderr whatever the level (the "All log messages before absl::InitializeLog()"
   notice, oneDNN and CUDA-stub INFO lines). ``import_quietly`` holds file descriptor 2
-  during that import and passes on only records at WARNING or above.
+  during that import and TensorFlow's first GPU query, and passes on only records at WARNING
+  or above, less the cuInit "error" of a machine without an NVIDIA driver. On such a machine,
+  TensorFlow's CPU-fallback "error" during a fit (oneDNN and DT_INT32) is filtered out of
+  stderr for the rest of the process.
 
 ``configure`` is called by the command lines (with a handler), by each DAG task body (Airflow
 owns the handlers, so only levels change) and, through ``dask_setup``, by every Dask worker.
@@ -25,12 +28,14 @@ It is idempotent and imports nothing heavy.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import os
 import re
 import sys
 import tempfile
+import threading
 from types import ModuleType
 from typing import Any, TextIO
 
@@ -53,8 +58,19 @@ ROUTINE_WARNINGS = ("distributed.shuffle._scheduler_plugin",)
 # notice it prints before its first record when nobody called absl::InitializeLog().
 NATIVE_INFO = re.compile(r"^(?:I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] |"
                          r"WARNING: All log messages before absl::InitializeLog\(\))")
+# On a machine without NVIDIA's driver, TensorFlow's CUDA build reports its first look for a
+# GPU as an error ("E0000 ... failed call to cuInit: ... CUDA error (303)") though nothing
+# failed: training runs on the CPU. Dropped only where no driver is installed.
+NO_GPU_NOTICE = re.compile(r"^E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] failed call to cuInit")
+NVIDIA_DRIVER = "/proc/driver/nvidia/version"
+# A CPU kernel's fallback notice, logged as an error at the first int32 op of a fit:
+# "E0000 ... util.cc:131] oneDNN supports DT_INT32 only on platforms with AVX-512. Falling
+# back to the default Eigen-based implementation if present." Nothing failed.
+CPU_FALLBACK_NOTICE = re.compile(r"^E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] oneDNN supports "
+                                 r"DT_INT32 only on platforms with AVX-512")
 _HANDLER_NAME = "flightpipe"
 _applied: dict[str, int] = {}  # the library level configure() chose in this process
+_pending_filter: list[int] = []  # a filter's pipe, put on fd 2 once the held import ends
 
 
 def library_level() -> int:
@@ -116,16 +132,56 @@ def import_quietly(name: str = "tensorflow") -> ModuleType:
     with tempfile.TemporaryFile() as held:
         os.dup2(held.fileno(), 2)
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
+            if name == "tensorflow":  # its CUDA platform starts on the first device query
+                module.config.list_physical_devices("GPU")
+                if not os.path.exists(NVIDIA_DRIVER):
+                    _filter_stderr(CPU_FALLBACK_NOTICE, saved)
+            return module
         finally:
             sys.stderr.flush()
-            os.dup2(saved, 2)
+            if _pending_filter:  # fd 2 becomes the filter's pipe, its only write end
+                write_fd = _pending_filter.pop()
+                os.dup2(write_fd, 2)
+                os.close(write_fd)
+            else:
+                os.dup2(saved, 2)
             os.close(saved)
             held.seek(0)
+            no_gpu = not os.path.exists(NVIDIA_DRIVER)
             kept = [line for line in held.read().splitlines(keepends=True)
-                    if not NATIVE_INFO.match(line.decode(errors="replace"))]
+                    if not NATIVE_INFO.match(text := line.decode(errors="replace"))
+                    and not (no_gpu and NO_GPU_NOTICE.match(text))]
             if kept:
                 os.write(2, b"".join(kept))
+
+
+def _filter_stderr(drop: re.Pattern[str], target: int) -> None:
+    """From now on, lines written to fd 2 reach ``target`` (a dup of the real stderr) through a
+    pipe that leaves out those matching ``drop``; at exit the pipe is drained.
+
+    Only on machines without an NVIDIA driver: a GPU crash's last native line must never wait
+    in a pipe when the process aborts.
+    """
+    out = os.dup(target)
+    read_fd, write_fd = os.pipe()
+
+    def pump() -> None:
+        with os.fdopen(read_fd, "rb") as source:
+            for line in source:
+                if not drop.match(line.decode(errors="replace")):
+                    os.write(out, line)
+
+    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    thread.start()
+
+    def drain() -> None:
+        sys.stderr.flush()
+        os.dup2(out, 2)  # the pipe's write end closes: the pump reads to its end and stops
+        thread.join(timeout=5)
+
+    atexit.register(drain)
+    _pending_filter.append(write_fd)
 
 
 def reapply() -> None:

@@ -2,11 +2,14 @@
 
 Uses the embedded defaults: storage on a local directory (``PIPELINE_STORAGE_ROOT``,
 ``file://<repo>/.data``) and an Airflow home with SQLite (``AIRFLOW_HOME``, ``<repo>/.airflow``).
-Each DAG runs with ``airflow dags test``, i.e. in this process tree, no scheduler needed.
+Each DAG runs with ``airflow dags test``, i.e. in this process tree, no scheduler needed;
+its runs start now (the window comes from the ``interval_end`` Param, not the logical date),
+so Airflow shows real durations, and each task's part of the output is written where the
+Airflow UI reads task logs (``scripts/dag_test_logs.py``).
 
-The terminal gets one progress line per step, naming an ETL DAG's tasks (``build -> publish``
-for every dataset), and the pipeline's own summary lines; every
-command's full output goes to ``.demo/demo.log`` (``DEMO_LOG``), named on the first line and
+The terminal gets one progress line per step, naming an ETL DAG's tasks
+(``wait_for_data -> build -> publish`` for every dataset), and the pipeline's own summary
+lines; every command's full output goes to ``.demo/demo.log`` (``DEMO_LOG``), named on the first line and
 again, with its last lines, when a step fails.
 """
 
@@ -18,7 +21,10 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from dag_test_logs import write_task_logs
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -53,8 +59,11 @@ def _summaries(output: str) -> list[str]:
     return [m.group(1) for m in SUMMARY.finditer(output)]
 
 
-def _run(label: str, args: list[str], env: dict[str, str], log_path: Path) -> None:
-    """Run one step with its output appended to the log; print one line (plus summaries)."""
+def _run(label: str, args: list[str], env: dict[str, str], log_path: Path,
+         on_output: Callable[[str], object] | None = None) -> None:
+    """Run one step with its output appended to the log; print one line (plus summaries).
+
+    ``on_output`` gets the step's output, also when the step failed."""
     print(f"{label} ...", end=" ", flush=True)
     with log_path.open("a", encoding="utf-8") as log:
         log.write(f"\n$ {' '.join(args)}\n")
@@ -69,10 +78,22 @@ def _run(label: str, args: list[str], env: dict[str, str], log_path: Path) -> No
     print(f"{'ok' if proc.returncode == 0 else 'FAILED'} ({time.monotonic() - t0:.0f} s)")
     for line in _summaries(output):
         print(f"    {line}")
+    if on_output is not None:
+        on_output(output)
     if proc.returncode != 0:
         tail = "\n".join(output.splitlines()[-TAIL_LINES:])
         raise StepFailed(f"{label}: `{' '.join(args)}` exited with {proc.returncode}; last "
                          f"{TAIL_LINES} lines of {log_path}:\n{tail}")
+
+
+def dag_test(label: str, dag_id: str, conf: dict[str, str], env: dict[str, str],
+             log_path: Path) -> None:
+    """``airflow dags test`` without a logical date, so the run starts now and Airflow shows
+    its real duration (a logical date would be stored as its start); then its task logs,
+    failed ones too, go where the Airflow UI's log view finds them."""
+    logs = env.get("AIRFLOW__LOGGING__BASE_LOG_FOLDER") or str(Path(env["AIRFLOW_HOME"]) / "logs")
+    _run(label, [str(BIN / "airflow"), "dags", "test", dag_id, "--conf", json.dumps(conf)], env,
+         log_path, lambda output: write_task_logs(output, Path(logs)))
 
 
 def main() -> int:
@@ -87,12 +108,10 @@ def main() -> int:
     for dataset in DEMO_DATASETS:
         _run(f"land {dataset}", [python, "-m", "etl", "land", "--root", root, "--dataset",
                                  dataset], env, log_path)
-        _run(f"ETL DAG etl_{dataset} (build -> publish)",
-             [airflow, "dags", "test", f"etl_{dataset}", DEMO_INTERVAL_END, "--conf",
-              json.dumps({"interval_end": DEMO_INTERVAL_END})], env, log_path)
-        _run(f"training DAG train_{dataset}", [airflow, "dags", "test", f"train_{dataset}",
-                                               "--conf", json.dumps({"version": "latest"})],
-             env, log_path)
+        dag_test(f"ETL DAG etl_{dataset} (wait_for_data -> build -> publish)", f"etl_{dataset}",
+                 {"interval_end": DEMO_INTERVAL_END}, env, log_path)
+        dag_test(f"training DAG train_{dataset}", f"train_{dataset}", {"version": "latest"},
+                 env, log_path)
     sys.stdout.flush()
     subprocess.run([python, str(REPO / "scripts" / "summary.py"), "--root", root,
                     *DEMO_DATASETS], env=env, cwd=REPO, check=True)

@@ -108,6 +108,7 @@ def storage(tmp_path_factory: pytest.TempPathFactory) -> Store:
 class Server:
     base: str
     password: str
+    env: dict[str, str]  # the server's Airflow settings: a CLI run with them shares its DB
 
     def token(self) -> str:
         """A JWT for the viewer, from the simple auth manager's token endpoint."""
@@ -136,7 +137,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(base, proc, home / "api-server.log")
-        yield Server(base, password)
+        yield Server(base, password, env)
     finally:
         os.killpg(proc.pid, 15)
         try:

@@ -7,6 +7,7 @@ followed for real in tests/test_ui_browser.py. Then each reported defect, one te
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from html import unescape
@@ -144,9 +145,15 @@ def test_task_metric_names_read_as_their_abbreviations() -> None:
 def test_model_page_groups_metrics(client: TestClient, built: uf.BuiltRoot) -> None:
     version, run = built.versions[-1], built.runs[built.versions[-1]][0]
     html = client.get(f"/datasets/flights/versions/{version}/models/{run}").text
-    head = re.search(r'<table class="grid narrow" id="metric-table">\s*<thead>(.*?)</thead>',
+    head = re.search(r'<table class="grid narrow" id="metric-table">.*?<thead>(.*?)</thead>',
                      html, flags=re.DOTALL).group(1)
-    assert re.findall(r"<th[^>]*>([^<]+)</th>", head) == ["Metric", "test", "eval", "baseline"]
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", head) == [
+        "Metric", "test", "eval", "baseline", "test 95% interval", "lead over baseline"]
+    auc = re.search(r'<tr class="metric-row"><td>AUC</td>(.*?)</tr>', html).group(1)
+    stored = json.loads((built.root / "models/flights" / version / run / "metrics.json").read_text())
+    ci = stored["test"]["intervals"]
+    assert re.findall(r"<td[^>]*>([^<]+)</td>", auc)[-2:] == [
+        f"{lo:.4g} – {hi:.4g}" for lo, hi in (ci["metrics"]["auc"], ci["lead_over_baseline"]["auc"])]
     assert len(re.findall(r'<tr class="history-row">', html)) == 3  # a table, not "[3 items]"
     assert "items]" not in html
     base = f"/datasets/flights/versions/{version}/models/{run}/files/"
@@ -167,3 +174,60 @@ def test_dark_mode_follows_airflow_and_the_system(client: TestClient) -> None:
     assert ':root[data-theme="dark"]' in css and "prefers-color-scheme: dark" in css
     js = client.get("/static/ui.js").text
     assert 'contains("dark")' in js and 'getItem("theme")' in js
+
+
+def test_unknown_things_are_named_in_the_plugins_own_404(client: TestClient,
+                                                         built: uf.BuiltRoot) -> None:
+    """Issue 29 item 5: no "no manifest.json" for what is not there, no bare JSON 404, no ∞."""
+    version = built.versions[-1]
+    cases = {"/datasets/nosuch": "dataset &#39;nosuch&#39; does not exist",
+             f"/datasets/nosuch/versions/{version}": "dataset &#39;nosuch&#39; does not exist",
+             "/datasets/flights/versions/20990101T000000Z_all":
+                 "dataset &#39;flights&#39; has no version &#39;20990101T000000Z_all&#39;",
+             f"/datasets/flights/versions/{version}?page=9": "there is no page 9: 1 page(s)",
+             "/no/such/page": "there is no page at /no/such/page"}
+    for url, text in cases.items():
+        r = client.get(url)
+        assert r.status_code == 404 and r.headers["content-type"].startswith("text/html"), url
+        assert text in r.text and "manifest.json" not in r.text, (url, r.text[-600:])
+    r = client.get("/datasets/flights", params={"page": 0})
+    assert r.status_code == 400 and "page must be a whole number, 1 or more" in r.text
+    assert "∞" not in r.text
+
+
+def test_validation_rows_read_as_words_and_numbers() -> None:
+    """Issue 29 item 7: GX's raw floats and kwargs JSON, as an operator reads them."""
+    from pipeline_ui.validation import validation_view
+
+    stored = {"results": [
+        {"success": True, "expectation_config": {"type": "expect_column_mean_to_be_between",
+         "kwargs": {"column": "distance", "min_value": 100, "max_value": 5000.5}},
+         "result": {"observed_value": 1039.8759712255855}},
+        {"success": True, "expectation_config": {"type": "expect_column_values_to_be_in_type_list",
+         "kwargs": {"column": "year", "type_list": ["int", "int64"], "mostly": 0.99}},
+         "result": {"element_count": 709, "unexpected_count": 0}},
+        {"success": False, "expectation_config": {"type": "expect_column_stdev_to_be_between",
+         "kwargs": {"column": "x", "min_value": 1e-3}},
+         "result": {"observed_value": 9.403820305149712e-09}}]}
+    rows = {r.columns: r for r in validation_view(stored).rows}
+    assert (rows["distance"].details, rows["distance"].observed) == ("min 100; max 5,000.5", "1,039.9")
+    assert rows["year"].details == "type one of int, int64; for at least 99% of rows"
+    assert rows["year"].observed == "all 709 rows pass"
+    assert rows["x"].observed == "9.404e-09"
+
+
+def test_model_run_id_link_and_hyperparameters_as_a_reader_says_them() -> None:
+    """Issue 29 item 6: the folder `run_name` made from an Airflow run id gives the id back."""
+    from pipeline_ui import views
+
+    run = "manual__2026-11-24T20:01:02.123456+00:00"
+    assert views.training_run("manual__2026-11-24T20_01_02.123456_00_00", "wine", {}) == (
+        run, "train_wine")
+    assert views.training_run("20130102T060000Z", "wine", {}) == ("20130102T060000Z", None)
+    assert views.training_run("x", "wine", {"run_id": run, "dag_id": "t"}) == (run, "t")
+    rows = dict(views.hyperparameter_rows({"devices": [], "step_budget": None, "epochs": 10,
+                                           "input": {"cycle_length": -1, "batch_size": 64}}))
+    assert rows == {"Devices": "all visible", "Step budget": "auto", "Epochs": 10,
+                    "Input › Cycle length": "auto", "Input › Batch size": 64}
+    card = "# Card\n\n## Metrics\n\nm\n\n## Hyperparameters\n\n| a | b |\n\n## After\n\nz\n"
+    assert views.card_without(card, "Hyperparameters") == "# Card\n\n## Metrics\n\nm\n\n## After\n\nz\n"

@@ -159,7 +159,10 @@ def add_model_run(root: Path, dataset: str, version: str, run: str, auc: float =
                   text: str = "", card_extra: str = "") -> Path:
     """A finished training run as training/ writes it: model, metrics, plots, card."""
     rdir = root / "models" / dataset / version / run
-    metrics = {"test": {"auc": auc, "accuracy": 0.80, "loss": 0.45},
+    intervals = {"level": 0.95, "method": "percentile bootstrap", "resamples": 200,
+                 "metrics": {"auc": [auc - 0.02, auc + 0.02], "accuracy": [0.78, 0.82]},
+                 "lead_over_baseline": {"auc": [auc - 0.52, auc - 0.48]}}
+    metrics = {"test": {"auc": auc, "accuracy": 0.80, "loss": 0.45, "intervals": intervals},
                "eval": {"auc": auc - 0.01, "accuracy": 0.79, "loss": 0.46},
                "baseline": {"accuracy": 0.77, "auc": 0.5},
                "examples_per_s": 41_250.5, "device": "CPU", "precision": "float32", "epochs": 3,

@@ -20,10 +20,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import present, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
-from .records import DEFAULT_LIMITS
+from .records import DEFAULT_LIMITS, paginate
 from .validation import validation_view
 
 URL_PREFIX = "/pipeline"
@@ -41,6 +42,8 @@ STORED_HTML_CSP = ("sandbox allow-same-origin allow-popups allow-popups-to-escap
                    "font-src 'self' https: data:; img-src 'self' https: data:; "
                    "script-src 'none'; frame-ancestors 'self'")
 
+# Airflow's answer to a token it cannot decode (expired ones are a 401 "Token Expired").
+INVALID_TOKEN = "Invalid JWT token"
 PageQ = Annotated[int, Query(ge=1, le=1_000_000, description="1-based page number")]
 PerPageQ = Annotated[int | None, Query(ge=1, le=10_000, description="page size (capped)")]
 
@@ -92,7 +95,7 @@ def _templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when,
-                       label=views.label, cell=views.cell)
+                       label=views.label, cell=views.cell, breakable=present.breakable)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target)
@@ -150,7 +153,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         manifest = catalog.manifest(dataset, version)
         shards = present.shard_rows(manifest)
         models, models_total = catalog.models(dataset, version)
-        listing = catalog._paginate(shards, page, catalog.clamp(per_page), False)
+        listing = paginate(shards, page, catalog.clamp(per_page))
         return render(request, "version.html", dataset=dataset, version=version, manifest=manifest,
                     shards=listing, models=models, models_total=models_total,
                     schema=present.schema_rows(manifest), raw=present.raw_json(manifest),
@@ -185,10 +188,12 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
     def model(request: Request, dataset: str, version: str, run: str) -> Response:
         detail = catalog.model(dataset, version, run)
         urls = Urls(request, url_prefix)
-        card = (present.render_markdown(detail.card, lambda p: urls.model_file(dataset, version, run, p))
+        card = (present.render_markdown(views.card_without(detail.card, "Hyperparameters"),
+                                        lambda p: urls.model_file(dataset, version, run, p))
                 if detail.card is not None else None)
+        run_id, dag_id = views.training_run(run, dataset, detail.metrics)
         return render(request, "model.html", dataset=dataset, version=version, detail=detail,
-                    card=card, view=views.model_view(detail.metrics),
+                    card=card, view=views.model_view(detail.metrics), run_id=run_id, dag_id=dag_id,
                     raw=present.raw_json(detail.metrics) if detail.metrics else None)
 
     @app.get("/datasets/{dataset}/versions/{version}/models/{run}/files/{path:path}",
@@ -231,23 +236,35 @@ def _install_handlers(app: FastAPI, render: Any) -> None:
     app.add_exception_handler(InvalidName, handler(400, "Bad request"))
     app.add_exception_handler(StorageUnavailable, handler(503, "Storage unavailable"))
 
-    @app.exception_handler(HTTPException)
+    @app.exception_handler(StarletteHTTPException)  # routing's 404/405 too, not only ours
     def http_error(request: Request, exc: HTTPException) -> Response:
-        # A browser without a session is sent to Airflow's login and back; APIs get the status.
-        if exc.status_code == 401 and "text/html" in request.headers.get("accept", ""):
-            from airflow.api_fastapi.app import get_auth_manager
-
-            login = get_auth_manager().get_url_login(next_url=str(request.url))
-            return RedirectResponse(login, status_code=303)
+        # A browser without a valid session (none, expired, or a token Airflow no longer
+        # accepts) is sent to Airflow's login and back; APIs get the status.
+        signed_out = exc.status_code == 401 or exc.detail == INVALID_TOKEN
+        if signed_out and "text/html" in request.headers.get("accept", ""):
+            return RedirectResponse(_login_url(str(request.url)), status_code=303)
+        if exc.status_code == 404:
+            return render(request, "error.html", status=404, title="Not found", root=None,
+                          message=f"there is no page at {request.url.path}")
         return render(request, "error.html", status=exc.status_code, title="Error",
-                      message=str(exc.detail), root=None)
+                      message=str(exc.detail), root=None,
+                      login=_login_url(str(request.url)) if exc.status_code == 403 else None)
+
+
+def _login_url(next_url: str) -> str:
+    from airflow.api_fastapi.app import get_auth_manager
+
+    return get_auth_manager().get_url_login(next_url=next_url)
 
 
 def _allowed(error: dict[str, Any]) -> str:
     """What a query parameter allows, from pydantic's error context, in a few words."""
     ctx = error.get("ctx") or {}
+    if "ge" in ctx and "le" in ctx:
+        return f"must be a whole number from {ctx['ge']:,} to {ctx['le']:,}"
     if "ge" in ctx or "le" in ctx:
-        return f"must be a whole number from {ctx.get('ge', 1)} to {ctx.get('le', '∞')}"
+        return (f"must be a whole number, {ctx['ge']:,} or more" if "ge" in ctx
+                else f"must be a whole number, {ctx['le']:,} or less")
     if str(error.get("type", "")).startswith("int"):
         return "must be a whole number"
     return str(error.get("msg", "is not valid")).lower()

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -35,22 +35,17 @@ from .records import (
     Page,
     StorageUnavailable,
     VersionRow,
+    basename,
     check_name,
     check_relpath,
     is_image,
     is_safe_name,
+    paginate,
 )
 
 __all__ = ["Catalog", "InvalidName", "Limits", "NotFound", "Page", "StorageUnavailable",
            "check_name", "check_relpath"]
 T = TypeVar("T")
-
-
-def _basename(entry: Any) -> str:
-    """list_dir may give names, URIs or fsspec info dicts; the UI needs the last segment."""
-    if isinstance(entry, dict):
-        entry = entry.get("name", "")
-    return str(entry).rstrip("/").rsplit("/", 1)[-1]
 
 
 class Catalog:
@@ -100,7 +95,7 @@ class Catalog:
         def list_() -> tuple[list[str], bool]:
             if not storage.exists(uri):
                 raise NotFound(f"{what} does not exist")
-            names = sorted({_basename(e) for e in storage.list_dir(uri)} - {""})
+            names = sorted({basename(e) for e in storage.list_dir(uri)} - {""})
             return names[: self.limits.max_items], len(names) > self.limits.max_items
 
         return self._cached_listing(("ls", uri), lambda: self._guard(list_, what))
@@ -127,11 +122,6 @@ class Catalog:
         if not isinstance(value, dict):
             raise StorageUnavailable(f"{what} holds {type(value).__name__}, expected an object")
         return value
-
-    @staticmethod
-    def _paginate(items: Sequence[T], page: int, per_page: int, truncated: bool) -> Page[T]:
-        start = (page - 1) * per_page
-        return Page(list(items[start : start + per_page]), page, per_page, len(items), truncated)
 
     def clamp(self, per_page: int | None) -> int:
         """Page size within [1, max_page_size], default when not given."""
@@ -181,7 +171,7 @@ class Catalog:
             if not still:
                 raise NotFound(f"{what} no longer exists")
             return hit[0]
-        manifest = self._guard(lambda: versions.read_manifest(uri), what)
+        manifest = self._guard(lambda: self._read_manifest(dataset, version, uri), what)
         if not isinstance(manifest, dict):
             raise StorageUnavailable(f"manifest of {what} is not a JSON object")
         with self._lock:
@@ -189,6 +179,17 @@ class Catalog:
             while len(self._manifests) > self.limits.manifest_cache_size:
                 self._manifests.popitem(last=False)
         return manifest
+
+    def _read_manifest(self, dataset: str, version: str, uri: str) -> Any:
+        """The stored manifest; a version or dataset that is not there is named as such."""
+        try:
+            return versions.read_manifest(uri)
+        except IncompleteVersionError:
+            if not storage.exists(self.dataset_uri(dataset)):
+                raise NotFound(f"dataset {dataset!r} does not exist") from None
+            if not storage.exists(uri):
+                raise NotFound(f"dataset {dataset!r} has no version {version!r}") from None
+            raise
 
     def version_ids(self, dataset: str) -> tuple[list[str], bool]:
         """Complete versions, newest first, capped at ``max_items``."""
@@ -208,7 +209,7 @@ class Catalog:
         except NotFound:
             names, truncated = [], False
         names = [n for n in names if is_safe_name(n)]
-        listing = self._paginate(names, page, self.clamp(per_page), truncated)
+        listing = paginate(names, page, self.clamp(per_page), truncated)
 
         def row(name: str) -> DatasetRow:
             ids, _ = self.version_ids(name)
@@ -251,7 +252,7 @@ class Catalog:
         nested, so the bounded thread pool cannot deadlock on its own tasks.
         """
         ids, truncated = self.version_ids(dataset)
-        listing = self._paginate(ids, page, self.clamp(per_page), truncated)
+        listing = paginate(ids, page, self.clamp(per_page), truncated)
         heads = list(self._pool.map(
             lambda v: (self.manifest(dataset, v), self._run_names(dataset, v)), listing.items))
         pairs = [(v, r) for v, (_, runs) in zip(listing.items, heads)

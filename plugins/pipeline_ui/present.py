@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 MAX_FLAT_ROWS = 200
 MAX_VOCAB_SHOWN = 20
+MAX_LIST_SHOWN = 50
 MAX_SOURCE_FILES_SHOWN = 50
 MAX_RAW_JSON_CHARS = 200_000
 MAX_EXPECTATIONS_SHOWN = 500
@@ -63,6 +64,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def breakable(value: Any) -> Markup:
+    """A long id (version, run id) that may wrap after each ``_`` (escaped, ``<wbr>`` added)."""
+    return Markup("_<wbr>").join(str(value).split("_"))
+
+
 def when(value: Any) -> str:
     """ISO timestamps as ``2013-01-03 00:00 UTC``; anything unparsable is shown as stored."""
     if not isinstance(value, str) or not value:
@@ -90,8 +96,11 @@ def flatten(obj: Any, prefix: str = "", limit: int = MAX_FLAT_ROWS) -> list[tupl
         elif isinstance(value, list) and not value:
             rows.append((key, "none"))
         elif isinstance(value, list):
-            short = len(value) <= 8 and all(not isinstance(v, (dict, list)) for v in value)
-            rows.append((key, ", ".join(fmt(v) for v in value) if short else f"[{len(value)} items]"))
+            if all(not isinstance(v, (dict, list)) for v in value):  # e.g. class names
+                more = f", … ({len(value):,} in all)" if len(value) > MAX_LIST_SHOWN else ""
+                rows.append((key, ", ".join(fmt(v) for v in value[:MAX_LIST_SHOWN]) + more))
+            else:
+                rows.append((key, f"[{len(value)} items]"))
         else:
             rows.append((key, value))
 

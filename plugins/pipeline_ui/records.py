@@ -75,6 +75,16 @@ class Page(Generic[T]):
         return max(1, -(-self.total // self.per_page))
 
 
+def paginate(items: list[T], page: int, per_page: int, truncated: bool = False) -> Page[T]:
+    """One page of ``items``; a page past the last one is NotFound, not an empty page."""
+    listing = Page(items[(page - 1) * per_page : page * per_page], page, per_page, len(items),
+                   truncated)
+    if page > listing.pages:
+        raise NotFound(f"there is no page {page:,}: {listing.pages:,} page(s) of "
+                       f"{per_page:,} for {len(items):,} item(s)")
+    return listing
+
+
 @dataclass(frozen=True)
 class ModelRow:
     """A training run under ``models/<dataset>/<version>/<run>/``."""
@@ -107,6 +117,13 @@ class ModelDetail:
     card: str | None
     plots: list[str]
     files: list[str]
+
+
+def basename(entry: Any) -> str:
+    """list_dir may give names, URIs or fsspec info dicts; the UI needs the last segment."""
+    if isinstance(entry, dict):
+        entry = entry.get("name", "")
+    return str(entry).rstrip("/").rsplit("/", 1)[-1]
 
 
 def is_safe_name(value: str) -> bool:

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .present import fmt
+
 MAX_ROWS = 1000
 MAX_EXAMPLES = 5
 MAX_TEXT = 200
@@ -49,6 +51,38 @@ def _text(value: Any) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
 
 
+def _value(value: Any) -> str:
+    """Numbers as the rest of the UI shows them (``1,039.9``, ``9.404e-09``); lists joined."""
+    if isinstance(value, list):
+        return _text(", ".join(_value(v) for v in value))
+    if isinstance(value, dict):
+        return _text("; ".join(f"{k} {_value(v)}" for k, v in value.items()))
+    return _text(fmt(value) if isinstance(value, (int, float)) else value)
+
+
+# GX's argument names as a reader says them; others are de-snake-cased.
+_RULE_WORDS = {"min_value": "min", "max_value": "max", "value_set": "one of",
+               "type_list": "type one of", "type_": "type",
+               "strict_min": "min excluded", "strict_max": "max excluded", "regex": "matches"}
+
+
+def _rule(rule: dict[str, Any]) -> str:
+    """``{"min_value": 1.0, "mostly": 0.99}`` -> ``min 1; for at least 99% of rows``."""
+    return _text("; ".join(
+        f"for at least {v * 100:g}% of rows" if k == "mostly" and isinstance(v, (int, float))
+        else f"{_RULE_WORDS.get(k, k.replace('_', ' '))} {_value(v)}" for k, v in rule.items()))
+
+
+def _observed(result: dict[str, Any]) -> str:
+    """The observed value; a per-row check stores none, so say how many rows failed it."""
+    if "observed_value" in result:
+        return _value(result["observed_value"])
+    if isinstance(result.get("unexpected_count"), int) and isinstance(result.get("element_count"), int):
+        bad, rows = result["unexpected_count"], result["element_count"]
+        return f"all {rows:,} rows pass" if not bad else f"{bad:,} of {rows:,} rows fail"
+    return ""
+
+
 def _columns(kwargs: dict[str, Any]) -> str:
     cols = [kwargs[k] for k in ("column", "column_A", "column_B") if k in kwargs]
     cols += list(kwargs.get("column_list") or [])
@@ -67,11 +101,11 @@ def _expectation_row(item: dict[str, Any]) -> CheckRow:
         columns=_columns(kwargs), kind=str(config.get("type") or config.get("expectation_type")
                                            or "–"),
         success=item.get("success") if isinstance(item.get("success"), bool) else None,
-        observed=_text(result.get("observed_value")), unexpected=result.get("unexpected_count"),
+        observed=_observed(result), unexpected=result.get("unexpected_count"),
         unexpected_percent=result.get("unexpected_percent"),
         evaluated=result.get("element_count"),
         examples=_text(examples[:MAX_EXAMPLES]) if isinstance(examples, list) and examples else "",
-        details=_text(rule) if rule else "")
+        details=_rule(rule) if rule else "")
 
 
 def validation_view(results: dict[str, Any]) -> ValidationView:

@@ -7,6 +7,7 @@ a value of an unexpected shape is shown as stored, never an error page.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,22 +81,28 @@ class ModelView:
     """A run's metrics.json grouped the way a reader compares them."""
 
     scopes: list[str]  # columns present among test / eval / baseline
-    quality: list[tuple[str, list[Any]]]  # metric label, value per scope
+    quality: list[tuple[str, list[Any]]]  # metric label, value per scope, test interval, lead
     facts: list[tuple[str, Any]]
     hyperparameters: list[tuple[str, Any]]
     history_keys: list[str]
     history: list[list[Any]]  # one row per epoch: epoch number, then a value per key
     history_truncated: bool
+    level: Any = None  # the intervals' confidence level (0.95), None when none were stored
 
 
 def model_view(metrics: dict[str, Any] | None) -> ModelView:
-    """Quality metrics side by side (test, eval, baseline), hyperparameters once, history."""
+    """Quality metrics side by side (test, eval, baseline) with the test intervals stored by
+    training (``test.intervals``), hyperparameters once, history."""
     metrics = metrics if isinstance(metrics, dict) else {}
     scopes = [s for s in METRIC_SCOPES if isinstance(metrics.get(s), dict)]
     names: list[str] = []
     for scope in scopes:
         names += [k for k, v in metrics[scope].items() if k not in names and _scalar(v)]
-    quality = [(label(n), [metrics[s].get(n) for s in scopes]) for n in names]
+    ci = (metrics.get("test") or {}).get("intervals") if "test" in scopes else None
+    ci = ci if isinstance(ci, dict) else {}
+    bounds, leads = ci.get("metrics") or {}, ci.get("lead_over_baseline") or {}
+    quality = [(label(n), [*(metrics[s].get(n) for s in scopes), interval(bounds.get(n)),
+                           interval(leads.get(n))]) for n in names]
     history = metrics.get("history") if isinstance(metrics.get("history"), dict) else {}
     keys = [k for k, v in history.items() if isinstance(v, list)]
     epochs = max((len(history[k]) for k in keys), default=0)
@@ -103,8 +110,68 @@ def model_view(metrics: dict[str, Any] | None) -> ModelView:
             for i in range(min(epochs, MAX_HISTORY_EPOCHS))]
     skip = (*scopes, "history", "hyperparameters", "artifacts")
     return ModelView(scopes, quality, labelled(metrics, skip),
-                     labelled(metrics.get("hyperparameters")), [label(k) for k in keys], rows,
-                     epochs > MAX_HISTORY_EPOCHS)
+                     hyperparameter_rows(metrics.get("hyperparameters")),
+                     [label(k) for k in keys], rows, epochs > MAX_HISTORY_EPOCHS,
+                     ci.get("level"))
+
+
+def interval(bounds: Any) -> str:
+    """``[0.81, 0.87]`` -> ``0.81 – 0.87``; anything else (none stored, NaN) -> ``–``."""
+    if not (isinstance(bounds, list) and len(bounds) == 2
+            and all(isinstance(b, (int, float)) and not math.isnan(b) for b in bounds)):
+        return "–"
+    return f"{fmt(float(bounds[0]))} – {fmt(float(bounds[1]))}"
+
+
+# TrainConfig's "let the code choose" values (training/config.py), as a reader says them.
+_AUTOTUNE = -1
+
+
+def hyperparameter_rows(params: Any) -> list[tuple[str, Any]]:
+    """Hyperparameters with their sentinels spelled out: AUTOTUNE (-1) and None are "auto",
+    no devices are "all visible", no work_dir is "a temporary folder"."""
+    rows = []
+    for key, value in flatten(params) if isinstance(params, dict) else []:
+        leaf = key.rsplit(".", 1)[-1]
+        if leaf == "devices" and value in ("none", None):
+            value = "all visible"
+        elif leaf == "work_dir" and value is None:
+            value = "a temporary folder"
+        elif value is None or (value == _AUTOTUNE and key.startswith("input.")):
+            value = "auto"
+        rows.append((label(key), value))
+    return rows
+
+
+# Airflow-generated run ids, as ``run_name`` (dags/flightpipe_dags/options.py) stores them in
+# a folder name: ``manual__2026-11-24T20:01:02.123+00:00`` -> ``manual__2026-11-24T20_01_02.123_00_00``.
+_RUN_FOLDER = re.compile(r"^(manual|scheduled|backfill|asset_triggered)__(\d{4}-\d\d-\d\dT\d\d)_"
+                         r"(\d\d)_(\d\d(?:\.\d+)?)_00_00$")
+
+
+def training_run(folder: str, dataset: str, metrics: dict[str, Any] | None) -> tuple[str, str | None]:
+    """(run id, training DAG id or None): the Airflow run that trained the model, when known.
+
+    ``metrics.json``'s own ``run_id``/``dag_id`` win; else the folder name of an Airflow run
+    is turned back into its run id; a command-line run keeps its folder name and no link.
+    """
+    metrics = metrics if isinstance(metrics, dict) else {}
+    if isinstance(metrics.get("run_id"), str):
+        return metrics["run_id"], str(metrics.get("dag_id") or f"train_{dataset}")
+    if m := _RUN_FOLDER.match(folder):
+        return f"{m[1]}__{m[2]}:{m[3]}:{m[4]}+00:00", f"train_{dataset}"
+    return folder, None
+
+
+def card_without(card: str, section: str) -> str:
+    """The model card less one ``## section`` (the page shows it already, formatted)."""
+    out, skipping = [], False
+    for line in card.splitlines(keepends=True):
+        if line.startswith("## "):
+            skipping = line[3:].strip().lower() == section.lower()
+        if not skipping:
+            out.append(line)
+    return "".join(out)
 
 
 def _scalar(value: Any) -> bool:
