@@ -7,7 +7,7 @@ rules as the transform's pandas parsing, so what passes here parses there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -69,3 +69,69 @@ def typed_frame(pdf: pd.DataFrame, kinds: Mapping[str, str]) -> pd.DataFrame:
             values = values.where(values.isna() | (values % 1 == 0)).astype("Int64")
         out[col] = values
     return out
+
+
+def check_views(
+    pdf: pd.DataFrame,
+    kinds: Mapping[str, str],
+    type_cols: Sequence[str],
+    value_cols: Sequence[str],
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """(type view, value view, dtype of each cleanly parsed text column).
+
+    Type view, for in_type_list checks: a text column that parsed cleanly gets its parsed
+    dtype; one with unparseable values becomes an object column of parsed values and the raw
+    bad strings, which GX checks value by value, so "12a" fails alone and is named. Value
+    view: parsed values, so range checks compare numbers. Each view holds only the columns
+    its checks use: GX copies the whole frame for every null filter.
+    """
+    parsed_cols = {
+        c: parse_column(pdf[c], kinds.get(c, "string"))
+        for c in dict.fromkeys([*type_cols, *value_cols])
+    }
+    types = {c: _type_column(pdf[c], kinds.get(c, "string"), parsed_cols[c]) for c in type_cols}
+    clean = {
+        c: str(col.dtype)
+        for c, col in types.items()
+        if parsed_cols[c] is not None and col.dtype != object
+    }
+    values = pd.DataFrame(
+        {c: _value_column(pdf[c], parsed_cols[c]) for c in value_cols}, index=pdf.index
+    )
+    return pd.DataFrame(types, index=pdf.index), values, clean
+
+
+def _value_column(s: pd.Series, got: tuple | None) -> pd.Series:
+    if got is not None:
+        return got[0]
+    # numpy object strings: GX filters nulls by copying the frame per expectation, and
+    # numpy takes are far cheaper than Arrow ones for that
+    return s.astype(object).where(s.notna(), None) if ptypes.is_string_dtype(s) else s
+
+
+def _type_column(s: pd.Series, kind: str, got: tuple | None) -> pd.Series:
+    if got is None:
+        return s.dt.tz_convert(None) if isinstance(s.dtype, pd.DatetimeTZDtype) else s
+    parsed, bad = got
+    whole = parsed.isna() | (parsed % 1 == 0) if kind == "int" else None
+    if not bad.any() and (whole is None or whole.all()):
+        return _clean(parsed, kind)
+    obj = parsed.astype(object)
+    if kind == "int":
+        ints = parsed.notna() & whole
+        obj[ints] = parsed[ints].astype("int64").astype(object)
+    return obj.where(~bad, s.astype(object)).where(s.notna(), None)
+
+
+def _clean(parsed: pd.Series, kind: str) -> pd.Series:
+    """A cleanly parsed column in a dtype GX's dtype check recognizes.
+
+    Nulls say nothing about a column's type and GX's table.column_types reports nullable
+    Int64 as a numpy type it then rejects, so whole-number columns are shown as int64 with
+    nulls as 0 (only this type-check view; nulls are counted from the original column).
+    """
+    if kind == "int":
+        return parsed.fillna(0).astype("int64")
+    if kind == "timestamp":
+        return parsed.dt.tz_convert(None)
+    return parsed.astype("float64")
