@@ -14,7 +14,6 @@ schedule from adding runs of its own. Skips without PostgreSQL, but not under CI
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -24,7 +23,8 @@ from urllib.parse import urldefrag, urlsplit
 
 import httpx
 import pytest
-from services import api_server_env, free_port, query_rows, wait_for
+from airflow_stack import DASK_CLUSTER, airflow_env
+from services import free_port, query_rows, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]
@@ -38,38 +38,18 @@ USER, PASSWORD = "operator", "operator-pw"
 LAND_DAYS, INTERVAL_END_DAY = ("2013-01-01", "2013-02-01"), "2013-02-01"
 RETRY_ON = (OSError, httpx.HTTPError, psycopg2.Error)
 WAIT_PARSE_S, WAIT_ETL_S, WAIT_TRAIN_S = 240, 600, 600
-DASK_CLUSTER = """
-import sys, time
-from distributed import LocalCluster
-with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.0.0.1",
-                  scheduler_port=int(sys.argv[1]), dashboard_address=None):
-    while True:
-        time.sleep(60)
-"""
-
-
 def _env(tmp: Path, db_url: str, port: int, dask_port: int) -> dict[str, str]:
+    """The shared stack's environment, with a real login (one admin user) and no schedule."""
     (tmp / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "PIPELINE_", "STORAGE_EMULATOR"))}
+    env = airflow_env(tmp, db_url, port, dask_port)
+    del env["PIPELINE_SPECS_PATH"]  # the repo's own specs
     env.update({
-        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "PYTHONPATH": str(REPO),
-        "AIRFLOW_HOME": str(tmp / "airflow-home"), "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "600",
-        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
-        **api_server_env(port), "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__CORE__AUTH_MANAGER":
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(tmp / "passwords.json"),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-        "PIPELINE_STORAGE_ROOT": f"file://{tmp / 'data'}", "PIPELINE_ETL_SCHEDULE": "none",
-        "PIPELINE_DASK_ADDRESS": f"tcp://127.0.0.1:{dask_port}", "TF_CPP_MIN_LOG_LEVEL": "2",
+        "PIPELINE_ETL_SCHEDULE": "none",
     })
     return env
 
