@@ -33,8 +33,9 @@ BIN = Path(sys.executable).parent
 LANDED_DAYS = (date(2013, 1, 1), date(2013, 1, 29))
 ETL_CONF = {"interval_end": "2013-01-29T00:00:00+00:00", "window_days": 28, "shard_mb": 1,
             "validation_mode": "quarantine"}
-# etl_flights builds its window's segments, then publishes (every ETL DAG).
-EXPECTED_QUEUE = {"build": "default", "publish": "default",
+# etl_flights waits for its window (deferred: the triggerer), builds its segments, then
+# publishes (every ETL DAG).
+EXPECTED_QUEUE = {"wait_for_data": "default", "build": "default", "publish": "default",
                   "resolve_version": "default", "train": "gpu"}
 RETRY_ON = (OSError, ValueError, KeyError)  # api-server not up, answer not complete yet
 WAIT_ETL_S, WAIT_TRAIN_S = 480, 300  # generous bounds for a loaded 2-core machine
