@@ -1,7 +1,7 @@
-"""Segments: the immutable, validated, encoded output of one raw partition.
+"""Segments: the immutable, validated, encoded output of a run of raw partitions.
 
-A segment lives in ``<root>/datasets/<dataset>/segments/<segment id>/`` as a TFDS-format
-folder (shards, ``dataset_info.json``, ``features.json``) plus ``segment.json``, written last
+A segment lives in ``<root>/datasets/<dataset>/segments/<segment id>/``: TFDS-named shards,
+the window checks' ``partials.npz`` and ``segment.json``, written last
 and created only if absent: a folder without it is unfinished and no reader looks inside.
 Versions list the segments of their window (each shard entry names its ``segment``), so a
 segment is written once and shared by every version whose window holds it.
