@@ -14,7 +14,6 @@ never up for retry, and the reason is the first line of its own in the task's lo
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import sqlite3
 import subprocess
@@ -31,7 +30,7 @@ from test_ui_browser import (  # noqa: F401 - the chromium fixture is used by na
     REPO,
     UI_TIMEOUT_MS,
     _free_port,
-    _wait_healthy,
+    api_server,
     chromium,
 )
 
@@ -83,21 +82,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
         "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16)})
     prepare(env, [str(BIN / "airflow"), "dags", "reserialize"])
-    log = open(home / "api-server.log", "wb")  # noqa: SIM115 - closed in finally
-    proc = subprocess.Popen([str(BIN / "airflow"), "api-server", "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", "1"], env=env, cwd=REPO,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(base, proc, home / "api-server.log")
+    with api_server(env, home, port) as base:
         yield Api(base)
-    finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-        log.close()
 
 
 @pytest.mark.parametrize(("dag_id", "conf", "rule"), REST_CASES, ids=str)

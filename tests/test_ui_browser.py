@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,18 +131,27 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         if migrate.wait(timeout=300) != 0:
             pytest.fail(f"airflow db migrate failed:\n{(home / 'migrate.log').read_text()[-3000:]}")
     env["PIPELINE_STORAGE_ROOT"] = storage.uri
+    with api_server(env, home, port) as base:
+        yield Server(base, password, env)
+
+
+@contextmanager
+def api_server(env: dict[str, str], home: Path, port: int) -> Iterator[str]:
+    """``airflow api-server`` on loopback ``port`` with ``env``, its log in ``home``: the base
+    URL once it answers healthy; its process group stopped afterwards."""
     log = open(home / "api-server.log", "wb")  # noqa: SIM115 - closed in finally
-    proc = subprocess.Popen([str(bin_dir / "airflow"), "api-server", "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", "1"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "airflow"), "api-server",
+                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                            env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(base, proc, home / "api-server.log")
-        yield Server(base, password, env)
+        yield base
     finally:
         os.killpg(proc.pid, 15)
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
         log.close()
