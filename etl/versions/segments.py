@@ -31,6 +31,7 @@ from etl.versions.ids import (
 )
 
 SEGMENT_FILE = "segment.json"
+DATASET_INFO = "dataset_info.json"  # TFDS's metadata of the folder (etl.write.tfds writes it)
 SEGMENT_FORMAT = 2  # 2: the folder holds dataset_info.json (a new id, so every segment has it)
 SEGMENT_LOCK = "_WRITER"
 GRACE_S = 12 * 3600.0  # an unlisted segment younger than this may be a live run's (DAG: 8 h)

@@ -20,9 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from etl import storage
+from etl.versions.segments import DATASET_INFO
 from etl.write.shards import normalize_compression, shard_filename
 
-DATASET_INFO = "dataset_info.json"
+__all__ = ["DATASET_INFO", "dataset_info_json", "features_json", "write_dataset_info"]
 TFDS_VERSION = "1.0.0"  # TFDS wants semver, the same in every folder; our ids go in the text
 FILEPATH_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
 _PKG = "tensorflow_datasets.core.features"

@@ -15,7 +15,7 @@ from typing import Any
 
 from etl import storage, versions
 from etl.versions import segments
-from etl.write.tfds import DATASET_INFO
+from etl.versions.segments import DATASET_INFO
 
 
 def _path(uri: str) -> str:
