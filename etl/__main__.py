@@ -164,13 +164,14 @@ def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
 def _diff(args: argparse.Namespace) -> None:
     """The diff of two published versions, as text or JSON (``etl.versions.diff``)."""
     from etl import versions
-    from etl.versions import diff
+    from etl.versions import diff, diff_text
 
     a, b = diff.resolve_pair(args.root, args.dataset, args.a, args.b)
     result = diff.diff_manifests(
         *(versions.read_manifest(versions.version_uri(args.root, args.dataset, v))
           for v in (a, b)))
-    print(json.dumps(result.to_json(), indent=2) if args.json else diff.format_diff(result))
+    print(json.dumps(result.to_json(), indent=2) if args.json
+          else diff_text.format_diff(result))
 
 
 def _options(args: argparse.Namespace) -> RunOptions:

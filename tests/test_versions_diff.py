@@ -15,7 +15,7 @@ from etl import versions
 from etl.__main__ import main
 from etl.errors import NoVersionError
 from etl.sources.land import land
-from etl.versions import diff
+from etl.versions import diff, diff_text
 
 
 def _seg(seg: str, *parts: tuple[str, str], records: int = 10) -> dict:
@@ -93,7 +93,7 @@ def test_rows_schema_and_statistics() -> None:
 def test_same_manifest_shows_no_change_and_the_text_is_aligned() -> None:
     same = diff.diff_manifests(A, A)
     assert same.segments == () and same.schema == () and same.segments_kept == 5
-    text = diff.format_diff(diff.diff_manifests(A, _b()))
+    text = diff_text.format_diff(diff.diff_manifests(A, _b()))
     lines = text.splitlines()
     assert lines[:2] == ["flights: A -> B", "segments: 1 kept, 1 added, 2 rebuilt, 1 dropped"]
     rows = [ln for ln in lines if ln.startswith(("  train", "  eval", "  test"))]

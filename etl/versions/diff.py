@@ -4,8 +4,8 @@
 (the same partitions under a new id: raw data re-delivered, merged by compaction, or rebuilt
 by new code) and dropped (left the window); rows per split; schema changes; statistic deltas
 (numeric mean/std, vocabulary sizes, label counts). The CLI (``python -m etl diff``) prints
-``format_diff``'s text or the result's ``to_json``; the UI's diff page renders the same
-result. No shard is read, so a diff of two years of data costs two small reads.
+``diff_text.format_diff``'s text or the result's ``to_json``; the UI's diff page renders
+the same result. No shard is read, so a diff of two years of data costs two small reads.
 """
 
 from __future__ import annotations
@@ -261,50 +261,3 @@ def _labels(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[LabelDelta]:
     return [LabelDelta(k, ca.get(k, 0), cb.get(k, 0), ca.get(k, 0) / ta, cb.get(k, 0) / tb)
             for k in keys]
 
-
-def _num(x: float) -> str:
-    """A statistic in a few significant digits, thousands separated."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
-
-
-def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
-    """Left-aligned first column, right-aligned the rest."""
-    if not rows:
-        return []
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [indent + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in rows]
-
-
-def format_diff(d: VersionDiff) -> str:
-    """The diff as short, aligned plain text (what ``python -m etl diff`` prints)."""
-    counts = {k: len(d.by_kind(k)) for k in ("added", "rebuilt", "dropped")}
-    lines = [f"{d.dataset}: {d.a} -> {d.b}",
-             (f"segments: {d.segments_kept} kept, {counts['added']} added, "
-              f"{counts['rebuilt']} rebuilt, {counts['dropped']} dropped")]
-    lines += _table([[s.kind, s.segment, s.partition,
-                      "" if s.records is None else f"{s.records:,} records", s.why]
-                     for s in d.segments])
-    lines.append("rows per split:")
-    lines += _table([["split", "A", "B", "change"]] + [
-        [s.split, f"{s.a:,}", f"{s.b:,}", f"{s.delta:+,}"] for s in d.splits])
-    lines.append("schema: " + ("unchanged" if not d.schema else f"{len(d.schema)} change(s)"))
-    lines += _table([[c.kind, c.field, c.a or "-", "->", c.b or "-"] for c in d.schema])
-    if d.numeric:
-        lines.append("numeric (train): mean and std, A -> B; mean shift in A's std")
-        lines += _table([[n.feature, _num(n.mean_a), "->", _num(n.mean_b),
-                          "n/a" if n.shift_std is None else f"{n.shift_std:+.2f} std",
-                          _num(n.std_a), "->", _num(n.std_b)] for n in d.numeric])
-    if d.vocabularies:
-        lines.append("vocabularies (train): size A -> B")
-        lines += _table([[v.feature, f"{v.size_a:,}", "->", f"{v.size_b:,}",
-                          ("+ " + ", ".join(v.added) if v.added else "")
-                          + ("  - " + ", ".join(v.removed) if v.removed else "")]
-                         for v in d.vocabularies])
-    if d.labels:
-        lines.append("labels (train): count and share, A -> B")
-        lines += _table([[lab.label, f"{lab.count_a:,}", "->", f"{lab.count_b:,}",
-                          f"{lab.share_a:.1%}", "->", f"{lab.share_b:.1%}"]
-                         for lab in d.labels])
-    return "\n".join(lines)
