@@ -4,6 +4,7 @@
     python -m etl run      --root file:///tmp/x --dataset flights --interval-end 2014-01-01
     python -m etl versions --root file:///tmp/x --dataset flights
     python -m etl show     --root file:///tmp/x --dataset flights [--version latest]
+    python -m etl diff     --root file:///tmp/x --dataset flights previous latest [--json]
     python -m etl retain   --root file:///tmp/x --dataset flights --keep 3
     python -m etl gc       --root file:///tmp/x --dataset flights [--apply]
     python -m etl spec init --name wine --source raw/wine/wine.csv --label cultivar
@@ -99,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--version", default="latest")
     p.add_argument("--json", action="store_true", help="print the whole manifest")
+    p = sub.add_parser("diff", help="what changed between two versions: segments, rows per "
+                                    "split, schema, statistics")
+    _common(p)
+    p.add_argument("a", help="the older version: an id, latest or previous")
+    p.add_argument("b", help="the newer version: an id, latest or previous")
+    p.add_argument("--json", action="store_true", help="print the diff as JSON")
     p = sub.add_parser("retain", help="delete all but the newest N versions")
     _common(p)
     p.add_argument("--keep", type=int, required=True)
@@ -152,6 +159,19 @@ def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
     print(f"validation: success={val.get('success')} evaluated={val.get('evaluated_rows')} "
           f"quarantined={val.get('quarantined_rows')}")
     print(format_shards(manifest))
+
+
+def _diff(args: argparse.Namespace) -> None:
+    """The diff of two published versions, as text or JSON (``etl.versions.diff``)."""
+    from etl import versions
+    from etl.versions import diff, diff_text
+
+    a, b = diff.resolve_pair(args.root, args.dataset, args.a, args.b)
+    result = diff.diff_manifests(
+        *(versions.read_manifest(versions.version_uri(args.root, args.dataset, v))
+          for v in (a, b)))
+    print(json.dumps(result.to_json(), indent=2) if args.json
+          else diff_text.format_diff(result))
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
@@ -219,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{v}{'  (latest)' if v == latest else ''}")
         elif args.command == "show":
             _show(args.root, args.dataset, args.version, args.json)
+        elif args.command == "diff":
+            _diff(args)
         elif args.command == "gc":
             return _gc(args)
         elif args.command == "retain":

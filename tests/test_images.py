@@ -135,7 +135,7 @@ def test_csv_index_jpeg_rgb_quarantines_bad_files_and_publishes(client, tmp_path
     assert {q["key"]: q["reason"].split(":")[0] for q in quarantined} == {
         "img_03.jpg": "cannot decode", "img_05.png": "1 channel(s) (mode L), expected [3]"}
     assert (vdir / "validation" / "results.json").is_file()
-    from training.data.tfds import builder  # TFDS's view of it, made from segment.json
+    from training.data.tfds import builder  # TFDS over the segment's dataset_info.json
 
     assert builder(vdir.as_uri()).info.features["image"].encoding_format == "jpeg"
 

@@ -5,7 +5,7 @@ Whatever the build history -- night by night, in bulk, after a re-delivery, afte
 same statistics. A segment holds a run of consecutive days sized by raw bytes; a re-delivered
 day rebuilds only the segment that held it; key uniqueness holds across segments; a failed
 window publishes nothing; concurrent runs of one window share one version; images go through
-the same chain; TFDS reads a composed version.
+the same chain; stock TFDS reads a composed version over its segment folders.
 """
 
 from __future__ import annotations
@@ -277,18 +277,26 @@ def test_a_segment_another_run_is_building_is_waited_for(landed: Path, tmp_path:
     assert segments.read_segment(uri) == meta
 
 
-def test_tfds_builder_from_directories_loads_a_composed_version(landed: Path,
-                                                                tmp_path: Path) -> None:
-    from training.data.tfds import builder
+def test_stock_tfds_loads_a_nightly_version_from_its_segment_folders(landed: Path,
+                                                                      tmp_path: Path) -> None:
+    """Two nightly runs: the second version lists two segments; TFDS alone loads it."""
+    import tensorflow_datasets as tfds
 
     root = _root(landed, tmp_path)
-    res = pipeline.run("flights", root, DAYS[-1], run_id="t")
-    manifest = versions.read_manifest(res["version_uri"])
-    loaded = builder(res["version_uri"])
-    assert {s: loaded.info.splits[s].num_examples for s in ("train", "eval", "test")} == {
-        s: manifest["splits"][s]["num_examples"] for s in ("train", "eval", "test")}
-    assert sum(1 for _ in loaded.as_dataset(split="eval")) == manifest["splits"]["eval"][
-        "num_examples"]
+    pipeline.run("flights", root, DAYS[0], run_id="n1")
+    res = pipeline.run("flights", root, DAYS[1], run_id="n2")
+    vdir = Path(storage.get_fs(res["version_uri"])[1])
+    manifest = json.loads((vdir / "manifest.json").read_text())
+    dirs = [vdir.parent / "segments" / s["segment"] for s in manifest["segments"]]
+    assert len(dirs) == 2
+    loaded = tfds.builder_from_directories(dirs)  # the stock call, nothing of ours
+    assert {s: loaded.info.splits[s].num_examples for s in SPLITS} == {
+        s: manifest["splits"][s]["num_examples"] for s in SPLITS}
+    rows = list(loaded.as_dataset(split="eval").as_numpy_iterator())
+    assert len(rows) == manifest["splits"]["eval"]["num_examples"]
+    label = manifest["schema"]["label"]["name"]
+    assert set(rows[0]) == set(manifest["schema"]["features"]) | {label}
+    assert {int(r[label]) for r in rows} <= set(range(manifest["schema"]["label"]["classes"]))
 
 
 def test_compaction_merges_small_days_a_level_up_and_keeps_every_record(
@@ -308,6 +316,8 @@ def test_compaction_merges_small_days_a_level_up_and_keeps_every_record(
     last = versions.read_manifest(res["version_uri"])
     merged = segments.read_segment(segments.segment_uri(nightly, "flights", listed[2][0]))
     assert merged["level"] == 1 and merged["compacted_from"][0] == listed[0][0]
+    assert storage.exists(storage.join(segments.segment_uri(nightly, "flights", listed[2][0]),
+                                      "dataset_info.json"))  # stock TFDS reads it too
     assert [p[0] for p in merged["partitions"]] == ["20130101", "20130102"]
     _same_content(res, bulk)
     assert versions.verify_shards(res["version_uri"], last) == sum(

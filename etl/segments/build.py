@@ -37,6 +37,7 @@ from etl.validation.parts import validate_parts
 from etl.validation.report import jsonable, write_parquet
 from etl.validation.types import typed_frame
 from etl.versions import lease, segments
+from etl.write import tfds as tfds_meta
 from etl.write import writer
 
 log = logging.getLogger(__name__)
@@ -221,6 +222,7 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
         "statistics_partial": stats,
         "dropped_rows": {spec.label.drop_reason: int(len(typed) - len(final))},
     }
+    tfds_meta.write_dataset_info(task.uri, meta)  # stock TFDS reads the folder
     return meta
 
 

@@ -30,6 +30,7 @@ from etl.transform import stats as stats_mod
 from etl.validation import partials as vpartials
 from etl.versions import lease, segments
 from etl.write import shards
+from etl.write import tfds as tfds_meta
 
 log = logging.getLogger("etl.pipeline")
 
@@ -173,6 +174,7 @@ def _merge(root: str, dataset: str, seg: str, uri: str, run: list[dict[str, Any]
             "code_version": code_version(), "compression": first["compression"],
             "schema": first["schema"], "splits": splits, "built_from": first.get("built_from")}
     _store_partials(uri, uris, run, meta)
+    tfds_meta.write_dataset_info(uri, meta)  # stock TFDS reads the folder
     return meta
 
 

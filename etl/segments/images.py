@@ -79,6 +79,7 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
     from etl.segments.compose import manifest_schema
     from etl.transform.images import prepare_for_write
     from etl.validation.images import QUARANTINE_FILE, validate_dataset
+    from etl.write.tfds import write_dataset_info
     from etl.write.writer import write_splits
 
     spec = request.spec
@@ -109,6 +110,7 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
                        "reasons": outcome.summary["reasons"],
                        "quarantine_files": [f"quarantine/{QUARANTINE_FILE}"] if bad else []},
     }
+    write_dataset_info(uri, meta)  # stock TFDS reads the folder
     return meta
 
 

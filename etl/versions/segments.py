@@ -31,7 +31,8 @@ from etl.versions.ids import (
 )
 
 SEGMENT_FILE = "segment.json"
-SEGMENT_FORMAT = 1
+DATASET_INFO = "dataset_info.json"  # TFDS's metadata of the folder (etl.write.tfds writes it)
+SEGMENT_FORMAT = 2  # 2: the folder holds dataset_info.json (a new id, so every segment has it)
 SEGMENT_LOCK = "_WRITER"
 GRACE_S = 12 * 3600.0  # an unlisted segment younger than this may be a live run's (DAG: 8 h)
 _MOD = 2**256
@@ -81,6 +82,19 @@ def referenced(manifest: Mapping[str, Any]) -> set[str]:
     """The segments a version manifest lists (empty for a version with its own shards)."""
     return {shard["segment"] for info in manifest.get("splits", {}).values()
             for shard in info.get("shards", []) if shard.get("segment")}
+
+
+def folders(version_uri: str, manifest: Mapping[str, Any]) -> list[str]:
+    """URIs of the segment folders a version lists, in window order: what
+    ``tfds.builder_from_directories`` takes to load the version (each holds a
+    ``dataset_info.json``); empty for a version with its own shards."""
+    ds_uri = version_uri.rstrip("/").rsplit("/", 1)[0]
+    listed = [s["segment"] for s in manifest.get("segments") or []]
+    listed += sorted(referenced(manifest) - set(listed))
+    for seg in listed:
+        if not isinstance(seg, str) or not _PLAIN_NAME.match(seg) or ".." in seg:
+            raise ValueError(f"{version_uri}/{MANIFEST}: segment {seg!r}: expected a plain name")
+    return [storage.join(ds_uri, SEGMENTS_DIR, seg) for seg in listed]
 
 
 def record_digest(record: bytes | memoryview) -> int:

@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import present, views
+from . import diffpage, present, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
 from .records import DEFAULT_LIMITS, paginate
 from .validation import validation_view
@@ -74,6 +74,10 @@ class Urls:
 
     def version(self, ds: str, v: str) -> str:
         return self._join("datasets", ds, "versions", v)
+
+    def version_diff(self, ds: str, v: str, against: str | None = None) -> str:
+        url = self._join("datasets", ds, "versions", v, "diff")
+        return f"{url}?against={quote(against, safe='')}" if against else url
 
     def validation(self, ds: str, v: str) -> str:
         return self._join("datasets", ds, "versions", v, "validation")
@@ -160,7 +164,8 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                     segments=present.segment_rows(manifest),
                     extra=[(views.label(k), v) for k, v in present.other_fields(manifest)],
                     expectations=present.expectation_rows(manifest.get("validation") or {}),
-                    fingerprint=views.fingerprint(manifest), labelled=views.labelled)
+                    fingerprint=views.fingerprint(manifest), labelled=views.labelled,
+                    previous=diffpage.previous_version(catalog.version_ids(dataset)[0], version))
 
     @app.get("/datasets/{dataset}/versions/{version}/validation", response_class=HTMLResponse,
              name="validation")
@@ -201,6 +206,8 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
     def model_file(dataset: str, version: str, run: str, path: str) -> Response:
         data, name = catalog.model_image(dataset, version, run, path)
         return _file_response(data, name, stored_html=False)
+
+    diffpage.install(app, catalog, render)
     return app
 
 
