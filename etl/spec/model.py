@@ -46,7 +46,12 @@ class Partitioning:
 
 @dataclass(frozen=True)
 class Source:
-    """One raw input: where its files are, how to read them and what its columns should hold."""
+    """One raw input: where its files are, how to read them and what its columns should hold.
+
+    ``columns`` is keyed by identifier, the name every later stage uses; ``headers`` holds the
+    file's own header for each column declared with ``source:`` (any text: spaces, dots, case),
+    so the reader renames at the boundary and nothing downstream sees a raw header.
+    """
 
     name: str
     uri: str
@@ -56,6 +61,16 @@ class Source:
     event_time: str | None = None
     partitioning: Partitioning | None = None
     time_formats: dict[str, str] = field(default_factory=dict)  # timestamp column -> format
+    headers: dict[str, str] = field(default_factory=dict)  # identifier -> header, where given
+
+    def header(self, column: str) -> str:
+        """The header the raw file holds for ``column`` (the identifier unless ``source:``)."""
+        return self.headers.get(column, column)
+
+    def describe(self, column: str) -> str:
+        """``column`` for messages: with its header when the file calls it otherwise."""
+        header = self.header(column)
+        return repr(column) if header == column else f"{column!r} (header {header!r})"
 
 
 @dataclass(frozen=True)
