@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -125,20 +126,31 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One version per format from the same rows; the Parquet one through a Dask cluster."""
     root = tmp_path_factory.mktemp("headers")
     out = {"root": root}
+    said: list[str] = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    cluster_log = logging.getLogger("etl.cluster")
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("PIPELINE_SPECS_PATH", raising=False)
-        for fmt in ("csv", "jsonl", "parquet"):
-            if fmt == "parquet":  # the Dask path: a LocalCluster reads it, not this process
-                mp.setenv("PIPELINE_IN_PROCESS_BYTES", "0")
-            spec = _spec(root / "specs" / f"orders_{fmt}", f"orders_{fmt}", fmt,
-                         _land(root, fmt))
-            out[fmt] = _run(root, spec)
+        mp.setattr(cluster_log, "level", logging.INFO)
+        cluster_log.addHandler(handler)
+        try:
+            for fmt in ("csv", "jsonl", "parquet"):
+                if fmt == "parquet":  # the Dask path: a LocalCluster reads it, not this process
+                    mp.setenv("PIPELINE_IN_PROCESS_BYTES", "0")
+                spec = _spec(root / "specs" / f"orders_{fmt}", f"orders_{fmt}", fmt,
+                             _land(root, fmt))
+                out[fmt] = _run(root, spec)
+                out[f"{fmt}_clusters"] = sum("starting a LocalCluster" in m for m in said)
+        finally:
+            cluster_log.removeHandler(handler)
     return out
 
 
 def test_every_format_publishes_by_identifier(published: dict) -> None:
     manifests = {fmt: versions.read_manifest(published[fmt]["version_uri"])
                  for fmt in ("csv", "jsonl", "parquet")}
+    assert published["jsonl_clusters"] == 0 and published["parquet_clusters"] > 0  # both paths
     csv = manifests["csv"]
     assert set(csv["schema"]["features"]) == {n for n, _ in FEATURES}
     numeric, vocab = csv["statistics"]["numeric"], csv["statistics"]["vocabularies"]
