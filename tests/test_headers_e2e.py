@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +213,24 @@ def test_a_wrong_header_is_refused_naming_it(tmp_path: Path,
     assert "orders.csv: missing column(s) ['ShipMode'] ('ShipMode' read as column " \
            "'ship_mode')" in err
     assert "renamed? 'ShipMode' -> 'Ship Mode'" in err
+
+
+def test_the_ui_lists_the_features_and_checks_by_identifier(published, trained) -> None:
+    import sys
+
+    from fastapi.testclient import TestClient
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "plugins"))
+    from pipeline_ui.app import create_app
+
+    client = TestClient(create_app(published["root"].as_uri()))
+    base = f"/datasets/orders_csv/versions/{published['csv']['version']}"
+    pages = {p: client.get(base + p) for p in ("", "/validation", "/models/run-1")}
+    assert {p: r.status_code for p, r in pages.items()} == dict.fromkeys(pages, 200)
+    table = pages[""].text.split('id="features"', 1)[1].split("</table>", 1)[0]
+    shown = re.findall(r"<tr[^>]*>\s*<td[^>]*>(.*?)</td>", table, flags=re.DOTALL)
+    assert sorted(re.sub(r"<[^>]+>", "", s).strip() for s in shown) == sorted(
+        n for n, _ in FEATURES)
+    assert "First Class" in table
+    checks = re.sub(r"<[^>]+>", "", pages["/validation"].text)
+    assert "ship_mode" in checks and "Price" in checks and "Traceback" not in checks
