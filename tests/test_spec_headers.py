@@ -3,12 +3,14 @@ a header used where an identifier belongs is named with the identifier to use in
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from etl.spec import SPECS_DIR, SpecError, load_spec
+from etl.spec.model import RESERVED_COLUMNS, RESERVED_PREFIX
 
 
 def _write(tmp_path: Path, columns: dict, mutate=None) -> Path:
@@ -69,3 +71,33 @@ def test_header_where_an_identifier_belongs_names_the_identifier(tmp_path: Path)
     with pytest.raises(SpecError, match=r"features\[\d+\]\.derive\.columns: 'Ship Mode' is not an "
                        r"extracted column; 'Ship Mode' is the header of column 'ship_mode'"):
         load_spec(path)
+
+
+@pytest.mark.parametrize("columns, mutate, message", [
+    ({"_split": "string"}, None, "sources.flights.columns: '_split' is a name the pipeline uses"),
+    ({"split_col": {"type": "string", "source": "_split"}}, None, None),  # as a header: fine
+    ({}, lambda r: r["label"].update(name="quarantine_reason"), "label.name: 'quarantine_reason'"),
+    ({}, lambda r: r["features"][0].update(name="_hash"), "features[0].name: '_hash'"),
+    ({}, lambda r: r["joins"][0].update(prefix="__join_"), "joins[0].prefix: '__join_"),
+])
+def test_the_pipelines_own_column_names_are_refused(tmp_path: Path, columns: dict, mutate,
+                                                    message: str | None) -> None:
+    path = _write(tmp_path, columns, mutate)
+    if message is None:
+        assert load_spec(path).sources["flights"].header("split_col") == "_split"
+        return
+    with pytest.raises(SpecError, match=re.escape(message)):
+        load_spec(path)
+
+
+def test_reserved_names_are_the_ones_the_pipeline_adds() -> None:
+    """The spec cannot import the stages (it stays import-light), so this keeps them in step."""
+    from etl.segments.build import PART_COL
+    from etl.sources.lookups import _JOIN_PREFIX
+    from etl.transform.split import HASH_COL, SPLIT_COL
+    from etl.validation.partition import PARTITION_COLUMN, REASON_COLUMN
+    from etl.write.writer import RECORD_COL, SHARD_COL
+
+    assert {PART_COL, HASH_COL, SPLIT_COL, PARTITION_COLUMN, REASON_COLUMN, RECORD_COL,
+            SHARD_COL} == RESERVED_COLUMNS
+    assert _JOIN_PREFIX == RESERVED_PREFIX

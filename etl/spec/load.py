@@ -40,6 +40,8 @@ from etl.spec.model import (
     FORMATS,
     GRANULARITIES,
     READ_OPTIONS,
+    RESERVED_COLUMNS,
+    RESERVED_PREFIX,
     UPSTREAMS,
     Feature,
     Join,
@@ -151,12 +153,22 @@ def _parse_source(name: str, d: dict, where: str) -> Source:
 def _column_name(col: Any, where: str) -> str:
     """A column's key is its identifier; a raw header as the key gets the ``source:`` hint."""
     try:
-        return check_name(col, f"{where}.columns")
+        name = check_name(col, f"{where}.columns")
     except SpecError:
         raise SpecError(
-            f"{where}.columns: {col!r} is not an identifier (letters, digits and _, not starting "
-            f"with a digit); key the column by an identifier and give the header as its source, "
-            f"e.g. some_name: {{type: string, source: {str(col)!r}}}") from None
+            f"{where}.columns: {col!r} is not an identifier (ASCII letters, digits and _, not "
+            f"starting with a digit); key the column by an identifier and give the header as "
+            f"its source, e.g. some_name: {{type: string, source: {str(col)!r}}}") from None
+    return _not_reserved(name, f"{where}.columns")
+
+
+def _not_reserved(name: str, where: str) -> str:
+    """``name`` unless the pipeline's own frames use it (``RESERVED_COLUMNS``)."""
+    if name in RESERVED_COLUMNS or name.startswith(RESERVED_PREFIX):
+        raise SpecError(f"{where}: {name!r} is a name the pipeline uses for its own columns "
+                        f"({sorted(RESERVED_COLUMNS)}, {RESERVED_PREFIX}*); name the column "
+                        f"otherwise, e.g. {name.strip('_')}_col: {{type: ..., source: {name!r}}}")
+    return name
 
 
 def _check_headers_unique(columns: dict[str, str], headers: dict[str, str], where: str) -> None:
@@ -186,7 +198,8 @@ def _parse_join(d: dict, where: str, sources: dict[str, Source], left: dict[str,
     for col in cols:
         if col not in right:
             raise SpecError(f"{where}.columns: {col!r} is not a column of source {src!r}")
-        out = check_name(join.output_name(col), f"{where}.prefix")
+        out = _not_reserved(check_name(join.output_name(col), f"{where}.prefix"),
+                            f"{where}.prefix")
         if out in left:
             raise SpecError(f"{where}: output column {out!r} collides with an existing column; "
                             f"set a prefix")
@@ -195,7 +208,8 @@ def _parse_join(d: dict, where: str, sources: dict[str, Source], left: dict[str,
 
 def _parse_feature(d: dict, where: str, available: set[str], exclude: set[str]) -> Feature:
     reject_unknown(d, ("name", "kind", "dtype", "derive", "fill"), where)
-    name = check_name(get_field(d, "name", where, str), f"{where}.name")
+    name = _not_reserved(check_name(get_field(d, "name", where, str), f"{where}.name"),
+                         f"{where}.name")
     kind = check_choice(get_field(d, "kind", where, str), FEATURE_KINDS, f"{where}.kind")
     default_dtype = "string" if kind == "categorical" else "float32"
     dtype = check_choice(get_field(d, "dtype", where, str, default_dtype), FEATURE_DTYPES,
@@ -284,6 +298,7 @@ def _parse_uses(raw: dict, path: Path, name: str, sources: dict[str, Source],
         raise SpecError(f"{w}.key: expected columns of the primary source, got {list(key)}")
     exclude = tuple(check_name(c, f"{w}.exclude") for c in get_field(raw, "exclude", w, list, []))
     label = parse_label(get_field(raw, "label", w, dict), f"{w}.label", available)
+    _not_reserved(label.name, f"{w}.label.name")
     features, seen = [], {label.name}
     for i, d in enumerate(get_field(raw, "features", w, list)):
         feat = _parse_feature(d, f"{w}.features[{i}]", set(available), set(exclude))
