@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from training.models.tabular import SERVING_KEYS_FILE, build_models, export_serving, serving_keys
 
-NUMERIC = ["class", "from", "lambda", "_x", "x1", "Price", "price", "match", "class_"]
+NUMERIC = ["class", "from", "lambda", "_x", "x1", "Price", "price", "match", "class_", "_", "type",
+           "None", "True"]
 
 
 def _manifest() -> dict:
