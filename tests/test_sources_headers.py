@@ -103,3 +103,13 @@ def test_lookup_sources_join_by_identifier(tmp_path: Path) -> None:
     assert list(joined.columns) == ["order_id", "region", "region_name"]
     assert joined["region_name"].tolist()[:2] == ["North", "South"]
     assert pd.isna(joined["region_name"].tolist()[2]) and dropped == {"regions": 0}
+
+
+def test_a_bad_timestamp_names_the_column_and_its_header(tmp_path: Path) -> None:
+    path = _write(tmp_path, "csv")
+    path.write_text(path.read_text(encoding="utf-8").replace("01.01.2025", "2025-01-01"),
+                    encoding="utf-8")
+    source = _source(path, "csv")
+    with pytest.raises(SourceReadError, match=r"row 2, column 'shipped' \(header 'Ship Date'\): "
+                       r"'2025-01-01' does not parse as a timestamp in format '%d.%m.%Y'"):
+        read_source_file(source.uri, source)

@@ -154,7 +154,7 @@ def read_source_table(uri: str, source: Source) -> pa.Table:
     """``read_source_file`` as an Arrow table: many small files are read as tables and
     concatenated, then turned into one frame (a frame per file costs more than its rows).
     Timestamps in a declared format come out as ISO 8601 text (``etl.sources.times``)."""
-    return _normalize_times(_read_table(uri, source), source.time_formats, uri)
+    return _normalize_times(_read_table(uri, source), source, uri)
 
 
 def _read_table(uri: str, source: Source) -> pa.Table:
@@ -184,22 +184,22 @@ def _read_table(uri: str, source: Source) -> pa.Table:
         pa.schema([(c, pa.string()) for c in strings.columns]))
 
 
-def _normalize_times(table: pa.Table, formats: dict[str, str], uri: str) -> pa.Table:
+def _normalize_times(table: pa.Table, source: Source, uri: str) -> pa.Table:
     """``table`` with each formatted timestamp column rewritten as ISO 8601 text.
 
     Raises:
         SourceReadError: a present value does not parse; names file, row (1-based, data rows)
             and column.
     """
-    for col, fmt in formats.items():
+    for col, fmt in source.time_formats.items():
         text = table.column(col).to_pandas()
         parsed = parse_timestamps(text, fmt)
         bad = text.notna().to_numpy() & parsed.isna().to_numpy()
         if bad.any():
             row = int(bad.argmax())
             raise SourceReadError(
-                f"{uri}: row {row + 1}, column {col!r}: {text.iloc[row]!r} does not parse as a "
-                f"timestamp in format {fmt!r} ({int(bad.sum())} such value(s))")
+                f"{uri}: row {row + 1}, column {source.describe(col)}: {text.iloc[row]!r} does "
+                f"not parse as a timestamp in format {fmt!r} ({int(bad.sum())} such value(s))")
         iso = parsed.dt.strftime(ISO_OUT).where(parsed.notna(), None)
         table = table.set_column(table.schema.get_field_index(col), col,
                                  pa.array(iso.astype(object), type=pa.string()))
