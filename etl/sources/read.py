@@ -175,7 +175,7 @@ def _read_table(uri: str, source: Source) -> pa.Table:
     else:
         try:
             text = raw.decode(source.read.get("encoding", "utf-8"))
-            df = pd.read_json(io.StringIO(text), lines=True, dtype=False, convert_axes=False)
+            df = pd.read_json(io.StringIO(text), lines=True, dtype=False)
         except (ValueError, OSError) as exc:
             raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
     _check_not_hollow(len(df), uri, source)
