@@ -29,7 +29,7 @@ from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
 from training.evaluate import ModelQualityError, evaluate_split, labels_of, predictions
-from training.models.tabular import build_models, compile_model
+from training.models.tabular import build_models, compile_model, export_serving
 from training.sanity import check_splits
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, metric_intervals, task_of
@@ -145,7 +145,7 @@ def _fit_and_evaluate(
     task.check(test, base, config.min_margin)
     task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
     parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
-    parts.full.export(str(work_dir / "run" / "saved_model"), verbose=False)
+    export_serving(parts.full, work_dir / "run" / "saved_model")  # any feature name serves
     return _metrics(manifest, version_uri, setup, config, history.history, backup, stopper,
                     timer, fit_s, test, ev, base, stall)
 

@@ -92,7 +92,7 @@ def split_by_period(text: str, source: Source,
     """(header, lines per period of their event time); lines stay byte for byte."""
     lines = text.splitlines(keepends=True)
     header = next(csv.reader([lines[0]]))
-    t_idx = header.index(source.event_time)
+    t_idx = header.index(source.header(source.event_time))
     parts: dict[datetime, list[str]] = {}
     periods: dict[str, datetime] = {}  # a few thousand distinct event times for 336k rows
     for line in lines[1:]:
@@ -137,7 +137,8 @@ def _scaled_lookup_column(spec: Spec, name: str) -> str | None:
     for join in spec.joins:
         if join.source == name:
             types = spec.sources[name].columns
-            return next((k for k in join.on if types[k] == "timestamp"), None)
+            key = next((k for k in join.on if types[k] == "timestamp"), None)
+            return None if key is None else spec.sources[name].header(key)
     return None
 
 
@@ -199,7 +200,8 @@ def land_nycflights(root: str, spec: Spec, *, start: date | None = None,
             header, parts = split_by_period(text, source, days)
             for period, lines in parts.items():
                 jobs.append((partition_uri(root, source, period),
-                             partial(scaled_body, header, lines, scale, source.event_time)))
+                             partial(scaled_body, header, lines, scale,
+                                     source.header(source.event_time))))
                 report.rows += len(lines) * scale
         else:
             rel = source.uri if source is not None else f"raw/{name}/{name}.csv"

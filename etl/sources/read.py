@@ -40,7 +40,7 @@ class SourceReadError(PipelineError):
 
 
 def _csv_table(raw: bytes, uri: str, source: Source) -> pa.Table:
-    opts = source.read
+    opts, headers = source.read, [source.header(c) for c in source.columns]
     bad: list[str] = []
 
     def on_bad_row(row: Any) -> str:
@@ -57,41 +57,54 @@ def _csv_table(raw: bytes, uri: str, source: Source) -> pa.Table:
                                               quote_char=opts.get("quote_char", '"'),
                                               invalid_row_handler=on_bad_row),
             convert_options=pa_csv.ConvertOptions(
-                column_types={c: pa.string() for c in source.columns},
-                include_columns=list(source.columns),
+                column_types={h: pa.string() for h in headers},
+                include_columns=headers,
                 null_values=opts.get("null_values", [""]), strings_can_be_null=True))
     except pa.ArrowKeyError as exc:
-        header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
-        raise SourceReadError(missing_columns(uri, source, header)) from exc
+        raise SourceReadError(missing_columns(uri, source, _csv_header(raw, opts))) from exc
     except pa.ArrowInvalid as exc:
         raise SourceReadError(f"{uri}: cannot read as CSV ({source.read or 'defaults'}): "
                               f"{exc}") from exc
     if bad:
         raise SourceReadError(f"{uri}: {len(bad)} malformed row(s), first: {bad[0]}")
-    return table
+    return table.rename_columns(list(source.columns))  # headers -> identifiers, here only
+
+
+def _csv_header(raw: bytes, opts: dict[str, Any]) -> list[str]:
+    """The file's header row as the CSV reader splits it (quotes and delimiter honoured)."""
+    import csv
+
+    line = raw.split(b"\n", 1)[0].decode(opts.get("encoding", "utf-8"), "replace")
+    return next(csv.reader([line.rstrip("\r")], delimiter=opts.get("delimiter", ","),
+                           quotechar=opts.get("quote_char", '"')), [])
 
 
 def missing_columns(uri: str, source: Source, found: list[str]) -> str:
-    """The refusal of a file without some of the spec's columns: which are missing, the
-    header as found, and a likely rename for each missing one (a close undeclared name)."""
+    """The refusal of a file without some of the spec's headers: which are missing (with the
+    column that reads each), the header as found, and a likely rename for each missing one
+    (a close undeclared header)."""
     import difflib
 
-    missing = [c for c in source.columns if c not in found]
-    extra = [c for c in found if c not in source.columns]
+    wanted = {source.header(c): c for c in source.columns}
+    missing = [h for h in wanted if h not in found]
+    extra = [h for h in found if h not in wanted]
     renames = [f"{m!r} -> {close[0]!r}" for m in missing
                if (close := difflib.get_close_matches(m, extra, n=1, cutoff=0.6))]
     hint = f"; renamed? {', '.join(renames)}" if renames else ""
-    return (f"{uri}: missing column(s) {missing}; expected {list(source.columns)}, found "
+    named = [f"{h!r} read as column {wanted[h]!r}" for h in missing if wanted[h] != h]
+    reads = f" ({'; '.join(named)})" if named else ""
+    return (f"{uri}: missing column(s) {missing}{reads}; expected headers {list(wanted)}, found "
             f"{found}{hint}")
 
 
 def _as_strings(df: pd.DataFrame, uri: str, source: Source) -> pd.DataFrame:
-    """Typed formats (Parquet, JSON) as the same strings a CSV would give: one contract."""
-    if any(c not in df.columns for c in source.columns):
-        raise SourceReadError(missing_columns(uri, source, list(df.columns)))
+    """Typed formats (Parquet, JSON) as the same strings a CSV would give: one contract;
+    columns found by their headers and named by their identifiers."""
+    if any(source.header(c) not in df.columns for c in source.columns):
+        raise SourceReadError(missing_columns(uri, source, [str(c) for c in df.columns]))
     out = {}
     for col in source.columns:
-        s = df[col]
+        s = df[source.header(col)]
         if pd.api.types.is_datetime64_any_dtype(s):
             s = s.dt.strftime("%Y-%m-%dT%H:%M:%SZ") if s.dt.tz is None else s.dt.tz_convert(
                 "UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -141,7 +154,7 @@ def read_source_table(uri: str, source: Source) -> pa.Table:
     """``read_source_file`` as an Arrow table: many small files are read as tables and
     concatenated, then turned into one frame (a frame per file costs more than its rows).
     Timestamps in a declared format come out as ISO 8601 text (``etl.sources.times``)."""
-    return _normalize_times(_read_table(uri, source), source.time_formats, uri)
+    return _normalize_times(_read_table(uri, source), source, uri)
 
 
 def _read_table(uri: str, source: Source) -> pa.Table:
@@ -171,22 +184,22 @@ def _read_table(uri: str, source: Source) -> pa.Table:
         pa.schema([(c, pa.string()) for c in strings.columns]))
 
 
-def _normalize_times(table: pa.Table, formats: dict[str, str], uri: str) -> pa.Table:
+def _normalize_times(table: pa.Table, source: Source, uri: str) -> pa.Table:
     """``table`` with each formatted timestamp column rewritten as ISO 8601 text.
 
     Raises:
         SourceReadError: a present value does not parse; names file, row (1-based, data rows)
             and column.
     """
-    for col, fmt in formats.items():
+    for col, fmt in source.time_formats.items():
         text = table.column(col).to_pandas()
         parsed = parse_timestamps(text, fmt)
         bad = text.notna().to_numpy() & parsed.isna().to_numpy()
         if bad.any():
             row = int(bad.argmax())
             raise SourceReadError(
-                f"{uri}: row {row + 1}, column {col!r}: {text.iloc[row]!r} does not parse as a "
-                f"timestamp in format {fmt!r} ({int(bad.sum())} such value(s))")
+                f"{uri}: row {row + 1}, column {source.describe(col)}: {text.iloc[row]!r} does "
+                f"not parse as a timestamp in format {fmt!r} ({int(bad.sum())} such value(s))")
         iso = parsed.dt.strftime(ISO_OUT).where(parsed.notna(), None)
         table = table.set_column(table.schema.get_field_index(col), col,
                                  pa.array(iso.astype(object), type=pa.string()))

@@ -7,9 +7,11 @@ loaded, so a typo fails with the file and the field named before any data is tou
 Import-light on purpose (yaml only): the DAG files and the validation stage read specs too.
 
 Column contract between the stages: extraction hands over CSV/JSON-lines columns as *strings*
-exactly as the raw files hold them (``Spec.column_types()`` says what each should parse to), so a
-type change is caught by validation with a readable message; the transform parses them after
-validation (``etl.transform.tabular.coerce_types``).
+exactly as the raw files hold them, named by their identifiers (a column declared with
+``source:`` is found by that header and renamed at the read, ``Source.headers``), and
+``Spec.column_types()`` says what each should parse to, so a type change is caught by
+validation with a readable message; the transform parses them after validation
+(``etl.transform.tabular.coerce_types``).
 
 Modules: ``model`` (the dataclasses and allowed values), ``fields`` (field checks shared with
 image specs), ``load`` (YAML loading and cross-reference checks), ``labels`` (the label block,

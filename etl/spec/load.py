@@ -40,6 +40,8 @@ from etl.spec.model import (
     FORMATS,
     GRANULARITIES,
     READ_OPTIONS,
+    RESERVED_COLUMNS,
+    RESERVED_PREFIX,
     UPSTREAMS,
     Feature,
     Join,
@@ -48,7 +50,7 @@ from etl.spec.model import (
     Spec,
 )
 from etl.spec.scheduling import SETTINGS_KEYS, SpecSettingsError, parse_settings
-from etl.spec.splits import column_type, tabular_split
+from etl.spec.splits import column_header, column_type, tabular_split
 
 SPECS_DIR = DEFAULT_SPECS_DIR  # etl/specs: the examples, the default of $PIPELINE_SPECS_PATH
 _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -113,12 +115,14 @@ def _parse_source(name: str, d: dict, where: str) -> Source:
     cols = get_field(d, "columns", where, dict)
     if not cols:
         raise SpecError(f"{where}.columns: expected at least one column")
-    columns, formats = {}, {}
+    columns, formats, headers = {}, {}, {}
     for col, decl in cols.items():
-        columns[check_name(col, f"{where}.columns")], time_fmt = column_type(
-            decl, f"{where}.columns.{col}")
+        columns[_column_name(col, where)], time_fmt = column_type(decl, f"{where}.columns.{col}")
         if time_fmt is not None:
             formats[col] = time_fmt
+        if (header := column_header(decl, col, f"{where}.columns.{col}")) != col:
+            headers[col] = header
+    _check_headers_unique(columns, headers, where)
     event_time = get_field(d, "event_time", where, str, None)
     if event_time is not None and columns.get(event_time) != "timestamp":
         raise SpecError(f"{where}.event_time: {event_time!r} must be a declared timestamp column")
@@ -143,7 +147,39 @@ def _parse_source(name: str, d: dict, where: str) -> Source:
     for opt in read:
         check_choice(opt, READ_OPTIONS, f"{where}.read")
     return Source(name=name, uri=uri, format=fmt, columns=columns, read=read, event_time=event_time,
-                  partitioning=partitioning, time_formats=formats)
+                  partitioning=partitioning, time_formats=formats, headers=headers)
+
+
+def _column_name(col: Any, where: str) -> str:
+    """A column's key is its identifier; a raw header as the key gets the ``source:`` hint."""
+    try:
+        name = check_name(col, f"{where}.columns")
+    except SpecError:
+        raise SpecError(
+            f"{where}.columns: {col!r} is not an identifier (ASCII letters, digits and _, not "
+            f"starting with a digit); key the column by an identifier and give the header as "
+            f"its source, e.g. some_name: {{type: string, source: {str(col)!r}}}") from None
+    return _not_reserved(name, f"{where}.columns")
+
+
+def _not_reserved(name: str, where: str) -> str:
+    """``name`` unless the pipeline's own frames use it (``RESERVED_COLUMNS``)."""
+    if name in RESERVED_COLUMNS or name.startswith(RESERVED_PREFIX):
+        raise SpecError(f"{where}: {name!r} is a name the pipeline uses for its own columns "
+                        f"({sorted(RESERVED_COLUMNS)}, {RESERVED_PREFIX}*); name the column "
+                        f"otherwise, e.g. {name.strip('_')}_col: {{type: ..., source: {name!r}}}")
+    return name
+
+
+def _check_headers_unique(columns: dict[str, str], headers: dict[str, str], where: str) -> None:
+    """Two columns reading one header would silently duplicate it: a copy-paste slip."""
+    seen: dict[str, str] = {}
+    for col in columns:
+        header = headers.get(col, col)
+        if header in seen:
+            raise SpecError(f"{where}.columns.{col}: reads header {header!r}, which column "
+                            f"{seen[header]!r} already reads; each header is one column")
+        seen[header] = col
 
 
 
@@ -162,7 +198,8 @@ def _parse_join(d: dict, where: str, sources: dict[str, Source], left: dict[str,
     for col in cols:
         if col not in right:
             raise SpecError(f"{where}.columns: {col!r} is not a column of source {src!r}")
-        out = check_name(join.output_name(col), f"{where}.prefix")
+        out = _not_reserved(check_name(join.output_name(col), f"{where}.prefix"),
+                            f"{where}.prefix")
         if out in left:
             raise SpecError(f"{where}: output column {out!r} collides with an existing column; "
                             f"set a prefix")
@@ -171,7 +208,8 @@ def _parse_join(d: dict, where: str, sources: dict[str, Source], left: dict[str,
 
 def _parse_feature(d: dict, where: str, available: set[str], exclude: set[str]) -> Feature:
     reject_unknown(d, ("name", "kind", "dtype", "derive", "fill"), where)
-    name = check_name(get_field(d, "name", where, str), f"{where}.name")
+    name = _not_reserved(check_name(get_field(d, "name", where, str), f"{where}.name"),
+                         f"{where}.name")
     kind = check_choice(get_field(d, "kind", where, str), FEATURE_KINDS, f"{where}.kind")
     default_dtype = "string" if kind == "categorical" else "float32"
     dtype = check_choice(get_field(d, "dtype", where, str, default_dtype), FEATURE_DTYPES,
@@ -224,6 +262,27 @@ def _parse(raw: Any, path: Path) -> Spec:
     training = check_settings(raw, w)
     sources = {n: _parse_source(n, d if isinstance(d, dict) else {}, f"{w}.sources.{n}")
                for n, d in get_field(raw, "sources", w, dict).items()}
+    try:
+        return _parse_uses(raw, path, name, sources, training)
+    except SpecError as exc:
+        raise _header_hint(exc, sources) from None
+
+
+def _header_hint(exc: SpecError, sources: dict[str, Source]) -> SpecError:
+    """A field that names a column by its file header gets told the identifier to use."""
+    for src in sources.values():
+        for col, header in src.headers.items():
+            if repr(header) in str(exc):
+                return SpecError(f"{exc}; {header!r} is the header of column {col!r} of source "
+                                 f"{src.name!r}: every field after sources.*.columns names "
+                                 f"columns by identifier")
+    return exc
+
+
+def _parse_uses(raw: dict, path: Path, name: str, sources: dict[str, Source],
+                training: dict[str, Any]) -> Spec:
+    """The fields that use the sources' columns (joins, key, label, features, split)."""
+    w = str(path)
     primary = get_field(raw, "primary", w, str)
     if primary not in sources:
         raise SpecError(f"{w}.primary: {primary!r} is not one of the sources {sorted(sources)}")
@@ -239,6 +298,7 @@ def _parse(raw: Any, path: Path) -> Spec:
         raise SpecError(f"{w}.key: expected columns of the primary source, got {list(key)}")
     exclude = tuple(check_name(c, f"{w}.exclude") for c in get_field(raw, "exclude", w, list, []))
     label = parse_label(get_field(raw, "label", w, dict), f"{w}.label", available)
+    _not_reserved(label.name, f"{w}.label.name")
     features, seen = [], {label.name}
     for i, d in enumerate(get_field(raw, "features", w, list)):
         feat = _parse_feature(d, f"{w}.features[{i}]", set(available), set(exclude))

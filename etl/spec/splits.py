@@ -58,10 +58,11 @@ def tabular_split(raw: dict, w: str, columns: dict[str, str], task: str) -> Spli
 
 def column_type(decl: Any, where: str) -> tuple[str, str | None]:
     """A column's type, ``int64`` or ``{type: timestamp, format: "%Y/%m/%d"}`` (strftime codes,
-    ``epoch_s`` or ``epoch_ms``); the format only for timestamps."""
+    ``epoch_s`` or ``epoch_ms``); the format only for timestamps. The mapping form may also
+    name the file's header (``source:``, see ``column_header``)."""
     if not isinstance(decl, dict):
         return check_choice(decl, COLUMN_TYPES, where), None
-    reject_unknown(decl, ("type", "format"), where)
+    reject_unknown(decl, ("type", "format", "source"), where)
     kind = check_choice(decl.get("type"), COLUMN_TYPES, f"{where}.type")
     fmt = get_field(decl, "format", where, str, None)
     if fmt is not None and kind != "timestamp":
@@ -70,3 +71,20 @@ def column_type(decl: Any, where: str) -> tuple[str, str | None]:
         raise SpecError(f"{where}.format: expected strftime codes like '%Y/%m/%d' or one of "
                         f"{list(TIME_FORMATS)}, got {fmt!r}")
     return kind, fmt
+
+
+def column_header(decl: Any, column: str, where: str) -> str:
+    """The header the raw file holds for ``column``: ``source:`` if given (any non-empty text,
+    kept exactly: spaces, dots, case), else the column's own name.
+
+    The key is the identifier every later stage uses; ``source`` is whatever the upstream
+    export calls it, which a user cannot rename.
+    """
+    if not isinstance(decl, dict) or decl.get("source") is None:
+        return column
+    header = decl["source"]
+    if not isinstance(header, str) or not header:
+        hint = f"; quote it: source: \"{header}\"" if isinstance(header, (int, float)) else ""
+        raise SpecError(f"{where}.source: expected the column's header in the file (a "
+                        f"non-empty string), got {header!r}{hint}")
+    return header

@@ -15,12 +15,17 @@ parts sharing their layers:
 from __future__ import annotations
 
 import contextlib
+import json
+import keyword
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from training.config import ModelConfig
 
@@ -105,6 +110,62 @@ def build_models(
     full = keras.Model(raw, serve(served, schema["label"]) if serve else served,
                        name=f"{dataset}_model")
     return TabularModel(preprocess, core, full)
+
+
+_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")  # TF's rule for a node name
+
+
+def serving_keys(names: Iterable[str]) -> dict[str, str]:
+    """Each feature's key in the SavedModel's flat serving signature: its own name, unless TF
+    cannot take that as a signature argument -- a Python keyword (``class``: TF makes each key a
+    Python parameter) gets ``_`` appended, a leading ``_`` (no valid TF node name) gets ``x``
+    prefixed, the second of two names differing only in case (TF's graph names are unique
+    regardless of case) gets ``_`` appended -- made unique against every other name. The
+    ``serve`` endpoint takes the features as one dict keyed by the spec's names, whatever
+    they are."""
+    names, keys, taken = list(names), {}, set()
+    for name in names:  # first pass: names TF takes as they are keep them
+        if _plain(name) and name.lower() not in taken:
+            keys[name] = name
+            taken.add(name.lower())
+    for name in names:
+        if name in keys:
+            continue
+        key = re.sub(r"[^A-Za-z0-9_]", "_", name) + ("_" if keyword.iskeyword(name) else "")
+        key = key if _OP_NAME.match(key) and key[0] != "_" else f"x{key}"
+        while key.lower() in taken:
+            key += "_"
+        taken.add(key.lower())
+        keys[name] = key
+    return {name: keys[name] for name in names}
+
+
+def _plain(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name) and bool(_OP_NAME.match(name))
+
+
+def serving_signature(model: keras.Model) -> list[dict[str, tf.TensorSpec]]:
+    """The export's input signature: one dict keyed by feature name (the ``serve`` endpoint
+    takes rows keyed as the spec declares them), each tensor named by ``serving_keys`` (the
+    flat ``serving_default`` signature's keys, which TF requires to be Python parameters)."""
+    inputs = model.input if isinstance(model.input, dict) else {}
+    keys = serving_keys(inputs)
+    return [{name: tf.TensorSpec((None, *t.shape[1:]), t.dtype, name=keys[name])
+             for name, t in inputs.items()}]
+
+
+SERVING_KEYS_FILE = "assets.extra/serving_keys.json"  # beside saved_model.pb; TF Serving skips it
+
+
+def export_serving(model: keras.Model, path: Path) -> None:
+    """The SavedModel: ``serve`` takes a dict keyed by the spec's feature names (any valid spec
+    name, ``class`` included); ``serving_default`` takes the flat ``serving_keys``, written to
+    ``SERVING_KEYS_FILE`` (feature name -> signature key) for clients of the flat signature."""
+    signature = serving_signature(model)
+    model.export(str(path), verbose=False, input_signature=signature)
+    keys = {name: spec.name for name, spec in signature[0].items()}
+    (path / SERVING_KEYS_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (path / SERVING_KEYS_FILE).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n")
 
 
 def compile_model(
