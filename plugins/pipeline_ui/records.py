@@ -108,6 +108,7 @@ class DatasetRow:
     name: str
     versions: int
     latest: str | None
+    drift: str = "not measured"  # the newest version's: none / 3 features (trend.drift_words)
 
 
 @dataclass(frozen=True)
