@@ -1,0 +1,98 @@
+"""OpenLineage events of one ETL run and one training run through Airflow (issue 34, item 7).
+
+The real DAG files run through ``dag.test()`` in a fresh Airflow home with the provider's
+file transport (configured by ``AIRFLOW__OPENLINEAGE__TRANSPORT``, as a deployment would);
+the test reads the events back and checks them against the OpenLineage spec's required
+fields, our custom facet against its JSON schema, and the inputs, outputs and facets.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import jsonschema
+import pytest
+from dagtest import airflow_env, prepare, run_script
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from airflow.dag_processing.dagbag import BundleDagBag
+folder, etl_conf, train_conf = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+bag = BundleDagBag(dag_folder=folder, bundle_path=folder, bundle_name="dags-folder")
+etl = bag.dags["etl_flights"].test(logical_date=None, run_conf=etl_conf)
+out = {"etl": {ti.task_id: ti.state for ti in etl.get_task_instances()}}
+train = bag.dags["train_flights"].test(logical_date=None, run_conf=train_conf)
+out["train"] = {ti.task_id: ti.state for ti in train.get_task_instances()}
+print("E2E_RESULT=" + json.dumps(out, default=str))
+"""
+VERSION = "20130104T000000Z_20130101T000000Z"
+
+
+def _complete(events: list[dict], task: str) -> dict:
+    done = [e for e in events if e["eventType"] == "COMPLETE"
+            and e["job"]["name"].endswith(f".{task}")]
+    assert len(done) == 1, [(e["eventType"], e["job"]["name"]) for e in events]
+    return done[0]
+
+
+def _check_spec(event: dict) -> None:
+    """The RunEvent fields the spec requires, and every facet's _producer/_schemaURL."""
+    assert event["eventType"] in ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
+    assert event["schemaURL"].startswith("https://openlineage.io/spec/")
+    uuid.UUID(event["run"]["runId"])
+    assert event["job"]["namespace"] and event["job"]["name"] and event["producer"]
+    for ds in event.get("inputs", []) + event.get("outputs", []):
+        assert ds["namespace"] and ds["name"]
+        for facet in {**ds.get("facets", {}), **ds.get("outputFacets", {})}.values():
+            assert facet["_producer"] and facet["_schemaURL"].startswith("https://")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_etl_and_training_runs_emit_lineage_with_inputs_outputs_and_facets(
+        tmp_path: Path) -> None:
+    env, root = airflow_env(tmp_path)
+    log = tmp_path / "lineage.jsonl"
+    env["AIRFLOW__OPENLINEAGE__TRANSPORT"] = json.dumps(
+        {"type": "file", "log_file_path": str(log), "append": True})
+    env["AIRFLOW__OPENLINEAGE__NAMESPACE"] = "flightpipe-test"
+    prepare(env, [sys.executable, "-m", "etl", "land", "--root", root, "--start-day",
+                  "2013-01-01", "--end-day", "2013-01-04"])
+    out = run_script(SCRIPT, env, {"interval_end": "2013-01-04T00:00:00+00:00",
+                                   "window_days": 3, "shard_mb": 1},
+                     {"epochs": 1, "batch_size": 256, "min_margin": 0.0, "version": VERSION},
+                     timeout=540)
+    assert out["etl"]["publish"] == "success" and out["train"]["train"] == "success", out
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    for event in events:
+        _check_spec(event)
+    data = tmp_path / "data"
+    publish = _complete(events, "publish")
+    assert {(i["namespace"], i["name"]) for i in publish["inputs"]} >= {
+        ("file", str(data / "raw/flights")), ("file", str(data / "raw/weather/weather.csv"))}
+    (version,) = publish["outputs"]
+    assert (version["namespace"], version["name"]) == (
+        "file", str(data / "datasets/flights" / VERSION))
+    fields = {f["name"] for f in version["facets"]["schema"]["fields"]}
+    assert {"distance", "carrier", "temp", "late"} <= fields
+    manifest = json.loads((data / "datasets/flights" / VERSION / "manifest.json").read_text())
+    rows = sum(s["num_examples"] for s in manifest["splits"].values())
+    assert version["outputFacets"]["outputStatistics"]["rowCount"] == rows > 2000
+    facet = version["facets"]["flightpipe_version"]
+    schema = json.loads((REPO / "docs/openlineage/FlightpipeVersionDatasetFacet.json")
+                        .read_text())
+    jsonschema.validate(facet, schema)
+    assert facet["version"] == VERSION and facet["verdict"].startswith("passed")
+    assert facet["_schemaURL"].endswith("FlightpipeVersionDatasetFacet.json")
+    train = _complete(events, "train")
+    assert [(i["namespace"], i["name"]) for i in train["inputs"]] == [
+        ("file", version["name"])]
+    (model,) = train["outputs"]
+    assert model["name"].startswith(str(data / "models/flights" / VERSION))
+    jsonschema.validate(model["facets"]["flightpipe_version"], schema)
+    assert model["facets"]["flightpipe_version"]["metrics"]
