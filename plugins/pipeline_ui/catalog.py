@@ -42,7 +42,6 @@ from .records import (
     is_safe_name,
     paginate,
 )
-from .trend import drift_words
 
 __all__ = ["Catalog", "InvalidName", "Limits", "NotFound", "Page", "StorageUnavailable",
            "check_name", "check_relpath"]
@@ -214,9 +213,7 @@ class Catalog:
 
         def row(name: str) -> DatasetRow:
             ids, _ = self.version_ids(name)
-            if not ids:
-                return DatasetRow(name, 0, None)
-            return DatasetRow(name, len(ids), ids[0], drift_words(self.manifest(name, ids[0])))
+            return DatasetRow(name, len(ids), *((ids[0], self.manifest(name, ids[0])) if ids else ()))
 
         items = list(self._pool.map(row, listing.items))
         return Page(items, listing.page, listing.per_page, listing.total, truncated)

@@ -107,8 +107,8 @@ class VersionRow:
 class DatasetRow:
     name: str
     versions: int
-    latest: str | None
-    drift: str = "not measured"  # the newest version's: none / 3 features (trend.drift_words)
+    latest: str | None = None
+    manifest: dict[str, Any] | None = None  # the newest version's (its drift, for the list)
 
 
 @dataclass(frozen=True)
