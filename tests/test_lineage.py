@@ -121,3 +121,38 @@ def _check_events(log: Path, data: Path) -> None:
     assert model["name"].startswith(str(data / "models/flights" / VERSION))
     jsonschema.validate(model["facets"]["flightpipe_version"], schema)
     assert model["facets"]["flightpipe_version"]["metrics"]
+
+
+def _lineage_module():
+    sys.path.insert(0, str(REPO / "dags"))
+    from flightpipe_dags import lineage
+
+    return lineage
+
+
+def test_names_follow_openlineage_naming_and_the_previous_version_is_an_input(
+        tmp_path: Path) -> None:
+    lineage = _lineage_module()
+    assert lineage.dataset_id("gs://bucket/datasets/flights/v1") == ("gs://bucket",
+                                                                     "datasets/flights/v1")
+    assert lineage.dataset_id("file:///data/raw/flights/") == ("file", "/data/raw/flights")
+    root = tmp_path.as_uri()
+    assert lineage.raw_sources("flights", root)[:2] == [f"{root}/raw/flights",
+                                                         f"{root}/raw/weather/weather.csv"]
+    manifest = {"dataset": "flights", "version": "v2", "schema": {
+        "features": {"temp": {"dtype": "float32", "kind": "numeric"}},
+        "label": {"name": "late", "dtype": "int64"}},
+        "splits": {"train": {"num_examples": 8, "num_bytes": 80, "shards": [{}]}},
+        "validation": {"success": True, "quarantined_rows": 2,
+                       "drift": {"against": "v1", "drifted": ["temp"]}}}
+    before = lineage.previous_version(manifest, root)
+    assert before == f"{root}/datasets/flights/v1"
+    out = lineage.operator_lineage(lineage.Lineage([before], [f"{root}/datasets/flights/v2"],
+                                                   manifest))
+    old = str(tmp_path / "datasets/flights/v1")
+    assert [(d.namespace, d.name) for d in out.inputs] == [("file", old)]
+    facet = out.outputs[0].facets["flightpipe_version"]
+    assert (facet.verdict, facet.drifted, facet.splits) == ("passed_with_quarantine", ["temp"],
+                                                            {"train": 8})
+    assert [f.name for f in out.outputs[0].facets["schema"].fields] == ["temp", "late"]
+    assert out.outputs[0].outputFacets["outputStatistics"].rowCount == 8

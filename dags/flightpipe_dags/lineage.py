@@ -72,11 +72,14 @@ def previous_version(manifest: dict[str, Any], root: str) -> str | None:
 
 
 def verdict(manifest: dict[str, Any]) -> str:
-    """``passed`` / ``passed with quarantined rows`` / ``failed``: the version's quality."""
+    """``passed`` / ``passed_with_quarantine`` / ``failed`` / ``unknown``: the words of the
+    Asset event's ``verdict`` (helper ops' ``links.verdict``; one of them goes at merge)."""
     validation = manifest.get("validation") or {}
     if validation.get("success") is False:
         return "failed"
-    return "passed with quarantined rows" if validation.get("quarantined_rows") else "passed"
+    if validation.get("success") is not True:
+        return "unknown"
+    return "passed_with_quarantine" if validation.get("quarantined_rows") else "passed"
 
 
 def attach(task: Any, lineage: Lineage) -> None:
