@@ -56,6 +56,21 @@ def test_a_day_inside_the_spread_of_earlier_days_does_not_drift_outside_it_does(
     assert "9 comparable" in cold["baseline"]
 
 
+def test_earlier_nights_figures_carry_over_compaction_and_drifted_ones_are_not_kept() -> None:
+    """Once nights are compacted into a bigger segment they are no peers; their figures in
+    the previous report's ``history`` still are, except those that drifted."""
+    year = {"num_examples": 300_000, "numeric": {"temp": {"mean": 55.0, "var": 100.0,
+                                                         "count": 300_000}}}
+    nights = {"numeric:temp": [0.1, 0.4, 0.8, 1.2, 1.6, 0.3, 0.9]}
+    cold = compare(_day(39.0), year, "v1", ["s"], history=nights)
+    assert cold["drifted"] == [] and "7 earlier nights" in cold["baseline"]
+    assert cold["history"]["numeric:temp"] == [*nights["numeric:temp"], 1.6]
+    hot = compare(_day(140.0), year, "v1", ["s"], history=cold["history"])
+    assert hot["drifted"] == ["temp"] and hot["history"] == cold["history"]
+    long = compare(_day(39.0), year, "v1", ["s"], history={"numeric:temp": [1.0] * 40})
+    assert len(long["history"]["numeric:temp"]) == 30
+
+
 def test_a_feature_whose_values_vanish_drifts_by_its_null_share() -> None:
     year = {**_day(55.0, nulls=20), "num_examples": 1000}
     report = compare(_day(0.0, nulls=1000), year, "v1", ["s"], peers=[_day(55.0, 30)] * 6)

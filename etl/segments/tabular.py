@@ -108,7 +108,8 @@ def _drift(window: Window) -> dict[str, Any] | None:
     stats = merged_statistics(window.spec, window.new)
     report = compare(stats, previous.get("statistics", {}), previous["version"],
                      [m["segment"] for m in window.new], window.spec.drift,
-                     calendar_features(window.spec), _peers(window, stats["num_examples"]))
+                     calendar_features(window.spec), _peers(window, stats["num_examples"]),
+                     ((previous.get("validation") or {}).get("drift") or {}).get("history"))
     name, against, rows = window.spec.name, previous["version"], f"{report['rows']:,}"
     if report["drifted"]:
         log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "

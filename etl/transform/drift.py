@@ -6,7 +6,10 @@ temperature, a Saturday's carrier mix. So each statistic of the new data is judg
 the *spread of the same statistic over comparable earlier segments* (those of at most
 ``PEER_SIZE`` times the new rows: other nights), each measured against the same pooled
 statistics: a new day drifts where it lies outside what past days did, not outside the
-year's average. With fewer than ``MIN_PEERS`` such segments the spec's limit alone decides.
+year's average. Compaction merges past nights into bigger segments, so each report also
+keeps the last ``HISTORY`` figures of nights judged normal (``history``, carried from version
+to version): they join the peers. With fewer than ``MIN_PEERS`` figures in all, the spec's
+limit alone decides.
 
 Statistics, all from mergeable statistics (nothing reads a row):
 
@@ -37,6 +40,7 @@ MIN_PEERS = 5  # fewer comparable segments: the spec's limit alone decides
 PEER_MADS = 4.0  # outside median + 4 robust standard deviations of the peers: drifted
 PSI_MIN_ROWS = 200  # fewer new rows: the PSI is not tested (sampling noise alone ~ k/n)
 CALENDAR_OPS = ("day_of_week", "day_of_year", "year", "hour_of_day")
+HISTORY = 30  # figures of past normal nights kept per statistic in the report
 
 
 def mean_shift(new: Mapping[str, Any], old: Mapping[str, Any]) -> float | None:
@@ -98,32 +102,41 @@ def bound(limit: float, peers: Sequence[float], robust: bool = False) -> float:
 class _Judge:
     """One report's rows: a statistic of the new data, of each peer, and the verdict."""
 
-    def __init__(self, old: Mapping[str, Any], peers: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, old: Mapping[str, Any], peers: Sequence[Mapping[str, Any]],
+                 history: Mapping[str, list[float]]) -> None:
         self.old, self.peers, self.rows = old, peers, []
+        self.history, self.kept = history, {}
 
     def add(self, name: str, kind: str, statistic: str, fn: Any, new: Any, limit: float,
             of_peer: Any) -> None:
         value = fn(new, self.old)
         seen = [v for p in self.peers if (v := fn(of_peer(p), self.old)) is not None
                 and math.isfinite(v)]
-        edge = bound(limit, seen, robust=kind == "missing")
+        past = list(self.history.get(f"{kind}:{name}") or [])
+        edge = bound(limit, seen + past, robust=kind == "missing")
+        drifted = value is not None and value > edge
         shown = None if value is None else (round(value, 4) if math.isfinite(value) else "inf")
         self.rows.append({"name": name, "kind": kind, "statistic": statistic, "value": shown,
-                          "limit": round(edge, 4), "spec_limit": limit, "peers": len(seen),
-                          "drifted": value is not None and value > edge})
+                          "limit": round(edge, 4), "spec_limit": limit,
+                          "peers": len(seen) + len(past), "drifted": drifted})
+        if isinstance(shown, float) and not drifted:  # a drifted night must not widen the spread
+            past.append(shown)
+        self.kept[f"{kind}:{name}"] = past[-HISTORY:]
 
 
 def compare(new: Mapping[str, Any], old: Mapping[str, Any], against: str,
             segments: list[str], limits: DriftSpec | None = None,
             calendar: frozenset[str] | set[str] = frozenset(),
-            peers: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+            peers: Sequence[Mapping[str, Any]] = (),
+            history: Mapping[str, list[float]] | None = None) -> dict[str, Any]:
     """The drift report of finalized train statistics ``new`` against ``old``.
 
     ``peers``: the finalized statistics of comparable earlier segments, the baseline spread;
+    ``history``: the previous report's ``history`` (figures of earlier normal nights);
     ``calendar``: features left out of the shift tests.
     """
     limits = limits or DriftSpec()
-    judge = _Judge(old, peers)
+    judge = _Judge(old, peers, history or {})
     old_numeric, old_vocab = old.get("numeric", {}), old.get("vocabulary_counts", {})
     for col, stats in new.get("numeric", {}).items():
         if col in old_numeric and col not in calendar:
@@ -144,8 +157,8 @@ def compare(new: Mapping[str, Any], old: Mapping[str, Any], against: str,
     rows = judge.rows
     drifted = list(dict.fromkeys(r["name"] for r in rows if r["drifted"]))
     return {"against": against, "segments": segments, "rows": int(new.get("num_examples", 0)),
-            "baseline": _baseline(peers), "excluded": sorted(calendar), "features": rows,
-            "drifted": drifted}
+            "baseline": _baseline(peers, history or {}), "excluded": sorted(calendar),
+            "features": rows, "drifted": drifted, "history": judge.kept}
 
 
 def _label(judge: _Judge, new: Mapping[str, Any], limits: DriftLimits, few: bool) -> None:
@@ -159,8 +172,9 @@ def _label(judge: _Judge, new: Mapping[str, Any], limits: DriftLimits, few: bool
                   lambda p: p.get("label") or {})
 
 
-def _baseline(peers: Sequence[Mapping[str, Any]]) -> str:
-    if len(peers) < MIN_PEERS:
-        return (f"the spec's limits ({len(peers)} comparable earlier segment(s), "
-                f"{MIN_PEERS} needed for a spread)")
-    return f"the spread over {len(peers)} comparable earlier segments"
+def _baseline(peers: Sequence[Mapping[str, Any]], history: Mapping[str, list[float]]) -> str:
+    nights = max((len(v) for v in history.values()), default=0)
+    seen = f"{len(peers)} comparable earlier segments and {nights} earlier nights' figures"
+    if len(peers) + nights < MIN_PEERS:
+        return f"the spec's limits ({seen}; {MIN_PEERS} needed for a spread)"
+    return f"the spread over {seen}"
