@@ -53,19 +53,6 @@ from flightpipe_dags import (
 from flightpipe_dags.arrival import WaitForData, run_options
 
 
-def emit_version_lineage(name: str, version_uri: str) -> None:
-    """OpenLineage of ``publish``: raw sources and the previous version -> the version."""
-    from airflow.sdk import get_current_context
-    from flightpipe_dags.lineage import Lineage, attach, previous_version, raw_sources
-
-    from etl import versions
-
-    manifest, root = versions.read_manifest(version_uri), storage_root()
-    before = previous_version(manifest, root)
-    attach(get_current_context()["task"], Lineage(
-        [*raw_sources(name, root), *([before] if before else [])], [version_uri], manifest))
-
-
 def build_etl_dag(name: str, settings: DagSettings) -> DAG:
     """Wire dataset ``name``'s chain: wait_for_data -> build -> publish."""
     asset = dataset_asset(name)
@@ -99,7 +86,11 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
             result = pipeline.publish(written_uri)
             if not result.get("created", True):
                 skip_already_published(name, result)
-            emit_version_lineage(name, result["version_uri"])
+            from airflow.sdk import get_current_context
+            from flightpipe_dags import lineage
+
+            lineage.for_version(get_current_context()["task"], name, result["version_uri"],
+                                storage_root())
             yield Metadata(asset, extra={"version_uri": result["version_uri"],
                                          "version": result["version"]})
             return result

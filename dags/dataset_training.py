@@ -42,18 +42,6 @@ from flightpipe_dags import (
 )
 
 
-def emit_model_lineage(version_uri: str, result: dict) -> None:
-    """OpenLineage of ``train``: the version -> the model, with its metrics."""
-    from airflow.sdk import get_current_context
-    from flightpipe_dags.lineage import Lineage, attach
-
-    from etl import versions
-
-    model = {"uri": result["model_uri"], "metrics": metrics_summary(result["metrics"])}
-    attach(get_current_context()["task"], Lineage([version_uri], [result["model_uri"]],
-                                                  versions.read_manifest(version_uri), model))
-
-
 def build_training_dag(name: str, settings: DagSettings) -> DAG:
     """Wire resolve_version -> train for dataset ``name``, scheduled on its Asset."""
     asset = dataset_asset(name)
@@ -99,9 +87,14 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             result = train_model(resolved["version_uri"], storage.join(storage_root(), "models"),
                                  run_name(run_id or "manual"),
                                  TrainConfig().with_overrides(**overrides))
-            emit_model_lineage(resolved["version_uri"], result)
+            from airflow.sdk import get_current_context
+            from flightpipe_dags import lineage
+
+            summary = metrics_summary(result["metrics"])
+            lineage.for_model(get_current_context()["task"], resolved["version_uri"],
+                              result["model_uri"], summary)
             return {"version": resolved["version"], "model_uri": result["model_uri"],
-                    "metrics": metrics_summary(result["metrics"])}
+                    "metrics": summary}
 
         train(resolve_version())
 

@@ -156,3 +156,17 @@ def test_names_follow_openlineage_naming_and_the_previous_version_is_an_input(
                                                             {"train": 8})
     assert [f.name for f in out.outputs[0].facets["schema"].fields] == ["temp", "late"]
     assert out.outputs[0].outputFacets["outputStatistics"].rowCount == 8
+
+
+def test_lineage_that_cannot_be_gathered_is_logged_and_never_fails_the_task(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    lineage = _lineage_module()
+
+    class Task:
+        pass
+
+    task = Task()
+    lineage.for_version(task, "flights", f"{tmp_path.as_uri()}/datasets/flights/gone",
+                        tmp_path.as_uri())
+    assert not hasattr(task, "get_openlineage_facets_on_complete")
+    assert "OpenLineage: no lineage for" in caplog.text

@@ -13,9 +13,12 @@ only: the provider stays out of DAG parsing.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
 
 PRODUCER = "https://github.com/flightpipe/flightpipe"
 VERSION_FACET_SCHEMA = (f"{PRODUCER}/blob/main/docs/openlineage/"
@@ -80,6 +83,31 @@ def verdict(manifest: dict[str, Any]) -> str:
     if validation.get("success") is not True:
         return "unknown"
     return "passed_with_quarantine" if validation.get("quarantined_rows") else "passed"
+
+
+def for_version(task: Any, name: str, version_uri: str, root: str) -> None:
+    """``publish``'s lineage: the raw sources and the previous version -> the version.
+    Lineage is information: a failure to gather it is logged, never fails the publish."""
+    try:
+        from etl import versions
+
+        manifest = versions.read_manifest(version_uri)
+        before = previous_version(manifest, root)
+        attach(task, Lineage([*raw_sources(name, root), *([before] if before else [])],
+                             [version_uri], manifest))
+    except Exception as exc:  # noqa: BLE001 -- any failure: the version is published anyway
+        log.warning("OpenLineage: no lineage for %s: %s", version_uri, exc)
+
+
+def for_model(task: Any, version_uri: str, model_uri: str, metrics: dict[str, Any]) -> None:
+    """``train``'s lineage: the version -> the model, with its metrics (never fails train)."""
+    try:
+        from etl import versions
+
+        attach(task, Lineage([version_uri], [model_uri], versions.read_manifest(version_uri),
+                             {"uri": model_uri, "metrics": metrics}))
+    except Exception as exc:  # noqa: BLE001 -- the model is written anyway
+        log.warning("OpenLineage: no lineage for %s: %s", model_uri, exc)
 
 
 def attach(task: Any, lineage: Lineage) -> None:
