@@ -184,7 +184,8 @@ def finalize(merged: Partial, splits: Sequence[str], numeric: Sequence[str],
 
 def _null_counts_of(part: Mapping[str, Any], numeric: Sequence[str]) -> dict[str, int]:
     """Missing values per feature of a split: those a fill hid (``nulls``), and a numeric
-    column's rows without a value. A feature absent here has an unknown count."""
+    column's rows without a value. A categorical absent here has an unknown count (partials
+    built before null counts; a constant-filled numeric then reads 0)."""
     out = {c: int(part["rows"]) - int((part["numeric"].get(c) or {}).get("count", 0))
            for c in numeric}
     out.update({c: int(n) for c, n in (part.get("nulls") or {}).items()})
