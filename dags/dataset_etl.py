@@ -86,6 +86,11 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
             result = pipeline.publish(written_uri)
             if not result.get("created", True):
                 skip_already_published(name, result)
+            from airflow.sdk import get_current_context
+            from flightpipe_dags import lineage
+
+            lineage.for_version(get_current_context()["task"], name, result["version_uri"],
+                                storage_root())
             yield Metadata(asset, extra={"version_uri": result["version_uri"],
                                          "version": result["version"]})
             return result

@@ -87,8 +87,14 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             result = train_model(resolved["version_uri"], storage.join(storage_root(), "models"),
                                  run_name(run_id or "manual"),
                                  TrainConfig().with_overrides(**overrides))
+            from airflow.sdk import get_current_context
+            from flightpipe_dags import lineage
+
+            summary = metrics_summary(result["metrics"])
+            lineage.for_model(get_current_context()["task"], resolved["version_uri"],
+                              result["model_uri"], summary)
             return {"version": resolved["version"], "model_uri": result["model_uri"],
-                    "metrics": metrics_summary(result["metrics"])}
+                    "metrics": summary}
 
         train(resolve_version())
 

@@ -35,7 +35,7 @@ HEAVY = ("tensorflow", "keras", "dask", "distributed", "great_expectations", "gc
          "pandas", "pyarrow", "tfx_bsl", "training")
 # The only project code a parse may load: where specs live and their scheduling keys (yaml).
 LIGHT_ETL = {"etl", "etl.errors", "etl.log_redaction", "etl.spec", "etl.spec.fields",
-             "etl.spec.folders", "etl.spec.labels", "etl.spec.load", "etl.spec.model",
+             "etl.spec.drift", "etl.spec.folders", "etl.spec.labels", "etl.spec.load", "etl.spec.model",
              "etl.spec.scheduling", "etl.spec.splits"}
 ALLOWED_TOP_LEVEL = ("__future__", "pendulum", "airflow.sdk", "flightpipe_dags")
 DAG_FILES = sorted(p for p in DAGS.glob("*.py"))

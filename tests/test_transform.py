@@ -73,7 +73,8 @@ def test_prepare_derives_features_and_drops_cancelled(raw: pd.DataFrame) -> None
     cancelled = int(raw["arr_delay"].isna().sum())
     assert cancelled > 0 and len(out) == len(raw) - cancelled
     assert not set(out.columns) & LEAKAGE
-    assert list(out.columns) == [f.name for f in spec.features] + ["late", "_split", "_hash"]
+    assert list(out.columns) == [f.name for f in spec.features] + ["late", "_split", "_hash",
+                                                                  "_missing"]
     kept = raw[raw["arr_delay"].notna()].reset_index(drop=True)
     delay = kept["arr_delay"].astype(float)
     assert (out["late"] == (delay > 15).astype("int64")).all()

@@ -97,24 +97,40 @@ def judge(window: Window, mode: str, results_uri: str) -> Judged:
 
 
 def _drift(window: Window) -> dict[str, Any] | None:
-    """The new segments' train statistics against the previous version's."""
+    """The new segments' train statistics against the previous version's, judged by the
+    spread over comparable earlier segments (``etl.transform.drift``)."""
     from etl.segments.compose import merged_statistics
-    from etl.transform.drift import compare
+    from etl.transform.drift import calendar_features, compare
 
     previous = window.previous
     if previous is None or not window.new:
         return None
     stats = merged_statistics(window.spec, window.new)
     report = compare(stats, previous.get("statistics", {}), previous["version"],
-                     [m["segment"] for m in window.new])
+                     [m["segment"] for m in window.new], window.spec.drift,
+                     calendar_features(window.spec), _peers(window, stats["num_examples"]),
+                     ((previous.get("validation") or {}).get("drift") or {}).get("history"))
     name, against, rows = window.spec.name, previous["version"], f"{report['rows']:,}"
     if report["drifted"]:
-        log.warning("drift %s: %s moved beyond their limits against %s (%s new rows); see "
-                    "the version page", name, ", ".join(report["drifted"]), against, rows)
+        log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "
+                    "%s); see the version page's Drift section", name,
+                    ", ".join(report["drifted"]), against, rows, report["baseline"])
     else:
-        log.info("drift %s: %d feature(s) within limits against %s (%s new rows)", name,
-                 len(report["features"]), against, rows)
+        log.info("drift %s: %d statistic(s) within limits against %s (%s new rows; baseline: "
+                 "%s)", name, len(report["features"]), against, rows, report["baseline"])
     return report
+
+
+def _peers(window: Window, rows: int) -> list[dict[str, Any]]:
+    """The statistics of each earlier segment of comparable size (at most PEER_SIZE times the
+    new train rows: other nights, not a compacted month whose spread is narrower)."""
+    from etl.segments.compose import merged_statistics
+    from etl.transform.drift import PEER_SIZE
+
+    new = {m["segment"] for m in window.new}
+    return [merged_statistics(window.spec, [m]) for _, m in window.metas
+            if m["segment"] not in new
+            and 0 < (m["statistics_partial"].get("train") or {}).get("rows", 0) <= PEER_SIZE * rows]
 
 
 def _batches(tasks: list) -> list[list]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from etl.spec.drift import parse_drift
 from etl.spec.fields import (
     SpecError,
     check_choice,
@@ -254,7 +255,7 @@ def _parse(raw: Any, path: Path) -> Spec:
                         f"with etl.spec.images)")
     reject_unknown(raw, ("kind", "name", "description", "sources", "primary", "joins", "key",
                          "label", "exclude", "features", "split", "expectations", "shards",
-                         "upstream", *SETTINGS_KEYS), w)
+                         "upstream", "drift", *SETTINGS_KEYS), w)
     name = get_field(raw, "name", w, str)
     if not _DATASET.match(name):
         raise SpecError(f"{w}.name: expected lowercase letters, digits and _, got {name!r}")
@@ -313,7 +314,7 @@ def _parse_uses(raw: dict, path: Path, name: str, sources: dict[str, Source],
                 split=tabular_split(raw, w, sources[primary].columns, label.task),
                 expectations=(path.parent / expectations).resolve(),
                 description=str(raw.get("description", "")), upstream=_upstream(raw, w),
-                training=training,
+                training=training, drift=parse_drift(raw, w, {*seen, label.name}),
                 **parse_shards(raw, w))
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from etl.spec.drift import DriftSpec
+
 DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
 # Train shards = 10 x training hosts (the lecture notes' rule), so file-level autosharding gives
 # every reader of several workers files of its own; one host by default.
@@ -179,6 +181,7 @@ class Spec:
     description: str = ""
     upstream: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides
+    drift: DriftSpec = field(default_factory=DriftSpec)  # limits of the drift report
 
     @property
     def primary_source(self) -> Source:

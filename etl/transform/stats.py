@@ -42,10 +42,15 @@ def partial(prepared: pd.DataFrame, splits: Sequence[str], label: str,
 
 def partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
              splits: Sequence[str], label: str, numeric: Sequence[str],
-             categorical: Sequence[str], label_summary: str = "counts") -> list[Partial]:
+             categorical: Sequence[str], label_summary: str = "counts",
+             missing: tuple[str, Sequence[str]] | None = None) -> list[Partial]:
     """``partial`` of each group of rows at once (``groups[i]``, in ``0..n_groups-1``, is row
     i's group): one sort and one count per column for a whole batch of segments, instead of
-    pandas' per-call costs paid per segment, split and column."""
+    pandas' per-call costs paid per segment, split and column.
+
+    ``missing``: (a bitmask column, the features of its bits): counts the nulls a fill hid,
+    so drift sees a feature whose values vanished (``nulls`` per split).
+    """
     n_splits = len(splits)
     split_code = pd.Categorical(prepared[SPLIT_COL], categories=list(splits)).codes
     key = np.where(split_code >= 0, np.asarray(groups, dtype=np.int64) * n_splits + split_code,
@@ -57,6 +62,7 @@ def partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
     labels = _counts(prepared[label], key, n_keys) if label_summary == "counts" else None
     label_moments = (_block_moments(prepared, [label], order, blocks)
                      if label_summary == "moments" else None)
+    nulls = _null_counts(prepared, key, n_keys, missing)
     out: list[Partial] = []
     for g in range(n_groups):
         part: Partial = {}
@@ -67,8 +73,21 @@ def partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
                            "numeric": numbers[k], "vocab": {c: vocab[c][k] for c in categorical}}
             if label_moments is not None:
                 part[split]["label_moments"] = label_moments[k][label]
+            if nulls is not None:
+                part[split]["nulls"] = {c: int(n[k]) for c, n in nulls.items()}
         out.append(part)
     return out
+
+
+def _null_counts(prepared: pd.DataFrame, key: np.ndarray, n_keys: int,
+                 missing: tuple[str, Sequence[str]] | None) -> dict[str, np.ndarray] | None:
+    """Per feature of the bitmask, its nulls per key (None: no bitmask given)."""
+    if missing is None or missing[0] not in prepared:
+        return None
+    bits = prepared[missing[0]].to_numpy(dtype=np.int64)
+    seen = key >= 0
+    return {c: np.bincount(key[seen], weights=(bits[seen] >> i) & 1, minlength=n_keys)
+            for i, c in enumerate(missing[1])}
 
 
 def _block_moments(frame: pd.DataFrame, columns: list[str], order: np.ndarray,
@@ -112,6 +131,8 @@ def merge(a: Partial, b: Partial) -> Partial:
             "vocab": {c: _add_counts(x["vocab"].get(c, {}), y["vocab"].get(c, {}))
                       for c in sorted(set(x["vocab"]) | set(y["vocab"]))},
         }
+        if "nulls" in x and "nulls" in y:  # a partial from before null counts: unknown
+            out[split]["nulls"] = _add_counts(x["nulls"], y["nulls"])
         if "label_moments" in x or "label_moments" in y:
             out[split]["label_moments"] = moments.merge(x.get("label_moments", moments.EMPTY),
                                                         y.get("label_moments", moments.EMPTY))
@@ -154,10 +175,21 @@ def finalize(merged: Partial, splits: Sequence[str], numeric: Sequence[str],
         ordered = sorted(part["vocab"].get(col, {}).items(), key=lambda kv: (-kv[1], kv[0]))
         stats["vocabularies"][col] = [k for k, _ in ordered]
         stats["vocabulary_counts"][col] = dict(ordered)
+    stats["null_counts"] = _null_counts_of(part, numeric)
     labels = {_label_key(k): int(v) for k, v in part["labels"].items()}
     stats["label_counts"] = {k: labels[k] for k in sorted(labels, key=_sort_key)}
     stats["split_counts"] = {s: int((merged.get(s) or {"rows": 0})["rows"]) for s in splits}
     return stats
+
+
+def _null_counts_of(part: Mapping[str, Any], numeric: Sequence[str]) -> dict[str, int]:
+    """Missing values per feature of a split: those a fill hid (``nulls``), and a numeric
+    column's rows without a value. A categorical absent here has an unknown count (partials
+    built before null counts; a constant-filled numeric then reads 0)."""
+    out = {c: int(part["rows"]) - int((part["numeric"].get(c) or {}).get("count", 0))
+           for c in numeric}
+    out.update({c: int(n) for c, n in (part.get("nulls") or {}).items()})
+    return dict(sorted(out.items()))
 
 
 def _moments(p: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -29,6 +29,19 @@ from etl.transform.split import (
 )
 
 _DEFAULT_FILL = {"numeric": 0.0, "categorical": ""}
+MISSING_COL = "_missing"  # bit i: the i-th filled feature (``filled``) was null before its fill
+_MAX_TRACKED = 63
+
+
+def filled(spec: Spec) -> list[str]:
+    """The features whose nulls a constant fill hides (their null counts ride ``MISSING_COL``);
+    a ``fill: mean`` feature keeps NaN, so its statistics count its nulls already."""
+    return [f.name for f in spec.features if f.fill != "mean"][:_MAX_TRACKED]
+
+
+def _missing_bit(spec: Spec, name: str) -> int | None:
+    names = filled(spec)
+    return names.index(name) if name in names else None
 
 
 def _to_float(s: pd.Series) -> pd.Series:
@@ -88,8 +101,12 @@ def prepare_partition(df: pd.DataFrame, spec: Spec, carry: str | None = None) ->
     keep = label_src.notna().to_numpy()
     typed, raw = typed[keep], df[keep]
     out: dict[str, Any] = {}
+    missing = np.zeros(len(typed), dtype=np.int64)
     for feat in spec.features:
         values = _derive(feat, typed)
+        bit = _missing_bit(spec, feat.name)
+        if bit is not None:
+            missing |= values.isna().to_numpy().astype(np.int64) << bit
         if feat.dtype == "string":
             values = values.astype("str")
         if feat.fill != "mean":
@@ -102,6 +119,7 @@ def prepare_partition(df: pd.DataFrame, spec: Spec, carry: str | None = None) ->
     out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions, positions),
                                index=typed.index).astype("str")
     out[HASH_COL] = hashes
+    out[MISSING_COL] = missing
     if carry is not None:
         out[carry] = df[carry].to_numpy()[keep]
     return pd.DataFrame(out, index=typed.index).reset_index(drop=True)
@@ -153,7 +171,8 @@ def split_partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
     """``split_partial`` of each group of rows (``groups[i]``: row i's group), in one pass."""
     numeric, categorical = _feature_names(spec)
     return stats_mod.partials(prepared, groups, n_groups, [s for s, _ in spec.split.fractions],
-                              spec.label.name, numeric, categorical, task_of(spec.label).summary)
+                              spec.label.name, numeric, categorical, task_of(spec.label).summary,
+                              missing=(MISSING_COL, filled(spec)))
 
 
 def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:

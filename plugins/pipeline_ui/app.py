@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import diffpage, present, views
+from . import diffpage, present, trend, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
 from .records import DEFAULT_LIMITS, paginate
 from .validation import validation_view
@@ -102,7 +102,8 @@ def _templates() -> Environment:
                        label=views.label, cell=views.cell, breakable=present.breakable)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
-                       dag_run=present.dag_run_target)
+                       dag_run=present.dag_run_target, drift_words=trend.drift_words,
+                       trend_rows=trend.trend_rows, sparkline=trend.sparkline)
     return env
 
 

@@ -213,7 +213,7 @@ class Catalog:
 
         def row(name: str) -> DatasetRow:
             ids, _ = self.version_ids(name)
-            return DatasetRow(name, len(ids), ids[0] if ids else None)
+            return DatasetRow(name, len(ids), *((ids[0], self.manifest(name, ids[0])) if ids else ()))
 
         items = list(self._pool.map(row, listing.items))
         return Page(items, listing.page, listing.per_page, listing.total, truncated)

@@ -107,7 +107,8 @@ class VersionRow:
 class DatasetRow:
     name: str
     versions: int
-    latest: str | None
+    latest: str | None = None
+    manifest: dict[str, Any] | None = None  # the newest version's (its drift, for the list)
 
 
 @dataclass(frozen=True)
