@@ -1,114 +1,189 @@
-"""What a sample of raw columns holds: types, nulls, ranges, small value sets, a unique key.
+"""What raw columns hold: partial profiles of pieces of the data, merged into one.
 
-Input is what extraction hands over (every value a string exactly as the file holds it), so
-the types inferred here are the ones validation will parse the columns to.
+Input is what extraction hands over (every value a string exactly as the file holds it, read
+by ``etl.sources.read``), and values are parsed with validation's own parser
+(``etl.validation.types.parse_column``), so a type, range or null drafted here is what the
+run will find. Each Dask task profiles some files (or blocks of them) into a ``TablePartial``;
+partials merge in any order (counts add, ranges widen, value counts add up to a cap, distinct
+counts beyond it come from a k-minimum-values sketch), so every row can be profiled in
+parallel and the result does not depend on how the rows were cut.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
 
+import numpy as np
 import pandas as pd
+
+from etl.sources.times import parse_timestamps
+from etl.validation.types import parse_column
 
 MAX_SET = 50  # a string column with at most this many values gets a value-set expectation
 MAX_VOCAB = 1000  # more distinct strings than this: an id or free text, not a category
-MAX_KEY_COLUMNS = 3
-MAX_KEY_CANDIDATES = 24  # combinations of 3 among these: ~2,000 checks on the sample
+VALUE_CAP = MAX_VOCAB + 1  # exact value counts kept up to this many distinct values
+SKETCH_K = 2048  # k of the k-minimum-values distinct sketch (about 2% error beyond the cap)
+RESERVOIR = 4096  # numeric values kept (uniformly, by random priority) for the median
+# Spellings of "no value" found in numeric exports (matched stripped, case-insensitively). Only
+# these: an arbitrary word in a numeric column is a data error for validation to report.
+NULL_TOKENS = ("nil", "n/a", "na", "-", "--", "?", "missing", "null", "none", "nan", ".")
 _INT = r"[+-]?\d{1,18}"
 _ISO_DATE = r"\d{4}-\d{2}-\d{2}.*"
-MIN_GROUPS = 20  # fewer ids than this cannot spread over train/eval/test a group at a time
-# An entity's id: `id`, `patient_id`, `uuid`, `row_key` (any case) or camelCase `patientId`.
-_ID_NAME = re.compile(r"(?i:(?:^|_)(?:id|uuid|guid|key)$|^id_)|[a-z0-9]I[dD]$")
+ISO = ""  # the time format key of ISO 8601 text
 # Common non-ISO date formats, tried in order on text columns (first that parses every value).
 TIME_FORMATS = ("%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%d/%m/%Y", "%m/%d/%Y", "%Y%m%d", "%d.%m.%Y",
                 "%Y-%m-%d %H:%M")
 
 
-@dataclass(frozen=True)
-class ColumnProfile:
-    """One column of the sample."""
+@dataclass
+class ColumnPartial:
+    """One column of some rows; every field merges by ``merge_columns``."""
 
-    name: str
-    type: str  # a spec column type: int64, float64, timestamp or string
-    rows: int
-    nulls: int
-    distinct: int
-    low: float | None = None  # numeric min / max
+    rows: int = 0
+    nulls: int = 0
+    tokens: Counter = field(default_factory=Counter)  # null-token spellings -> count
+    numbers: int = 0  # values (tokens aside) that parse as numbers, the way validation does
+    ints: int = 0  # of those, written as integers
+    low: float | None = None
     high: float | None = None
-    median: float | None = None
-    values: tuple[str, ...] = ()  # every value, when there are at most MAX_SET
-    time_format: str | None = None  # a timestamp's format when it is not ISO 8601
-
-    @property
-    def numeric(self) -> bool:
-        return self.type in ("int64", "float64")
-
-    @property
-    def unique(self) -> bool:
-        return self.nulls == 0 and self.distinct == self.rows
+    times: Counter = field(default_factory=Counter)  # time format (ISO = "") -> values parsed
+    misfiled: Counter = field(default_factory=Counter)  # time format -> outside their file
+    values: Counter | None = field(default_factory=Counter)  # None: more than VALUE_CAP
+    sketch: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    sample: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.empty(0), np.empty(0)))  # (priorities, numbers)
 
 
-def infer_type(values: pd.Series) -> str:
-    """The narrowest spec type every non-null value parses as (strings as the file holds them)."""
-    s = values.dropna().astype(str).str.strip()
-    if s.empty:
-        return "string"
-    if s.str.fullmatch(_INT).all():
-        return "int64"
-    if pd.to_numeric(s, errors="coerce").notna().all():
-        return "float64"
-    if s.str.fullmatch(_ISO_DATE).all() and pd.to_datetime(
-            s, errors="coerce", utc=True, format="ISO8601").notna().all():
-        return "timestamp"
-    return "string"
+@dataclass
+class TablePartial:
+    """Some rows of a source: per-column partials, row hashes (duplicates), where read."""
+
+    rows: int = 0
+    columns: dict[str, ColumnPartial] = field(default_factory=dict)
+    absent: dict[str, str] = field(default_factory=dict)  # column -> a file without it
+    files: set[str] = field(default_factory=set)
+    empty: set[str] = field(default_factory=set)  # files (or blocks) with no data rows
+    row_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
 
 
-def infer_time_format(values: pd.Series) -> str | None:
-    """The first of ``TIME_FORMATS`` every non-null value of a text column parses with."""
-    s = values.dropna().astype(str).str.strip()
-    if s.empty or not s.str.contains(r"\d", regex=True).all():
-        return None
+def profile_frame(frame: pd.DataFrame, uri: str, period: tuple[datetime, datetime] | None,
+                  seed: int) -> TablePartial:
+    """The partial of one read piece (string columns); ``period``: its file's [start, end)."""
+    hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy() if len(frame.columns) \
+        else np.zeros(len(frame), np.uint64)
+    rng = np.random.default_rng(seed)
+    return TablePartial(rows=len(frame), files={uri}, row_hashes=hashes,
+                        empty=set() if len(frame) else {uri},
+                        columns={c: _column(frame[c], period, rng) for c in frame.columns})
+
+
+def _column(s: pd.Series, period: tuple[datetime, datetime] | None,
+            rng: np.random.Generator) -> ColumnPartial:
+    present = s.dropna()
+    is_token = present.str.strip().str.lower().isin(NULL_TOKENS).to_numpy(bool)
+    vals = present[~is_token]
+    out = ColumnPartial(rows=len(s), nulls=len(s) - len(present),
+                        tokens=Counter(present[is_token].value_counts().to_dict()))
+    parsed, _ = parse_column(vals, "float") or (pd.Series(dtype="float64"), None)
+    ok = parsed.notna().to_numpy(bool)
+    out.numbers = int(ok.sum())
+    if out.numbers:
+        numbers = parsed[ok].to_numpy("float64")
+        out.ints = int(vals[ok].str.fullmatch(_INT).sum())
+        out.low, out.high = float(numbers.min()), float(numbers.max())
+        out.sample = (rng.random(len(numbers)), numbers)
+        out.sample = _keep_lowest(out.sample)
+    if len(vals) and out.numbers < len(vals):
+        _times(vals, period, out)
+    counts = present.value_counts()
+    out.values = Counter(counts.to_dict()) if len(counts) <= VALUE_CAP else None
+    out.sketch = _sketch(pd.util.hash_array(counts.index.to_numpy(object)))
+    return out
+
+
+def _times(vals: pd.Series, period: tuple[datetime, datetime] | None, out: ColumnPartial) -> None:
+    """Values parsed as ISO 8601 (as validation parses them) and by each of TIME_FORMATS
+    (as the reader parses a declared format), and those outside their file's period."""
+    if not vals.str.contains(r"\d", regex=True).all():
+        return
+    candidates: dict[str, pd.Series] = {}
+    iso = vals.str.fullmatch(_ISO_DATE).to_numpy(bool)
+    if iso.all():
+        got = parse_column(vals, "timestamp")
+        candidates[ISO] = got[0] if got else pd.Series(dtype="datetime64[us, UTC]")
     for fmt in TIME_FORMATS:
-        if pd.to_datetime(s, errors="coerce", format=fmt).notna().all():
-            return fmt
-    return None
+        candidates[fmt] = parse_timestamps(vals, fmt)
+    for fmt, parsed in candidates.items():
+        n = int(parsed.notna().sum())
+        out.times[fmt] = n
+        if period is not None and n == len(vals):
+            lo, hi = (pd.Timestamp(t).tz_localize("UTC") for t in period)
+            out.misfiled[fmt] = int(((parsed < lo) | (parsed >= hi)).sum())
 
 
-def profile_column(name: str, values: pd.Series) -> ColumnProfile:
-    """Type, nulls, distinct count, numeric range and (small) value set of one column."""
-    kind = infer_type(values)
-    time_format = infer_time_format(values) if kind == "string" else None
-    kind = "timestamp" if time_format else kind
-    present = values.dropna().astype(str)
-    distinct = int(present.nunique())
-    low = high = median = None
-    if kind in ("int64", "float64") and not present.empty:
-        numbers = pd.to_numeric(present)
-        low, high, median = float(numbers.min()), float(numbers.max()), float(numbers.median())
-    small = tuple(sorted(present.unique())) if kind == "string" and distinct <= MAX_SET else ()
-    return ColumnProfile(name=name, type=kind, rows=len(values), nulls=int(values.isna().sum()),
-                         distinct=distinct, low=low, high=high, median=median,
-                         values=small, time_format=time_format)
+def _sketch(hashes: np.ndarray) -> np.ndarray:
+    return np.unique(hashes.astype(np.uint64))[:SKETCH_K]
 
 
-def find_key(frame: pd.DataFrame, profiles: dict[str, ColumnProfile]) -> tuple[str, ...] | None:
-    """The smallest column combination unique on the sample, preferring time, text, integers.
+def _keep_lowest(sample: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    prio, values = sample
+    if len(prio) <= RESERVOIR:
+        return prio, values
+    keep = np.argpartition(prio, RESERVOIR)[:RESERVOIR]
+    return prio[keep], values[keep]
 
-    Float columns come last: measurements that happen to be unique make a poor key. Only
-    columns without nulls qualify (a key column may not be null).
-    """
-    order = {"timestamp": 0, "string": 1, "int64": 2, "float64": 3}
-    candidates = sorted((p for p in profiles.values() if p.nulls == 0),
-                        key=lambda p: (order[p.type], list(profiles).index(p.name)))
-    names = [p.name for p in candidates][:MAX_KEY_CANDIDATES]
-    for size in range(1, MAX_KEY_COLUMNS + 1):
-        for combo in itertools.combinations(names, size):
-            if not frame.duplicated(subset=list(combo)).any():
-                return combo
-    return None
+
+def merge_columns(a: ColumnPartial, b: ColumnPartial) -> ColumnPartial:
+    """One column's partials of two sets of rows, as if profiled together."""
+    values = None if a.values is None or b.values is None else a.values + b.values
+    return ColumnPartial(
+        rows=a.rows + b.rows, nulls=a.nulls + b.nulls, tokens=a.tokens + b.tokens,
+        numbers=a.numbers + b.numbers, ints=a.ints + b.ints,
+        low=_pick(min, a.low, b.low), high=_pick(max, a.high, b.high),
+        times=a.times + b.times, misfiled=a.misfiled + b.misfiled,
+        values=values if values is None or len(values) <= VALUE_CAP else None,
+        sketch=_sketch(np.concatenate([a.sketch, b.sketch])),
+        sample=_keep_lowest((np.concatenate([a.sample[0], b.sample[0]]),
+                             np.concatenate([a.sample[1], b.sample[1]]))))
+
+
+def _pick(fn, x: float | None, y: float | None) -> float | None:
+    return y if x is None else x if y is None else fn(x, y)
+
+
+def merge(a: TablePartial, b: TablePartial) -> TablePartial:
+    """Two tables' partials; a column missing from some file is remembered with that file."""
+    absent = {**a.absent, **b.absent}
+    for mine, theirs, where in ((a, b, b), (b, a, a)):
+        for col in mine.columns:
+            if col not in theirs.columns and where.files:
+                absent.setdefault(col, min(where.files))
+    columns = {c: merge_columns(a.columns.get(c, ColumnPartial()),
+                                b.columns.get(c, ColumnPartial()))
+               for c in dict.fromkeys([*a.columns, *b.columns])}
+    return TablePartial(rows=a.rows + b.rows, columns=columns, absent=absent,
+                        files=a.files | b.files, empty=a.empty | b.empty,
+                        row_hashes=np.concatenate([a.row_hashes, b.row_hashes]))
+
+
+def merge_all(parts: list[TablePartial]) -> TablePartial:
+    """Every partial merged, in order (the first file's column order wins)."""
+    out = TablePartial()
+    for part in parts:
+        out = merge(out, part) if out.files else part
+    return out
+
+
+def distinct_of(p: ColumnPartial) -> int:
+    """Exact distinct values up to the cap, else the sketch's estimate."""
+    if p.values is not None:
+        return len(p.values)
+    if len(p.sketch) < SKETCH_K:
+        return len(p.sketch)
+    return int((SKETCH_K - 1) * 2.0**64 / (float(p.sketch[SKETCH_K - 1]) + 1))
 
 
 def widen(low: float, high: float, margin: float, integer: bool) -> tuple[float, float]:
@@ -120,11 +195,3 @@ def widen(low: float, high: float, margin: float, integer: bool) -> tuple[float,
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
     return lo, hi
-
-
-def group_candidates(profiles: dict[str, ColumnProfile], skip: set[str]) -> list[str]:
-    """Columns that look like an entity's id repeated over its rows (a patient's visits): an
-    id-like name, integer or text, no nulls, not unique, at least ``MIN_GROUPS`` values."""
-    return [p.name for p in profiles.values()
-            if p.name not in skip and _ID_NAME.search(p.name) and p.type in ("int64", "string")
-            and p.nulls == 0 and not p.unique and p.distinct >= MIN_GROUPS]
