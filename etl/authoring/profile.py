@@ -143,11 +143,18 @@ def merge_columns(a: ColumnPartial, b: ColumnPartial) -> ColumnPartial:
         rows=a.rows + b.rows, nulls=a.nulls + b.nulls, tokens=a.tokens + b.tokens,
         numbers=a.numbers + b.numbers, ints=a.ints + b.ints,
         low=_pick(min, a.low, b.low), high=_pick(max, a.high, b.high),
-        times=a.times + b.times, misfiled=a.misfiled + b.misfiled,
+        times=_add(a.times, b.times), misfiled=_add(a.misfiled, b.misfiled),
         values=values if values is None or len(values) <= VALUE_CAP else None,
         sketch=_sketch(np.concatenate([a.sketch, b.sketch])),
         sample=_keep_lowest((np.concatenate([a.sample[0], b.sample[0]]),
                              np.concatenate([a.sample[1], b.sample[1]]))))
+
+
+def _add(a: Counter, b: Counter) -> Counter:
+    """Counts summed, zeros kept (``Counter.__add__`` drops them: 0 misfiled is an answer)."""
+    out = Counter(a)
+    out.update(b)
+    return out
 
 
 def _pick(fn, x: float | None, y: float | None) -> float | None:
