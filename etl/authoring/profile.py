@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,9 @@ MAX_VOCAB = 1000  # more distinct strings than this: an id or free text, not a c
 VALUE_CAP = MAX_VOCAB + 1  # exact value counts kept up to this many distinct values
 SKETCH_K = 2048  # k of the k-minimum-values distinct sketch (about 2% error beyond the cap)
 RESERVOIR = 4096  # numeric values kept (uniformly, by random priority) for the median
+PROBE = 64  # distinct values a parse is tried on before the whole column
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # golden-ratio multiplier: combines column hashes
+_NULL_HASH = np.uint64(0x5A17_0F_D1CE_0000)
 # Spellings of "no value" found in numeric exports (matched stripped, case-insensitively). Only
 # these: an arbitrary word in a numeric column is a data error for validation to report.
 NULL_TOKENS = ("nil", "n/a", "na", "-", "--", "?", "missing", "null", "none", "nan", ".")
@@ -72,60 +76,109 @@ class TablePartial:
 def profile_frame(frame: pd.DataFrame, uri: str, period: tuple[datetime, datetime] | None,
                   seed: int) -> TablePartial:
     """The partial of one read piece (string columns); ``period``: its file's [start, end)."""
-    hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy() if len(frame.columns) \
-        else np.zeros(len(frame), np.uint64)
     rng = np.random.default_rng(seed)
+    columns, hashes = {}, np.zeros(len(frame), np.uint64)
+    for col in frame.columns:
+        columns[col], row_hash = _column(frame[col], period, rng)
+        hashes = hashes * _MIX ^ row_hash
     return TablePartial(rows=len(frame), files={uri}, row_hashes=hashes,
-                        empty=set() if len(frame) else {uri},
-                        columns={c: _column(frame[c], period, rng) for c in frame.columns})
+                        empty=set() if len(frame) else {uri}, columns=columns)
 
 
-def _column(s: pd.Series, period: tuple[datetime, datetime] | None,
-            rng: np.random.Generator) -> ColumnPartial:
-    present = s.dropna()
-    is_token = present.str.strip().str.lower().isin(NULL_TOKENS).to_numpy(bool)
-    vals = present[~is_token]
-    out = ColumnPartial(rows=len(s), nulls=len(s) - len(present),
-                        tokens=Counter(present[is_token].value_counts().to_dict()))
-    parsed, _ = parse_column(vals, "float") or (pd.Series(dtype="float64"), None)
-    ok = parsed.notna().to_numpy(bool)
-    out.numbers = int(ok.sum())
+def value_hashes(s: pd.Series) -> np.ndarray:
+    """Each row's 64-bit hash of its value (nulls one constant): hashed once per distinct value,
+    the same for a value wherever it is read, so hashes of pieces compare."""
+    codes, uniques = pd.factorize(s)
+    return np.append(_hash(uniques), _NULL_HASH)[codes]
+
+
+def _hash(uniques: Any) -> np.ndarray:
+    return pd.util.hash_array(np.asarray(uniques, dtype=object), categorize=False)
+
+
+def _column(s: pd.Series, period: tuple[datetime, datetime] | None, rng: np.random.Generator
+            ) -> tuple[ColumnPartial, np.ndarray]:
+    """A column's partial and its rows' value hashes. Every parse runs once per distinct value
+    (weighted by its count): the same answer as per row, at a fraction of the cost."""
+    codes, uniques = pd.factorize(s)
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    uvals = pd.Series(uniques, dtype=s.dtype)
+    token = uvals.str.strip().str.lower().isin(NULL_TOKENS).to_numpy(bool)
+    out = ColumnPartial(rows=len(s), nulls=int((codes < 0).sum()),
+                        tokens=Counter({str(v): int(n) for v, n in
+                                        zip(uvals[token], counts[token], strict=True)}))
+    vals, weights = uvals[~token].reset_index(drop=True), counts[~token]
+    number = _numbers(vals, weights, out)
+    if len(vals) and out.numbers < weights.sum():
+        _times(vals, weights, period, out)
+    out.values = Counter(dict(zip(uvals.tolist(), counts.tolist(), strict=True))) \
+        if len(uvals) <= VALUE_CAP else None
+    hashes = _hash(uniques)
+    out.sketch = _sketch(hashes)
+    if number is not None:  # numeric rows' values, by a random priority (the median)
+        rows = np.flatnonzero(codes >= 0)
+        keep = np.flatnonzero(~token)
+        where = np.full(len(uniques), -1)
+        where[keep] = np.arange(len(keep))
+        rows = rows[where[codes[rows]] >= 0]
+        values = number[where[codes[rows]]]
+        ok = ~np.isnan(values)
+        out.sample = _keep_lowest((rng.random(int(ok.sum())), values[ok]))
+    return out, np.append(hashes, _NULL_HASH)[codes]
+
+
+def _numbers(vals: pd.Series, weights: np.ndarray, out: ColumnPartial) -> np.ndarray | None:
+    """Count the values that parse as numbers as validation parses them (``parse_column``);
+    a column whose first distinct values do not is not parsed whole."""
+    if not len(vals):
+        return None
+    head = parse_column(vals.iloc[:PROBE], "float")
+    if head is None or head[1].any():
+        return None
+    parsed = parse_column(vals, "float")[0].to_numpy("float64")
+    ok = ~np.isnan(parsed)
+    out.numbers = int(weights[ok].sum())
     if out.numbers:
-        numbers = parsed[ok].to_numpy("float64")
-        out.ints = int(vals[ok].str.fullmatch(_INT).sum())
-        out.low, out.high = float(numbers.min()), float(numbers.max())
-        out.sample = (rng.random(len(numbers)), numbers)
-        out.sample = _keep_lowest(out.sample)
-    if len(vals) and out.numbers < len(vals):
-        _times(vals, period, out)
-    counts = present.value_counts()
-    out.values = Counter(counts.to_dict()) if len(counts) <= VALUE_CAP else None
-    out.sketch = _sketch(pd.util.hash_array(counts.index.to_numpy(object)))
-    return out
+        out.ints = int(weights[ok & vals.str.fullmatch(_INT).to_numpy(bool)].sum())
+        out.low, out.high = float(parsed[ok].min()), float(parsed[ok].max())
+    return parsed
 
 
-def _times(vals: pd.Series, period: tuple[datetime, datetime] | None, out: ColumnPartial) -> None:
-    """Values parsed as ISO 8601 (as validation parses them) and by each of TIME_FORMATS
-    (as the reader parses a declared format), and those outside their file's period."""
+def _times(vals: pd.Series, weights: np.ndarray, period: tuple[datetime, datetime] | None,
+           out: ColumnPartial) -> None:
+    """Values parsed as ISO 8601 (as validation parses them) or by each of TIME_FORMATS (as
+    the reader parses a declared format), and those outside their file's period. A format
+    that fails on the first distinct values is not tried on the rest (counted 0)."""
     if not vals.str.contains(r"\d", regex=True).all():
         return
-    candidates: dict[str, pd.Series] = {}
-    iso = vals.str.fullmatch(_ISO_DATE).to_numpy(bool)
-    if iso.all():
-        got = parse_column(vals, "timestamp")
-        candidates[ISO] = got[0] if got else pd.Series(dtype="datetime64[us, UTC]")
-    for fmt in TIME_FORMATS:
-        candidates[fmt] = parse_timestamps(vals, fmt)
-    for fmt, parsed in candidates.items():
-        n = int(parsed.notna().sum())
-        out.times[fmt] = n
-        if period is not None and n == len(vals):
+    total = int(weights.sum())
+    formats = [ISO] if vals.str.fullmatch(_ISO_DATE).all() else []
+    for fmt in formats + list(TIME_FORMATS):
+        if fmt != ISO and out.times.get(ISO) == total:
+            break  # ISO decides first: other formats cannot change the type
+        if _time_parse(vals.iloc[:PROBE], fmt).isna().any():
+            continue
+        parsed = _time_parse(vals, fmt)
+        ok = parsed.notna().to_numpy(bool)
+        out.times[fmt] = int(weights[ok].sum())
+        if period is not None and ok.all():
             lo, hi = (pd.Timestamp(t).tz_localize("UTC") for t in period)
-            out.misfiled[fmt] = int(((parsed < lo) | (parsed >= hi)).sum())
+            outside = ((parsed < lo) | (parsed >= hi)).to_numpy(bool)
+            out.misfiled[fmt] = int(weights[outside].sum())
+
+
+def _time_parse(vals: pd.Series, fmt: str) -> pd.Series:
+    if fmt == ISO:
+        got = parse_column(vals, "timestamp")
+        return got[0] if got else pd.Series(pd.NaT, index=vals.index, dtype="datetime64[us, UTC]")
+    return parse_timestamps(vals, fmt)
 
 
 def _sketch(hashes: np.ndarray) -> np.ndarray:
-    return np.unique(hashes.astype(np.uint64))[:SKETCH_K]
+    """The SKETCH_K smallest of distinct hashes, sorted."""
+    if len(hashes) > SKETCH_K:
+        hashes = np.partition(hashes, SKETCH_K - 1)[:SKETCH_K]
+    return np.sort(hashes)
 
 
 def _keep_lowest(sample: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +198,7 @@ def merge_columns(a: ColumnPartial, b: ColumnPartial) -> ColumnPartial:
         low=_pick(min, a.low, b.low), high=_pick(max, a.high, b.high),
         times=_add(a.times, b.times), misfiled=_add(a.misfiled, b.misfiled),
         values=values if values is None or len(values) <= VALUE_CAP else None,
-        sketch=_sketch(np.concatenate([a.sketch, b.sketch])),
+        sketch=_sketch(np.unique(np.concatenate([a.sketch, b.sketch]))),
         sample=_keep_lowest((np.concatenate([a.sample[0], b.sample[0]]),
                              np.concatenate([a.sample[1], b.sample[1]]))))
 

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from etl import storage
 from etl.authoring.partitions import RawFile
-from etl.authoring.profile import TablePartial, merge_all, profile_frame
+from etl.authoring.profile import TablePartial, merge_all, profile_frame, value_hashes
 from etl.sources.extract import group_by_size
 from etl.sources.read import SourceReadError, as_frame, read_source_bytes
 from etl.spec import Source
@@ -181,8 +181,7 @@ def column_hashes(pieces: list[tuple[int, Piece]], fmt: str, columns: list[str]
                   ) -> dict[str, np.ndarray]:
     """One Dask task: each column's 64-bit value hash per row of its pieces (key checks)."""
     frames = [read_piece(p, fmt, columns) for _, p in pieces]
-    return {c: np.concatenate([pd.util.hash_array(f[c].to_numpy(object)) for f in frames])
-            for c in columns}
+    return {c: np.concatenate([value_hashes(f[c]) for f in frames]) for c in columns}
 
 
 def _tasks(pieces: list[Piece]) -> list[list[tuple[int, Piece]]]:
