@@ -15,6 +15,7 @@ import pandas as pd
 from etl.authoring.profile import (
     ISO,
     MAX_SET,
+    SKETCH_K,
     TIME_FORMATS,
     ColumnPartial,
     TablePartial,
@@ -48,6 +49,7 @@ class ColumnProfile:
     time_format: str | None = None  # a timestamp's format when it is not ISO 8601
     tokens: dict[str, int] = field(default_factory=dict)  # null tokens read as nulls here
     misfiled: int | None = None  # timestamps outside their file's partition
+    exact: bool = True  # distinct counted exactly (else the sketch's estimate, about 2%)
 
     @property
     def numeric(self) -> bool:
@@ -55,7 +57,8 @@ class ColumnProfile:
 
     @property
     def unique(self) -> bool:
-        return self.nulls == 0 and self.distinct >= self.rows
+        """Every value distinct (an estimate within its error counts: an id, not a category)."""
+        return self.nulls == 0 and self.distinct >= self.rows * (1 if self.exact else 0.95)
 
 
 def _type_of(p: ColumnPartial) -> tuple[str, str | None]:
@@ -100,7 +103,8 @@ def column_profiles(table: TablePartial, names: dict[str, str], tokens: set[str]
             values=tuple(sorted(counts)) if kind == "string" and p.values is not None
             and distinct <= MAX_SET else (),
             counts=dict(counts), time_format=fmt, tokens=hit,
-            misfiled=p.misfiled.get(fmt or ISO) if kind == "timestamp" else None)
+            misfiled=p.misfiled.get(fmt or ISO) if kind == "timestamp" else None,
+            exact=p.values is not None or len(p.sketch) < SKETCH_K)
     return out
 
 

@@ -31,9 +31,10 @@ RESERVOIR = 4096  # numeric values kept (uniformly, by random priority) for the 
 PROBE = 64  # distinct values a parse is tried on before the whole column
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # golden-ratio multiplier: combines column hashes
 _NULL_HASH = np.uint64(0x5A17_0F_D1CE_0000)
-# Spellings of "no value" found in numeric exports (matched stripped, case-insensitively). Only
-# these: an arbitrary word in a numeric column is a data error for validation to report.
-NULL_TOKENS = ("nil", "n/a", "na", "-", "--", "?", "missing", "null", "none", "nan", ".")
+# Spellings of "no value" found in numeric exports (matched stripped, case-insensitively; ""
+# also catches blanks a CSV reader keeps and JSON's ""). Only these: an arbitrary word in a
+# numeric column is a data error for validation to report.
+NULL_TOKENS = ("nil", "n/a", "na", "-", "--", "?", "missing", "null", "none", "nan", ".", "")
 _INT = r"[+-]?\d{1,18}"
 _ISO_DATE = r"\d{4}-\d{2}-\d{2}.*"
 ISO = ""  # the time format key of ISO 8601 text

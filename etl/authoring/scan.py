@@ -72,8 +72,8 @@ class Scan:
             return (f"profiled all {self.table.rows:,} rows of {files:,} file"
                     f"{'s' if files != 1 else ''}")
         return (f"sampled {self.table.rows:,} rows across {files:,} of {self.total_files:,} "
-                f"files ({_mib(self.total_bytes)} over the budget of {_mib(self.budget)}: "
-                f"blocks drawn uniformly from every file and row range)")
+                f"files (their {_mib(self.total_bytes)} exceed the budget of "
+                f"{_mib(self.budget)}: blocks drawn uniformly from all files and row ranges)")
 
 
 def _mib(n: int) -> str:

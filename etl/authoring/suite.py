@@ -3,8 +3,8 @@
 Row-level expectations check every row (types, nulls, ranges, value sets); dataset-level ones
 check the whole dataset (rows present, the key unique). Ranges and value sets get ``mostly``
 so that a few odd rows are quarantined while a shifted source fails the run. Drafted from a
-sample, ranges widen by ``SAMPLE_WIDEN`` times the margin and not-null gets ``mostly`` too:
-rows not read may hold what the sample did not.
+sample, ranges widen by ``SAMPLE_WIDEN`` times the margin and types and not-null get
+``mostly`` too: rows not read may hold what the sample did not.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _column_expectations(p: ColumnProfile, margin: float, seen: str, full: bool
     out = []
     if p.type in TYPE_LISTS:
         out.append(_exp("expect_column_values_to_be_in_type_list", "row", column=p.name,
-                        type_list=TYPE_LISTS[p.type]))
+                        type_list=TYPE_LISTS[p.type], **({} if full else {"mostly": MOSTLY})))
     if p.nulls == 0:
         out.append(_exp("expect_column_values_to_not_be_null", "row", f"no null in {seen}",
                         column=p.name, **({} if full else {"mostly": MOSTLY})))
