@@ -169,9 +169,9 @@ def test_a_key_is_drafted_only_when_unique_on_every_row(tmp_path) -> None:
     assert draft.unique_key and draft.spec["key"] == ["order_id"]
 
 
-def test_over_the_budget_a_sample_is_spread_across_all_files(tmp_path) -> None:
-    """A tiny budget: blocks from files everywhere in the listing, not the newest, and no key
-    is claimed from a sample."""
+def test_over_the_budget_a_sample_is_spread_across_all_files(tmp_path, specs, capsys):
+    """A tiny budget: blocks from files everywhere in the listing, not the newest; no key is
+    claimed from a sample, and the sampled draft still publishes."""
     root = tmp_path / "data"
     for day in range(30):
         folder = root / "raw" / "s" / f"date=2024-01-{day + 1:02d}"
@@ -187,10 +187,26 @@ def test_over_the_budget_a_sample_is_spread_across_all_files(tmp_path) -> None:
     found = scan(files, "csv", budget)
     assert not found.full and found.describe().startswith(f"sampled {found.table.rows:,} rows "
                                                           f"across {len(days)} of 30 files")
-    draft = draft_spec(DraftOptions(name="s", source="raw/s/date={date}/s.csv",
-                                    root=f"file://{root}", label="v", task="regression",
-                                    budget_bytes=budget))
-    assert not draft.unique_key and "rows were sampled" in " ".join(draft.decide)
+    out = _init(capsys, "--name", "s", "--source", "raw/s/date={date}/s.csv", "--root",
+                f"file://{root}", "--label", "v", "--task", "regression",
+                "--budget-mib", str(budget / 2**20))
+    assert "rows were sampled, so no key can be claimed" in out and "Read: sampled" in out
+    result = pipeline.run("s", f"file://{root}", "2024-01-31", run_id="drafted")
+    assert result["created"] and sum(result["splits"].values()) == 30 * 24
+
+
+def test_a_header_only_partition_drafts_require_complete_false(tmp_path, specs, capsys):
+    root = tmp_path / "data"
+    for day in range(1, 4):
+        folder = root / "raw" / "h" / f"date=2024-01-0{day}"
+        folder.mkdir(parents=True)
+        rows = "" if day == 2 else "".join(f"2024-01-0{day}T{h:02d}:00:00,{h % 2}\n"
+                                           for h in range(24))
+        (folder / "h.csv").write_text("ts,y\n" + rows)
+    out = _init(capsys, "--name", "h", "--source", "raw/h/date={date}/h.csv", "--root",
+                f"file://{root}", "--label", "y")
+    assert "require_complete: false (1 file(s) hold a header only)" in out
+    _published_clean("h", f"file://{root}", "2024-01-04")
 
 
 def test_partial_profiles_merge_as_if_profiled_together() -> None:
