@@ -19,7 +19,7 @@ from etl import pipeline, versions
 from etl.__main__ import main
 from etl.authoring import DraftOptions, draft_spec
 from etl.authoring.partitions import matching_files
-from etl.authoring.profile import merge, profile_frame
+from etl.authoring.profile import Origin, merge, profile_frame
 from etl.authoring.scan import plan, scan
 from etl.spec.fields import check_name, column_identifiers
 from etl.spec.folders import DEFAULT_SPECS_DIR
@@ -213,9 +213,9 @@ def test_partial_profiles_merge_as_if_profiled_together() -> None:
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"x": [f"{v:.2f}" for v in rng.normal(size=400)],
                           "c": rng.choice(list("abc"), 400)}).astype("string[pyarrow]")
-    whole = profile_frame(frame, "f", None, seed=0)
-    halves = merge(profile_frame(frame[:150], "f", None, seed=0),
-                   profile_frame(frame[150:], "g", None, seed=1))
+    whole = profile_frame(frame, Origin.one("f", 400), seed=0)
+    halves = merge(profile_frame(frame[:150], Origin.one("f", 150), seed=0),
+                   profile_frame(frame[150:], Origin.one("g", 250), seed=1))
     for col in ("x", "c"):
         a, b = whole.columns[col], halves.columns[col]
         assert (a.rows, a.nulls, a.numbers, a.low, a.high, a.values) == \

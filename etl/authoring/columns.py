@@ -18,6 +18,7 @@ from etl.authoring.profile import (
     SKETCH_K,
     TIME_FORMATS,
     ColumnPartial,
+    Origin,
     TablePartial,
     distinct_of,
     profile_frame,
@@ -149,5 +150,5 @@ def profile_column(name: str, values: pd.Series) -> ColumnProfile:
     """One column of text values profiled on its own (null tokens read as nulls if it is
     numeric but for them): what ``spec init`` would declare for it."""
     frame = pd.DataFrame({name: values.astype("string[pyarrow]")})
-    table = profile_frame(frame, "", None, seed=0)
+    table = profile_frame(frame, Origin.one("", len(frame)), seed=0)
     return column_profiles(table, {name: name}, null_tokens(table))[name]

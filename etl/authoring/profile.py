@@ -74,16 +74,39 @@ class TablePartial:
     row_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
 
 
-def profile_frame(frame: pd.DataFrame, uri: str, period: tuple[datetime, datetime] | None,
-                  seed: int) -> TablePartial:
-    """The partial of one read piece (string columns); ``period``: its file's [start, end)."""
+@dataclass(frozen=True)
+class Origin:
+    """Where the rows of a profiled frame came from: one entry per file (or block), in order."""
+
+    uris: tuple[str, ...]
+    rows: tuple[int, ...]
+    periods: tuple[tuple[datetime, datetime] | None, ...]  # each file's [start, end)
+
+    @classmethod
+    def one(cls, uri: str, rows: int, period: tuple[datetime, datetime] | None = None
+            ) -> Origin:
+        return cls((uri,), (rows,), (period,))
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each row's period start and end (naive UTC), or None when unpartitioned."""
+        if any(p is None for p in self.periods):
+            return None
+        lo, hi = (np.array([p[i] for p in self.periods], dtype="datetime64[ns]") for i in (0, 1))
+        return np.repeat(lo, self.rows), np.repeat(hi, self.rows)
+
+
+def profile_frame(frame: pd.DataFrame, origin: Origin, seed: int) -> TablePartial:
+    """The partial of some rows read (string columns), one or many files concatenated: a frame
+    per small file would cost more than its rows (the ETL's reader batches them too)."""
     rng = np.random.default_rng(seed)
+    bounds = origin.bounds()
     columns, hashes = {}, np.zeros(len(frame), np.uint64)
     for col in frame.columns:
-        columns[col], row_hash = _column(frame[col], period, rng)
+        columns[col], row_hash = _column(frame[col], bounds, rng)
         hashes = hashes * _MIX ^ row_hash
-    return TablePartial(rows=len(frame), files={uri}, row_hashes=hashes,
-                        empty=set() if len(frame) else {uri}, columns=columns)
+    return TablePartial(rows=len(frame), files=set(origin.uris), row_hashes=hashes,
+                        empty={u for u, n in zip(origin.uris, origin.rows, strict=True) if not n},
+                        columns=columns)
 
 
 def value_hashes(s: pd.Series) -> np.ndarray:
@@ -97,8 +120,8 @@ def _hash(uniques: Any) -> np.ndarray:
     return pd.util.hash_array(np.asarray(uniques, dtype=object), categorize=False)
 
 
-def _column(s: pd.Series, period: tuple[datetime, datetime] | None, rng: np.random.Generator
-            ) -> tuple[ColumnPartial, np.ndarray]:
+def _column(s: pd.Series, bounds: tuple[np.ndarray, np.ndarray] | None,
+            rng: np.random.Generator) -> tuple[ColumnPartial, np.ndarray]:
     """A column's partial and its rows' value hashes. Every parse runs once per distinct value
     (weighted by its count): the same answer as per row, at a fraction of the cost."""
     codes, uniques = pd.factorize(s)
@@ -109,20 +132,19 @@ def _column(s: pd.Series, period: tuple[datetime, datetime] | None, rng: np.rand
                         tokens=Counter({str(v): int(n) for v, n in
                                         zip(uvals[token], counts[token], strict=True)}))
     vals, weights = uvals[~token].reset_index(drop=True), counts[~token]
+    keep = np.flatnonzero(~token)
+    where = np.full(len(uniques) + 1, -1)  # a unique's position among vals; nulls -> -1
+    where[keep] = np.arange(len(keep))
+    at = where[codes]  # each row's value among vals, -1 for a null or a token
     number = _numbers(vals, weights, out)
     if len(vals) and out.numbers < weights.sum():
-        _times(vals, weights, period, out)
+        _times(vals, weights, (at, bounds) if bounds else None, out)
     out.values = Counter(dict(zip(uvals.tolist(), counts.tolist(), strict=True))) \
         if len(uvals) <= VALUE_CAP else None
     hashes = _hash(uniques)
     out.sketch = _sketch(hashes)
     if number is not None:  # numeric rows' values, by a random priority (the median)
-        rows = np.flatnonzero(codes >= 0)
-        keep = np.flatnonzero(~token)
-        where = np.full(len(uniques), -1)
-        where[keep] = np.arange(len(keep))
-        rows = rows[where[codes[rows]] >= 0]
-        values = number[where[codes[rows]]]
+        values = number[at[at >= 0]]
         ok = ~np.isnan(values)
         out.sample = _keep_lowest((rng.random(int(ok.sum())), values[ok]))
     return out, np.append(hashes, _NULL_HASH)[codes]
@@ -145,7 +167,8 @@ def _numbers(vals: pd.Series, weights: np.ndarray, out: ColumnPartial) -> np.nda
     return parsed
 
 
-def _times(vals: pd.Series, weights: np.ndarray, period: tuple[datetime, datetime] | None,
+def _times(vals: pd.Series, weights: np.ndarray,
+           rows: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None,
            out: ColumnPartial) -> None:
     """Values parsed as ISO 8601 (as validation parses them) or by each of TIME_FORMATS (as
     the reader parses a declared format), and those outside their file's period. A format
@@ -162,10 +185,12 @@ def _times(vals: pd.Series, weights: np.ndarray, period: tuple[datetime, datetim
         parsed = _time_parse(vals, fmt)
         ok = parsed.notna().to_numpy(bool)
         out.times[fmt] = int(weights[ok].sum())
-        if period is not None and ok.all():
-            lo, hi = (pd.Timestamp(t).tz_localize("UTC") for t in period)
-            outside = ((parsed < lo) | (parsed >= hi)).to_numpy(bool)
-            out.misfiled[fmt] = int(weights[outside].sum())
+        if rows is not None and ok.all():
+            at, (lo, hi) = rows
+            present = at >= 0
+            stamps = parsed.dt.tz_convert(None).to_numpy("datetime64[ns]")[at[present]]
+            outside = (stamps < lo[present]) | (stamps >= hi[present])
+            out.misfiled[fmt] = int(outside.sum())
 
 
 def _time_parse(vals: pd.Series, fmt: str) -> pd.Series:

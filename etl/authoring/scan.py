@@ -10,19 +10,19 @@ process's threads for small reads, a LocalCluster for big ones) and the partials
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from etl import storage
 from etl.authoring.partitions import RawFile
-from etl.authoring.profile import TablePartial, merge_all, profile_frame, value_hashes
+from etl.authoring.profile import Origin, TablePartial, merge_all, profile_frame, value_hashes
 from etl.sources.extract import group_by_size
 from etl.sources.read import SourceReadError, as_frame, read_source_bytes
 from etl.spec import Source
@@ -155,33 +155,39 @@ def headers_of(raw: bytes, fmt: str, source: Source) -> list[str]:
     return list(dict.fromkeys(k for ln in lines for k in json.loads(ln)))
 
 
-def read_piece(piece: Piece, fmt: str, columns: list[str] | None = None) -> pd.DataFrame:
+def read_piece(piece: Piece, fmt: str, columns: list[str] | None = None) -> pa.Table:
     """One piece as extraction reads it: string columns (all, or ``columns``)."""
     raw = _raw(piece, fmt)
     source = source_for(fmt, columns or headers_of(raw, fmt, source_for(fmt, [])))
-    return as_frame(read_source_bytes(raw, piece.file.uri, source))
+    return read_source_bytes(raw, piece.file.uri, source)
 
 
 def profile_pieces(pieces: list[tuple[int, Piece]], fmt: str) -> TablePartial:
-    """One Dask task: its pieces read and profiled (a sampled block that a quoted line break
-    cut mid-row is skipped; a whole file that fails fails the draft, as it would the run)."""
-    parts = []
-    for i, piece in pieces:
+    """One Dask task: its pieces read, consecutive ones with one header profiled as one frame
+    (a sampled block that a quoted line break cut mid-row is skipped; a whole file that fails
+    fails the draft, as it would fail the run)."""
+    read: list[tuple[Piece, pa.Table]] = []
+    for _, piece in pieces:
         try:
-            frame = read_piece(piece, fmt)
+            read.append((piece, read_piece(piece, fmt)))
         except SourceReadError:
             if piece.length is None:
                 raise
-            continue
-        parts.append(profile_frame(frame, piece.file.uri, piece.file.period, seed=i))
+    parts = []
+    for n, (_, group) in enumerate(itertools.groupby(read, key=lambda pt: pt[1].column_names)):
+        group = list(group)
+        origin = Origin(tuple(p.file.uri for p, _ in group), tuple(t.num_rows for _, t in group),
+                        tuple(p.file.period for p, _ in group))
+        frame = as_frame(pa.concat_tables([t for _, t in group]))
+        parts.append(profile_frame(frame, origin, seed=pieces[0][0] * 1000 + n))
     return merge_all(parts)
 
 
 def column_hashes(pieces: list[tuple[int, Piece]], fmt: str, columns: list[str]
                   ) -> dict[str, np.ndarray]:
     """One Dask task: each column's 64-bit value hash per row of its pieces (key checks)."""
-    frames = [read_piece(p, fmt, columns) for _, p in pieces]
-    return {c: np.concatenate([value_hashes(f[c]) for f in frames]) for c in columns}
+    frame = as_frame(pa.concat_tables([read_piece(p, fmt, columns) for _, p in pieces]))
+    return {c: value_hashes(frame[c]) for c in columns}
 
 
 def _tasks(pieces: list[Piece]) -> list[list[tuple[int, Piece]]]:
