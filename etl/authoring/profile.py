@@ -72,6 +72,9 @@ class TablePartial:
     files: set[str] = field(default_factory=set)
     empty: set[str] = field(default_factory=set)  # files (or blocks) with no data rows
     row_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    # each possible key column's value hashes per row (no nulls, not fractional), kept when
+    # the whole source is small enough that a second pass for the key would cost more
+    key_hashes: dict[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,16 +98,21 @@ class Origin:
         return np.repeat(lo, self.rows), np.repeat(hi, self.rows)
 
 
-def profile_frame(frame: pd.DataFrame, origin: Origin, seed: int) -> TablePartial:
+def profile_frame(frame: pd.DataFrame, origin: Origin, seed: int, keep_hashes: bool = False
+                  ) -> TablePartial:
     """The partial of some rows read (string columns), one or many files concatenated: a frame
     per small file would cost more than its rows (the ETL's reader batches them too)."""
     rng = np.random.default_rng(seed)
     bounds = origin.bounds()
-    columns, hashes = {}, np.zeros(len(frame), np.uint64)
+    columns, hashes, keys = {}, np.zeros(len(frame), np.uint64), {}
     for col in frame.columns:
         columns[col], row_hash = _column(frame[col], bounds, rng)
         hashes = hashes * _MIX ^ row_hash
+        p = columns[col]
+        if keep_hashes and not p.nulls and not p.tokens and p.ints == p.numbers:
+            keys[col] = row_hash
     return TablePartial(rows=len(frame), files=set(origin.uris), row_hashes=hashes,
+                        key_hashes=keys if keep_hashes else None,
                         empty={u for u, n in zip(origin.uris, origin.rows, strict=True) if not n},
                         columns=columns)
 
@@ -252,7 +260,17 @@ def merge(a: TablePartial, b: TablePartial) -> TablePartial:
                for c in dict.fromkeys([*a.columns, *b.columns])}
     return TablePartial(rows=a.rows + b.rows, columns=columns, absent=absent,
                         files=a.files | b.files, empty=a.empty | b.empty,
-                        row_hashes=np.concatenate([a.row_hashes, b.row_hashes]))
+                        row_hashes=np.concatenate([a.row_hashes, b.row_hashes]),
+                        key_hashes=_merge_keys(a.key_hashes, b.key_hashes))
+
+
+def _merge_keys(a: dict[str, np.ndarray] | None, b: dict[str, np.ndarray] | None
+                ) -> dict[str, np.ndarray] | None:
+    """Columns hashed on both sides, concatenated in row order (a column with a null on one
+    side can be no key)."""
+    if a is None or b is None:
+        return None
+    return {c: np.concatenate([a[c], b[c]]) for c in a if c in b}
 
 
 def merge_all(parts: list[TablePartial]) -> TablePartial:

@@ -32,6 +32,7 @@ MAX_BLOCK_BYTES = 2**20  # a sampled block: about a thousand rows of a typical t
 MIN_BLOCK_BYTES = 512
 BLOCKS_PER_BUDGET = 64  # a small budget still draws this many blocks, from that many places
 TASK_BYTES = 16 * 2**20  # raw bytes of consecutive pieces profiled by one Dask task
+ONE_PASS_BYTES = 64 * 2**20  # up to this, key columns' hashes come back with the profile
 HEAD_BYTES = 64 * 2**10  # enough of a file for its header line
 CSV_NULLS = ["", "NA", "NaN", "null"]  # what a drafted CSV source reads as null before tokens
 
@@ -162,7 +163,8 @@ def read_piece(piece: Piece, fmt: str, columns: list[str] | None = None) -> pa.T
     return read_source_bytes(raw, piece.file.uri, source)
 
 
-def profile_pieces(pieces: list[tuple[int, Piece]], fmt: str) -> TablePartial:
+def profile_pieces(pieces: list[tuple[int, Piece]], fmt: str, keep_hashes: bool
+                   ) -> TablePartial:
     """One Dask task: its pieces read, consecutive ones with one header profiled as one frame
     (a sampled block that a quoted line break cut mid-row is skipped; a whole file that fails
     fails the draft, as it would fail the run)."""
@@ -179,7 +181,7 @@ def profile_pieces(pieces: list[tuple[int, Piece]], fmt: str) -> TablePartial:
         origin = Origin(tuple(p.file.uri for p, _ in group), tuple(t.num_rows for _, t in group),
                         tuple(p.file.period for p, _ in group))
         frame = as_frame(pa.concat_tables([t for _, t in group]))
-        parts.append(profile_frame(frame, origin, seed=pieces[0][0] * 1000 + n))
+        parts.append(profile_frame(frame, origin, pieces[0][0] * 1000 + n, keep_hashes))
     return merge_all(parts)
 
 
@@ -210,13 +212,18 @@ def scan(files: list[RawFile], fmt: str, budget: int = DEFAULT_BUDGET_BYTES,
     """Profile every row within the budget, else a uniform sample; see the module doc."""
     pieces = plan(files, fmt, budget)
     work = min(budget, sum(f.size for f in files))
-    table = merge_all(_compute(profile_pieces, pieces, work, address, fmt))
+    one_pass = work <= ONE_PASS_BYTES and work == sum(f.size for f in files)
+    table = merge_all(_compute(profile_pieces, pieces, work, address, fmt, one_pass))
     return Scan(table, pieces, fmt, len(files), sum(f.size for f in files), budget)
 
 
 def key_hashes(found: Scan, columns: list[str], address: str | None = None
                ) -> dict[str, np.ndarray]:
-    """Each header's value hashes over every row read, in the order of ``found.pieces``."""
+    """Each header's value hashes over every row read, in the order of ``found.pieces``:
+    kept from the profile when it kept them, else read again (only those columns)."""
+    kept = found.table.key_hashes
+    if kept is not None and all(c in kept for c in columns):
+        return {c: kept[c] for c in columns}
     parts = _compute(column_hashes, found.pieces, found.total_bytes, address, found.fmt,
                      columns)
     return {c: np.concatenate([p[c] for p in parts]) for c in columns}
