@@ -33,7 +33,6 @@ MIN_BLOCK_BYTES = 512
 BLOCKS_PER_BUDGET = 64  # a small budget still draws this many blocks, from that many places
 TASK_BYTES = 16 * 2**20  # raw bytes of consecutive pieces profiled by one Dask task
 ONE_PASS_BYTES = 64 * 2**20  # up to this, key columns' hashes come back with the profile
-HEAD_BYTES = 64 * 2**10  # enough of a file for its header line
 CSV_NULLS = ["", "NA", "NaN", "null"]  # what a drafted CSV source reads as null before tokens
 
 
@@ -136,7 +135,7 @@ def _raw(piece: Piece, fmt: str) -> bytes:
             out = io.BytesIO()
             pq.write_table(table, out)
             return out.getvalue()
-        head = f.read(HEAD_BYTES).split(b"\n", 1)[0] + b"\n" if fmt == "csv" else b""
+        head = f.readline() if fmt == "csv" else b""
         f.seek(piece.offset)
         block = f.read(piece.length) + f.readline()  # the last line whole
     if piece.offset == 0:
@@ -147,7 +146,8 @@ def _raw(piece: Piece, fmt: str) -> bytes:
 def headers_of(raw: bytes, fmt: str, source: Source) -> list[str]:
     """The raw column names, as the file writes them."""
     if fmt == "csv":
-        line = raw[:HEAD_BYTES].split(b"\n", 1)[0] + b"\n"
+        end = raw.find(b"\n")
+        line = raw if end < 0 else raw[:end + 1]
         return pa_csv.read_csv(pa.py_buffer(line), parse_options=pa_csv.ParseOptions(
             delimiter=source.read.get("delimiter", ","))).column_names
     if fmt == "parquet":
