@@ -16,7 +16,7 @@ from etl import pipeline, versions
 from etl.__main__ import main
 from etl.authoring.check import check_spec
 from etl.authoring.columns import profile_column
-from etl.authoring.profile import widen
+from etl.authoring.suite import widen
 from etl.kinds import land
 from etl.spec.folders import DEFAULT_SPECS_DIR
 

@@ -6,7 +6,8 @@ A layer of its own beside ``etl.pipeline`` (pyproject.toml's contract): it reads
 (``etl.sources``) and loads GX suites (``etl.validation``), which ``etl.spec`` may not import.
 Modules: ``partitions`` (the files a source names, their gaps), ``scan`` (which rows are read,
 on Dask), ``profile`` (mergeable partial profiles), ``columns`` (types, null tokens, the key),
-``fractions`` (split shares), ``suite`` and ``draft`` (expectations.json and spec.yaml),
+``fractions`` (split shares), ``sections`` (label, features, columns, split), ``suite``
+and ``draft`` (expectations.json and spec.yaml),
 ``render`` (writing them), ``check`` (spec + suite checks), ``cli`` (the commands).
 
 The draft entry point, for scripts and the bench::

@@ -11,7 +11,6 @@ parallel and the result does not depend on how the rows were cut.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -288,14 +287,3 @@ def distinct_of(p: ColumnPartial) -> int:
     if len(p.sketch) < SKETCH_K:
         return len(p.sketch)
     return int((SKETCH_K - 1) * 2.0**64 / (float(p.sketch[SKETCH_K - 1]) + 1))
-
-
-def widen(low: float, high: float, margin: float, integer: bool) -> tuple[float, float]:
-    """``[low, high]`` widened by ``margin`` of its span each way; never below 0 if it was not."""
-    pad = (high - low) * margin or abs(high) * margin or 1.0
-    lo, hi = low - pad, high + pad
-    if low >= 0:
-        lo = max(lo, 0.0)
-    if integer:
-        lo, hi = float(math.floor(lo)), float(math.ceil(hi))
-    return lo, hi

@@ -1,18 +1,31 @@
-"""spec.yaml text from a draft: the decisions as comments on top, nested sections in block
-style, the rest one line each; and writing both files without overwriting a spec."""
+"""A draft (``Draft``) and its spec.yaml text: the decisions as comments on top, nested
+sections in block style, the rest one line each; writing both files without overwriting a spec."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from etl.spec import SpecError
 
-if TYPE_CHECKING:
-    from etl.authoring.draft import Draft
+
+@dataclass
+class Draft:
+    """What ``spec init`` writes and prints."""
+
+    name: str
+    spec: dict[str, Any]
+    suite: dict[str, Any]
+    read: str = ""  # what was read: every row, or a sample
+    inferred: list[str] = field(default_factory=list)  # what was decided, and why
+    decide: list[str] = field(default_factory=list)
+    unique_key: bool = False
+    split_comment: str = ""  # a commented-out line under ``split:`` (a group_by to opt into)
+    tokens_comment: str = ""  # beside read.null_values: which tokens, found where
 
 
 def render_spec(draft: Draft) -> str:

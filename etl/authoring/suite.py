@@ -9,10 +9,10 @@ sample, ranges widen by ``SAMPLE_WIDEN`` times the margin and types and not-null
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from etl.authoring.columns import ColumnProfile
-from etl.authoring.profile import widen
 
 TYPE_LISTS = {  # as in etl/specs/flights/expectations.json: what the parsed columns can hold
     "int64": ["int", "int64", "Int64", "int32"],
@@ -71,3 +71,14 @@ def draft_suite(name: str, profiles: dict[str, ColumnProfile], key: tuple[str, .
     return {"name": name, "id": None, "expectations": expectations, "notes": None,
             "meta": {"dataset": name, "notes": f"Drafted by `python -m etl spec init` from "
                      f"{seen}; levels: row = every row, dataset = whole dataset."}}
+
+
+def widen(low: float, high: float, margin: float, integer: bool) -> tuple[float, float]:
+    """``[low, high]`` widened by ``margin`` of its span each way; never below 0 if it was not."""
+    pad = (high - low) * margin or abs(high) * margin or 1.0
+    lo, hi = low - pad, high + pad
+    if low >= 0:
+        lo = max(lo, 0.0)
+    if integer:
+        lo, hi = float(math.floor(lo)), float(math.ceil(hi))
+    return lo, hi
