@@ -26,6 +26,7 @@ from etl.authoring.profile import (
 
 MAX_KEY_COLUMNS = 3
 MAX_KEY_CANDIDATES = 12  # combinations of up to 3 among these: 298 hash checks at most
+PROBE_ROWS = 20_000  # random rows a combination must be unique on before all rows are checked
 MIN_GROUPS = 20  # fewer ids than this cannot spread over train/eval/test a group at a time
 # An entity's id: `id`, `patient_id`, `uuid`, `row_key` (any case) or camelCase `patientId`.
 _ID_NAME = re.compile(r"(?i:(?:^|_)(?:id|uuid|guid|key)$|^id_)|[a-z0-9]I[dD]$")
@@ -126,16 +127,24 @@ def find_key(hashes: dict[str, np.ndarray], profiles: dict[str, ColumnProfile]
     collision can only hide a key, never claim a false one."""
     names = list(hashes)
     rows = len(next(iter(hashes.values()))) if hashes else 0
+    probe = np.random.default_rng(0).choice(rows, min(rows, PROBE_ROWS), replace=False)
     for size in range(1, MAX_KEY_COLUMNS + 1):
         for combo in itertools.combinations(names, size):
             if np.prod([float(profiles[c].distinct) for c in combo]) < rows * 0.9:
                 continue  # too few value combinations for every row to have its own
-            mixed = hashes[combo[0]].copy()
-            for col in combo[1:]:
-                mixed = mixed * _MIX ^ hashes[col]
-            if len(np.unique(mixed)) == rows:
-                return combo
+            if not _unique(hashes, combo, probe) or not _unique(hashes, combo, None):
+                continue  # most combinations repeat within a few thousand rows already
+            return combo
     return None
+
+
+def _unique(hashes: dict[str, np.ndarray], combo: tuple[str, ...], rows: np.ndarray | None
+            ) -> bool:
+    """Whether ``combo``'s values differ on every row (of ``rows``, or all)."""
+    mixed = hashes[combo[0]] if rows is None else hashes[combo[0]][rows]
+    for col in combo[1:]:
+        mixed = mixed * _MIX ^ (hashes[col] if rows is None else hashes[col][rows])
+    return len(np.unique(mixed)) == len(mixed)
 
 
 def group_candidates(profiles: dict[str, ColumnProfile], skip: set[str]) -> list[str]:
