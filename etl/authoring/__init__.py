@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DraftOptions", "draft_spec", "write_draft"]
+__all__ = ["DEFAULT_BUDGET_BYTES", "DraftOptions", "draft_spec", "write_draft"]
+
+# Raw bytes ``spec init`` profiles whole; beyond, a uniform sample (here: ``--help`` stays light).
+DEFAULT_BUDGET_BYTES = 256 * 2**20
 
 
 def __getattr__(name: str) -> Any:

@@ -7,9 +7,8 @@ import argparse
 import os
 from pathlib import Path
 
+from etl.authoring import DEFAULT_BUDGET_BYTES
 from etl.spec.folders import SPECS_PATH_ENV, search_path
-
-DEFAULT_BUDGET_BYTES = 256 * 2**20  # etl.authoring.scan's; kept here so --help imports nothing
 
 
 def add_spec_parser(sub: argparse._SubParsersAction, default_root: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from etl import storage
+from etl.authoring import DEFAULT_BUDGET_BYTES
 from etl.authoring.columns import (
     ColumnProfile,
     column_profiles,
@@ -28,7 +29,7 @@ from etl.authoring.columns import (
 from etl.authoring.fractions import draft_fractions
 from etl.authoring.partitions import Layout, matching_files
 from etl.authoring.render import Draft
-from etl.authoring.scan import CSV_NULLS, DEFAULT_BUDGET_BYTES, Scan, key_hashes, scan
+from etl.authoring.scan import CSV_NULLS, Scan, key_hashes, scan
 from etl.authoring.sections import (
     column_section,
     features_section,

@@ -21,13 +21,13 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from etl import storage
+from etl.authoring import DEFAULT_BUDGET_BYTES
 from etl.authoring.partitions import RawFile
 from etl.authoring.profile import Origin, TablePartial, merge_all, profile_frame, value_hashes
 from etl.sources.extract import group_by_size
 from etl.sources.read import SourceReadError, as_frame, read_source_bytes
 from etl.spec import Source
 
-DEFAULT_BUDGET_BYTES = 256 * 2**20  # raw bytes profiled whole; beyond, a uniform sample
 MAX_BLOCK_BYTES = 2**20  # a sampled block: about a thousand rows of a typical table
 MIN_BLOCK_BYTES = 512
 BLOCKS_PER_BUDGET = 64  # a small budget still draws this many blocks, from that many places
