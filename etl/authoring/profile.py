@@ -170,7 +170,9 @@ def _numbers(vals: pd.Series, weights: np.ndarray, out: ColumnPartial) -> np.nda
     out.numbers = int(weights[ok].sum())
     if out.numbers:
         out.ints = int(weights[ok & vals.str.fullmatch(_INT).to_numpy(bool)].sum())
-        out.low, out.high = float(parsed[ok].min()), float(parsed[ok].max())
+        finite = parsed[ok & np.isfinite(parsed)]  # "inf" parses, but bounds no range
+        if len(finite):
+            out.low, out.high = float(finite.min()), float(finite.max())
     return parsed
 
 
