@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from etl.authoring.profile import profile_column
+from etl.authoring.columns import profile_column
 from etl.sources.read import SourceReadError, read_source_file
 from etl.sources.times import parse_timestamps
 from etl.spec import Source, SpecError

@@ -15,7 +15,8 @@ import yaml
 from etl import pipeline, versions
 from etl.__main__ import main
 from etl.authoring.check import check_spec
-from etl.authoring.profile import find_key, infer_type, profile_column, widen
+from etl.authoring.columns import profile_column
+from etl.authoring.suite import widen
 from etl.kinds import land
 from etl.spec.folders import DEFAULT_SPECS_DIR
 
@@ -52,15 +53,14 @@ def _init(capsys, *args: str) -> str:
 
 def test_profile_types_key_and_margins() -> None:
     s = pd.Series
-    assert infer_type(s(["1", "-2", None], dtype="string")) == "int64"
-    assert infer_type(s(["1.5", "2", None], dtype="string")) == "float64"
-    assert infer_type(s(["2013-01-01 05:00:00", "2013-01-02T06:00:00Z"])) == "timestamp"
-    assert infer_type(s(["UA", "2013-01-01"])) == "string"
-    frame = pd.DataFrame({"day": ["1", "1", "2"], "carrier": ["UA", "AA", "UA"],
-                          "delay": ["1.5", "1.5", "3"]})
-    profiles = {c: profile_column(c, frame[c]) for c in frame}
-    assert profiles["carrier"].values == ("AA", "UA") and profiles["delay"].high == 3.0
-    assert find_key(frame, profiles) == ("carrier", "day")  # text before integers before floats
+    assert profile_column("a", s(["1", "-2", None])).type == "int64"
+    assert profile_column("a", s(["1.5", "2", None])).type == "float64"
+    assert profile_column("a", s(["2013-01-01 05:00:00", "2013-01-02T06:00:00Z"])).type \
+        == "timestamp"
+    assert profile_column("a", s(["UA", "2013-01-01"])).type == "string"
+    carrier, delay = profile_column("c", s(["UA", "AA", "UA"])), profile_column(
+        "d", s(["1.5", "1.5", "3"]))
+    assert carrier.values == ("AA", "UA") and delay.high == 3.0 and delay.distinct == 2
     assert widen(10, 20, 0.1, integer=True) == (9.0, 21.0)
     assert widen(0.5, 1.0, 0.1, integer=False) == (0.45, 1.05)
     assert widen(2013, 2013, 0.1, integer=True)[0] > 1800  # a constant keeps a sane range
@@ -147,15 +147,16 @@ def test_init_reads_parquet_and_json_lines(tmp_path, specs, capsys) -> None:
         assert spec["sources"][f"diabetes_{fmt}"]["columns"]["bmi"] == "float64"
 
 
-def test_init_multiclass_label_and_unnamable_columns(tmp_path, specs, capsys) -> None:
-    out = _init(capsys, "--name", "wine_draft", "--label", "target", "--task", "multiclass",
-                "--source", str(_sklearn_csv(tmp_path, "load_wine")))
-    assert "'od280/od315_of_diluted_wines' is not an identifier" in out
+def test_init_multiclass_label_and_a_header_that_is_no_identifier(tmp_path, specs, capsys):
+    """The header is kept as the column's source, under an identifier every stage can use."""
+    _init(capsys, "--name", "wine_draft", "--label", "target", "--task", "multiclass",
+          "--source", str(_sklearn_csv(tmp_path, "load_wine")))
     spec = yaml.safe_load((specs / "wine_draft" / "spec.yaml").read_text())
     assert spec["label"] == {"name": "label", "source": "target", "task": "multiclass"}
-    assert "od280/od315_of_diluted_wines" not in spec["sources"]["wine_draft"]["columns"]
-    report = check_spec("wine_draft")  # the multi-class label form init writes is valid
-    assert report.ok, report.problems
+    assert spec["sources"]["wine_draft"]["columns"]["od280_od315_of_diluted_wines"] == {
+        "type": "float64", "source": "od280/od315_of_diluted_wines"}
+    # 178 rows: 30 held-out rows each need more than 15%
+    assert spec["split"]["fractions"] == {"train": 0.6, "eval": 0.2, "test": 0.2}
 
 
 def test_init_refuses_a_binary_label_on_text(tmp_path, specs, capsys) -> None:

@@ -7,6 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
+from etl.authoring import DEFAULT_BUDGET_BYTES
 from etl.spec.folders import SPECS_PATH_ENV, search_path
 
 
@@ -28,9 +29,12 @@ def add_spec_parser(sub: argparse._SubParsersAction, default_root: str) -> None:
                         f"/<name>)")
     p.add_argument("--root", default=os.environ.get("PIPELINE_STORAGE_ROOT", default_root),
                    help="storage root for relative --source paths")
-    p.add_argument("--sample-rows", type=int, default=10_000)
+    p.add_argument("--budget-mib", type=float, default=DEFAULT_BUDGET_BYTES / 2**20,
+                   help="profile every row of every file up to this many MiB of raw files; "
+                        "beyond, a uniform sample of blocks from all files (default "
+                        f"{DEFAULT_BUDGET_BYTES // 2**20})")
     p.add_argument("--margin", type=float, default=0.1,
-                   help="widen sampled ranges by this share of their span (default 0.1)")
+                   help="widen the ranges seen by this share of their span (default 0.1)")
     p.add_argument("--force", action="store_true", help="replace an existing draft")
     p = cmds.add_parser("check", help="validate a spec and its GX suite without running the ETL")
     p.add_argument("spec", help="dataset name on the specs search path, or a spec.yaml path")
@@ -48,15 +52,18 @@ def run_spec(args: argparse.Namespace) -> int:
             print(f"error: {problem}")
         print("ok" if report.ok else f"{len(report.problems)} problem(s) in {args.spec}")
         return 0 if report.ok else 1
-    from etl.authoring.draft import draft_spec, write_draft
+    from etl.authoring.draft import DraftOptions, draft_spec
+    from etl.authoring.render import write_draft
 
-    draft = draft_spec(args.name, args.source, root=args.root, label=args.label, task=args.task,
-                       fmt=args.format, margin=args.margin, sample_rows=args.sample_rows)
+    draft = draft_spec(DraftOptions(
+        name=args.name, source=args.source, root=args.root, label=args.label, task=args.task,
+        fmt=args.format, margin=args.margin, budget_bytes=int(args.budget_mib * 2**20)))
     out = Path(args.out) if args.out else search_path()[0] / args.name
     spec_file, suite_file = write_draft(draft, out, force=args.force)
-    print("Inferred:")
+    print(f"Read: {draft.read}")
+    print("Decided:")
     for line in draft.inferred:
-        print(f"  {line}")
+        print(f"  - {line}")
     print("Still to decide:")
     for line in draft.decide:
         print(f"  - {line}")

@@ -164,6 +164,12 @@ def _read_table(uri: str, source: Source) -> pa.Table:
             raw = f.read()
     except FileNotFoundError as exc:
         raise SourceReadError(f"{uri}: source file not found") from exc
+    return read_source_bytes(raw, uri, source)
+
+
+def read_source_bytes(raw: bytes, uri: str, source: Source) -> pa.Table:
+    """``raw`` (a whole file, or its header plus whole lines of it) parsed as ``read_source_table``
+    parses ``uri``, before timestamp formats: ``etl spec init`` samples blocks of big files."""
     if not raw:
         raise SourceReadError(f"{uri}: empty file (expected at least a header line)")
     if source.format == "csv":
@@ -180,6 +186,8 @@ def _read_table(uri: str, source: Source) -> pa.Table:
             raise SourceReadError(f"{uri}: cannot read as {source.format}: {exc}") from exc
     _check_not_hollow(len(df), uri, source)
     strings = _as_strings(df, uri, source)
+    if "null_values" in source.read:  # as for CSV: the tokens the spec reads as null
+        strings = strings.mask(strings.isin(source.read["null_values"]))
     return pa.Table.from_pandas(strings, preserve_index=False).cast(
         pa.schema([(c, pa.string()) for c in strings.columns]))
 
