@@ -28,6 +28,14 @@ class SpecError(PipelineError, ValueError):
     """A spec file is malformed; the message names the file and the field."""
 
 
+# Columns the pipeline adds to its own frames (split and its hash, shard, encoded record, segment,
+# quarantine reason and partition, missing-value bits; lookup join keys get the prefix): a data
+# column so named would be overwritten, so a spec may not use one (``source:`` reads such a
+# header under another name, and ``column_identifiers`` never drafts one).
+RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "_segment_in_batch",
+                              "quarantine_reason", "quarantine_partition", "_missing"})
+RESERVED_PREFIX = "__join_"
+
 def check_name(value: Any, where: str) -> str:
     """A column or source name: an identifier, since it becomes a feature key and a path part."""
     if not isinstance(value, str) or not _NAME.match(value):
@@ -42,7 +50,8 @@ def column_identifiers(headers: Sequence[str]) -> dict[str, str]:
     ``class``); features, Example keys and Keras inputs need identifiers. Lowercase ASCII
     snake_case (accents stripped), ``c_`` before a leading digit, ``column_<n>`` (1-based) for
     a name with nothing left, ``_`` after a Python keyword (a Keras input named ``class``
-    breaks the SavedModel's signature), and ``_2``, ``_3``... in header order for names that
+    breaks the SavedModel's signature) or a column the pipeline adds itself
+    (``quarantine_reason``), and ``_2``, ``_3``... in header order for names that
     collide (``Price`` and ``price``), so the mapping is deterministic and one-to-one.
     """
     out: dict[str, str] = {}
@@ -55,7 +64,7 @@ def column_identifiers(headers: Sequence[str]) -> dict[str, str]:
         base = re.sub(r"[^a-z0-9]+", "_", ascii_text.lower()).strip("_") or f"column_{n}"
         if base[0].isdigit():
             base = f"c_{base}"
-        if keyword.iskeyword(base) or base in _SOFT_KEYWORDS:
+        if keyword.iskeyword(base) or base in _SOFT_KEYWORDS or base in RESERVED_COLUMNS:
             base = f"{base}_"
         name, i = base, 1
         while name in taken:

