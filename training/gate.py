@@ -271,11 +271,16 @@ def conclude(models_root: str, result: dict[str, Any], blessing: Blessing,
     return result
 
 
-def stored_verdict(models_root: str, metrics: dict[str, Any]) -> tuple[Blessing, bool]:
-    """A finished run's verdict from its metrics.json, and whether it is current now."""
+def stored(models_root: str, metrics: dict[str, Any], fail_unblessed: bool) -> dict[str, Any]:
+    """The result of a run finished earlier, from its metrics.json (whether it is current is
+    read from the pointer); ModelNotBlessedError as for a fresh run under ``fail_unblessed``."""
     raw = metrics.get("blessing") or {"blessed": False, "reasons": ["no verdict stored"],
                                       "checks": []}
     blessing = Blessing(bool(raw["blessed"]), tuple(raw["reasons"]),
                         tuple(Check(**c) for c in raw["checks"]))
     current, _ = read_current(models_root, metrics["dataset"])
-    return blessing, bool(current and current.model_uri == metrics.get("model_uri"))
+    result = {"model_uri": metrics["model_uri"], "metrics": metrics, "blessing": blessing,
+              "promoted": bool(current and current.model_uri == metrics.get("model_uri"))}
+    if fail_unblessed and not blessing.blessed:
+        raise ModelNotBlessedError(result)
+    return result

@@ -80,10 +80,7 @@ def train(
     done = storage.join(run_uri, outputs.METRICS_FILE)
     if not config.overwrite and storage.exists(done):
         log.info("run %s is already complete: returning its metrics", run_uri)
-        metrics = storage.read_json(done)
-        blessing, current = gate.stored_verdict(models_root, metrics)
-        return {"model_uri": run_uri, "metrics": metrics, "blessing": blessing,
-                "promoted": current}
+        return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
     config, weights = _adapted(config, manifest)
     setup = setup_device(config.precision, config.devices)
     keras.utils.set_random_seed(config.seed)

@@ -73,10 +73,7 @@ def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, r
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)
     done = storage.join(run_uri, outputs.METRICS_FILE)
     if not config.overwrite and storage.exists(done):
-        metrics = storage.read_json(done)
-        blessing, current = gate.stored_verdict(models_root, metrics)
-        return {"model_uri": run_uri, "metrics": metrics, "blessing": blessing,
-                "promoted": current}
+        return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
     icfg = ImageTrainConfig.from_train_config(config)
     model, result = fit(version_uri, manifest, icfg)
     labels, probs = result.pop("test_labels"), result.pop("test_outputs")
