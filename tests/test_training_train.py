@@ -88,6 +88,24 @@ def test_no_training_serving_skew(store, trained) -> None:
     assert via_pipeline.std() > 0.01  # a model that answers a constant would pass trivially
 
 
+def test_the_gate_scores_a_current_model_from_its_saved_model_too(store, trained,
+                                                                   tmp_path: Path) -> None:
+    """A run without model.keras (a model family Keras cannot reload) is scored through its
+    SavedModel's serving signature, on the same raw rows."""
+    import shutil
+
+    from training.evaluate import predictions
+    from training.gate import load_model
+
+    copy = tmp_path / "run"
+    shutil.copytree(_run_dir(store, "run-1"), copy)
+    raw = make_dataset(store.uri, "test", store.manifest, InputConfig(batch_size=97, seed=1))
+    _, via_keras = predictions(load_model(copy.as_uri()), raw)
+    (copy / "model.keras").unlink()
+    _, via_saved = predictions(load_model(copy.as_uri()), raw)
+    np.testing.assert_allclose(via_saved, via_keras, rtol=1e-5, atol=1e-6)
+
+
 def test_finished_run_is_not_retrained(store, trained) -> None:
     again = train(store.uri, f"{store.root.as_uri()}/models", "run-1", FAST)
     assert again["metrics"]["created_at"] == trained["metrics"]["created_at"]

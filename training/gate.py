@@ -190,13 +190,26 @@ def read_current(models_root: str, dataset: str) -> tuple[Current | None, str | 
 
 
 def load_model(model_uri: str) -> Any:
-    """The Keras model of a published run (``model.keras`` copied to local scratch)."""
+    """A published run's model as a callable on a batch of raw features: its ``model.keras``,
+    else (a model family Keras cannot reload) its SavedModel's ``serve`` signature."""
     import keras
 
-    with tempfile.TemporaryDirectory(prefix="current-") as tmp:
-        path = Path(tmp) / "model.keras"
-        path.write_bytes(storage.read_bytes(storage.join(model_uri, "model.keras")))
-        return keras.saving.load_model(path)
+    keras_uri = storage.join(model_uri, "model.keras")
+    if storage.exists(keras_uri):
+        with tempfile.TemporaryDirectory(prefix="current-") as tmp:
+            path = Path(tmp) / "model.keras"
+            path.write_bytes(storage.read_bytes(keras_uri))
+            return keras.saving.load_model(path)
+    import tensorflow as tf
+
+    fs, root = storage.get_fs(storage.join(model_uri, "saved_model"))
+    local = Path(tempfile.mkdtemp(prefix="current-saved-model-"))  # kept: tables read assets
+    fs.get(root.rstrip("/") + "/", str(local), recursive=True)
+    found = [p.parent for p in local.rglob("saved_model.pb")]
+    if not found:
+        raise FileNotFoundError(f"{model_uri} holds neither model.keras nor a SavedModel")
+    served = tf.saved_model.load(str(found[0]))
+    return lambda x, training=False: served.serve(x)
 
 
 def score_current(current: Current, score: Callable[[Any], Scores]) -> Scores | str:
@@ -243,13 +256,13 @@ def judge(task: Any, manifest: dict[str, Any], test: dict[str, Any], base: dict[
 
     y, out = evidence
     checks = baseline_checks(task.gate, test, base, rules.margin, task.baseline_name)
-    checks.append(noise_check(*example_losses(manifest, y, out), rules.confidence,
+    checks.append(noise_check(*example_losses(task.name, manifest, y, out), rules.confidence,
                               task.baseline_name))
     current, token = read_current(models_root, manifest["dataset"])
     if current is None:
         checks.append(Check("current", True, "no current model yet"))
     else:
-        checks += current_checks(task.gate, gate_scores(manifest, y, out), current,
+        checks += current_checks(task.gate, gate_scores(task.name, manifest, y, out), current,
                                  score_current(current, score), rules.tolerance)
     return Blessing.of(checks), token
 

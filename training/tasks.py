@@ -225,11 +225,12 @@ TASKS: dict[str, Task] = {
 
 
 
-def baseline_outputs(manifest: dict[str, Any], n: int) -> np.ndarray:
+def baseline_outputs(manifest: dict[str, Any], n: int, task: str | None = None) -> np.ndarray:
     """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
-    the learned space), so ``training.intervals`` scores both on the same resamples."""
+    the learned space), so ``training.intervals`` scores both on the same resamples.
+    ``task``: the run's, where the label does not say (an image label is multi-class)."""
     label, stats = manifest["schema"]["label"], manifest["statistics"]
-    task = label.get("task", BINARY)
+    task = task or label.get("task", BINARY)
     if task == REGRESSION:
         mean = float((stats.get("label") or {}).get("mean", 0.0))
         return np.full((n, 1), math.log1p(mean) if _transform(label) else mean)
@@ -251,7 +252,7 @@ def metric_intervals(manifest: dict[str, Any], y: np.ndarray, out: np.ndarray) -
     return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
 
 
-def gate_scores(manifest: dict[str, Any], y: np.ndarray, out: np.ndarray,
+def gate_scores(task: str, manifest: dict[str, Any], y: np.ndarray, out: np.ndarray,
                 served: bool = False) -> dict[str, float]:
     """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
     ``served`` of the exported model's (the target's units, labels as stored), so a model
@@ -259,27 +260,28 @@ def gate_scores(manifest: dict[str, Any], y: np.ndarray, out: np.ndarray,
     def units(v: np.ndarray) -> np.ndarray:
         return v if served else _units(v, manifest)
 
-    return scorer(task_of(manifest).name, len(_names(manifest)), units)(y, out)
+    return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
 
 
-def example_losses(manifest: dict[str, Any], y: np.ndarray,
+def example_losses(task: str, manifest: dict[str, Any], y: np.ndarray,
                    out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
     """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
     absolute error in the target's units for a regression (its differences are bounded by
     the answers' spread, not the target's tail), log loss against the train class
     frequencies for a classifier."""
-    label, stats = manifest["schema"]["label"], manifest["statistics"]
-    if label.get("task", BINARY) == REGRESSION:
-        truth, base = _units(y, manifest), _units(baseline_outputs(manifest, len(y))[:, 0], manifest)
+    stats = manifest["statistics"]
+    if task == REGRESSION:
+        truth = _units(y, manifest)
+        base = _units(baseline_outputs(manifest, len(y), task)[:, 0], manifest)
         return ("absolute error", np.abs(_units(out[:, 0], manifest) - truth),
                 np.abs(base - truth))
     eps = 1e-7
-    if label.get("task", BINARY) == BINARY:
+    if task == BINARY:
         yi, p = y.astype(np.int64) == 1, np.clip(out[:, 0], eps, 1 - eps)
-        prior = float(np.clip(baseline_outputs(manifest, 1)[0, 0], eps, 1 - eps))
+        prior = float(np.clip(baseline_outputs(manifest, 1, task)[0, 0], eps, 1 - eps))
         return ("log loss", -np.log(np.where(yi, p, 1 - p)),
                 -np.log(np.where(yi, prior, 1 - prior)))
-    k, yi = len(_names(manifest)), y.astype(np.int64)
+    k, yi = out.shape[1], y.astype(np.int64)
     counts = stats.get("label_counts") or {}
     freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
     freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)

@@ -107,7 +107,8 @@ def _judge(version_uri: str, manifest: dict[str, Any], models_root: str, config:
     raw_test = make_dataset(version_uri, TEST_SPLIT, manifest, config.input)
 
     def score(model: keras.Model) -> dict[str, float]:
-        return gate_scores(manifest, *predictions(model, raw_test), served=True)
+        return gate_scores(task_of(manifest).name, manifest, *predictions(model, raw_test),
+                           served=True)
 
     return gate.judge(task_of(manifest), manifest, metrics["test"], metrics["baseline"],
                       evidence, GateRules.of(config), models_root, score)

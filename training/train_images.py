@@ -81,7 +81,7 @@ def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, r
     base = TASK.baseline(labels, manifest)
 
     def score(current: keras.Model) -> dict[str, float]:
-        return gate_scores(manifest, *predictions(current, test_ds), served=True)
+        return gate_scores(TASK.name, manifest, *predictions(current, test_ds), served=True)
 
     blessing, token = gate.judge(TASK, manifest, result["test"], base, (labels, probs),
                                  gate.GateRules.of(config, icfg.min_margin), models_root, score)
