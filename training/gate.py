@@ -85,7 +85,9 @@ class Blessing:
         return cls(not failed, failed, tuple(checks))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-ready (lists, not tuples): metrics.json and the training task's XCom."""
+        return {"blessed": self.blessed, "reasons": list(self.reasons),
+                "checks": [asdict(c) for c in self.checks]}
 
     def summary(self) -> str:
         """One plain line for a log or a terminal."""
