@@ -9,13 +9,15 @@ time, and a run whose version is no longer the newest when it starts skips.
 | task | runs on | does | returns (XCom) |
 | --- | --- | --- | --- |
 | `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events, else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that a newer published one superseded, whose own run trains it | `{version, version_uri}` |
-| `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics under `models/<name>/<version>/<run>/` | `{model_uri, metrics}` |
+| `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict under `models/<name>/<version>/<run>/`; a blessed model no worse than the current one becomes `models/<name>/current.json` | `{model_uri, metrics, blessing, promoted}` |
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
 is consumed only by the Celery worker that owns the GPUs (`airflow celery worker --queues gpu`).
 Training settings come from the spec's `training` block (`epochs`, `batch_size`,
 `learning_rate`, `hidden_units`, `min_margin`, ...), else the training defaults; a manual
-run's trigger form (`epochs`, `batch_size`, `min_margin`) overrides both.
+run's trigger form (`epochs`, `batch_size`, `min_margin`, `fail_unblessed`) overrides both.
+The task logs the gate's verdict; a not-blessed model leaves the task green (it is written,
+not promoted) unless `fail_unblessed` is set.
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             lineage.for_model(get_current_context()["task"], resolved["version_uri"],
                               result["model_uri"], summary)
             return {"version": resolved["version"], "model_uri": result["model_uri"],
-                    "metrics": summary}
+                    "metrics": summary,
+                    "blessing": result["blessing"].to_dict(), "promoted": result["promoted"]}
 
         train(resolve_version())
 

@@ -93,7 +93,7 @@ def test_cnn_trains_on_digits_and_passes_the_gate(published) -> None:
     vuri = f"{root}/datasets/digits/{manifest['version']}"
     result = train(vuri, f"{root}/models", "test-run")
     m = result["metrics"]
-    assert m["passed_quality_gate"] and m["test"]["accuracy"] > 0.9, m["test"]
+    assert m["blessing"]["blessed"] and m["test"]["accuracy"] > 0.9, m["blessing"]
     assert m["baseline"]["accuracy"] < 0.2 and m["test"]["auc"] > 0.95
     run = Path(result["model_uri"][7:])
     assert (run / "metrics.json").is_file() and (run / "model.keras").is_file()

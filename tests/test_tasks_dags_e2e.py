@@ -48,7 +48,7 @@ def test_multiclass_and_regression_through_the_dags(tmp_path: Path) -> None:
         runs = list((tmp_path / "data" / "models" / name).glob("*/*/metrics.json"))
         assert len(runs) == 1, runs
         metrics = json.loads(runs[0].read_text())
-        assert metrics["task"] == task and metrics["passed_quality_gate"]
+        assert metrics["task"] == task and metrics["blessing"]["blessed"]
         test, base = metrics["test"][rule], metrics["baseline"][rule]
         # the task's XCom summary keeps each split's scalars (it used to drop a nested test dict)
         summary = out[name]["xcom"]["metrics"]

@@ -11,6 +11,7 @@ import tensorflow as tf
 import training_fixtures as fx
 
 from training import evaluate
+from training.gate import baseline_checks
 from training.models.tabular import build_models
 from training.tasks import task_of
 
@@ -81,9 +82,10 @@ def test_regression_report_mean_baseline_and_relative_gate() -> None:
     assert report == {"mae": 1.0, "rmse": 1.0, "r2": pytest.approx(1 - 4 / 5)}
     base = evaluate.mean_baseline(y, 2.5)
     assert base["rmse"] == pytest.approx(np.sqrt(1.25)) and base["r2"] == pytest.approx(0.0)
-    evaluate.check_margins({"rmse": 1.0}, base, {"rmse": "lower_relative"}, 0.1, "mean")
-    with pytest.raises(evaluate.ModelQualityError, match=r"rmse 1\.0000 > baseline 1\.1180"):
-        evaluate.check_margins({"rmse": 1.0}, base, {"rmse": "lower_relative"}, 0.2, "mean")
+    rules = {"rmse": "lower_relative"}
+    assert baseline_checks(rules, {"rmse": 1.0}, base, 0.1, "mean")[0].passed
+    [check] = baseline_checks(rules, {"rmse": 1.0}, base, 0.2, "mean")
+    assert not check.passed and "rmse 1.0000 vs 1.1180, needs <= 0.8944" in check.detail
 
 
 @pytest.mark.parametrize("task, test, base, shown", [

@@ -1,4 +1,4 @@
-"""Training runs end to end on small versions: outputs, serving skew, resume, quality gate."""
+"""Training runs end to end on small versions: outputs, serving skew, resume, the verdict."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import training_fixtures as fx
 
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import make_dataset
-from training.evaluate import ModelQualityError
 from training.train import train
 
 FAST = TrainConfig(
@@ -64,6 +63,7 @@ def test_outputs_are_published_with_metrics_last(store, trained) -> None:
     assert metrics["test"]["examples"] == len(store.rows["test"])
     assert metrics["test"]["auc"] >= 0.5 + FAST.min_margin
     assert metrics["device"] == "CPU" and metrics["precision"] == "float32"
+    assert metrics["blessing"]["blessed"] and trained["promoted"], metrics["blessing"]
     assert metrics["epochs_run"] == 2 and metrics["examples_per_s"] > 0
     card = (run / "model_card.md").read_text()
     for needle in (fx.VERSION, manifest_sha, metrics["code_version"], "learning_rate", "| auc |"):
@@ -86,6 +86,24 @@ def test_no_training_serving_skew(store, trained) -> None:
     np.testing.assert_allclose(via_saved_model, via_pipeline, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(via_keras_raw, via_pipeline, rtol=1e-5, atol=1e-6)
     assert via_pipeline.std() > 0.01  # a model that answers a constant would pass trivially
+
+
+def test_the_gate_scores_a_current_model_from_its_saved_model_too(store, trained,
+                                                                   tmp_path: Path) -> None:
+    """A run without model.keras (a model family Keras cannot reload) is scored through its
+    SavedModel's serving signature, on the same raw rows."""
+    import shutil
+
+    from training.evaluate import predictions
+    from training.gate import load_model
+
+    copy = tmp_path / "run"
+    shutil.copytree(_run_dir(store, "run-1"), copy)
+    raw = make_dataset(store.uri, "test", store.manifest, InputConfig(batch_size=97, seed=1))
+    _, via_keras = predictions(load_model(copy.as_uri()), raw)
+    (copy / "model.keras").unlink()
+    _, via_saved = predictions(load_model(copy.as_uri()), raw)
+    np.testing.assert_allclose(via_saved, via_keras, rtol=1e-5, atol=1e-6)
 
 
 def test_finished_run_is_not_retrained(store, trained) -> None:
@@ -126,13 +144,19 @@ def test_retried_run_resumes_after_the_last_finished_epoch(store) -> None:
     assert result["metrics"]["epochs_run"] == 2
 
 
-def test_model_that_cannot_beat_the_baseline_is_never_published(tmp_path: Path) -> None:
+def test_a_model_that_cannot_beat_the_baseline_is_written_not_blessed(tmp_path: Path) -> None:
     noise = fx.write_version(tmp_path, n=1500, seed=5, random_labels=True)
     config = TrainConfig(input=FAST.input, epochs=1, steps_per_execution=4, min_margin=0.05)
-    with pytest.raises(ModelQualityError) as err:
-        train(noise.uri, f"{tmp_path.as_uri()}/models", "run-noise", config)
-    message = str(err.value)  # names the metric, both numbers and the margin
-    assert re.search(r"(accuracy|auc) \d\.\d{4} < baseline \d\.\d{4} \+ margin 0\.05", message)
+    result = train(noise.uri, f"{tmp_path.as_uri()}/models", "run-noise", config)
+    assert not result["blessing"].blessed and not result["promoted"]
+    reasons = " ".join(result["blessing"].reasons)  # names the metric, both numbers, the margin
+    assert re.search(r"(accuracy|auc) \d\.\d{4} vs \d\.\d{4}, needs >= \d\.\d{4} .margin 0\.05",
+                     reasons), reasons
     run = tmp_path / "models" / fx.DATASET / fx.VERSION / "run-noise"
-    assert not (run / "metrics.json").exists()
-    assert not (run / "model.keras").exists()
+    for name in ("metrics.json", "model.keras", "saved_model/saved_model.pb", "model_card.md",
+                 "plots/loss.png"):
+        assert (run / name).is_file(), name
+    stored = json.loads((run / "metrics.json").read_text())["blessing"]
+    assert stored["blessed"] is False and stored["reasons"] == list(result["blessing"].reasons)
+    assert "**Not blessed**" in (run / "model_card.md").read_text()
+    assert not (tmp_path / "models" / fx.DATASET / "current.json").exists()

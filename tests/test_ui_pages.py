@@ -231,3 +231,41 @@ def test_model_run_id_link_and_hyperparameters_as_a_reader_says_them() -> None:
                     "Input › Cycle length": "auto", "Input › Batch size": 64}
     card = "# Card\n\n## Metrics\n\nm\n\n## Hyperparameters\n\n| a | b |\n\n## After\n\nz\n"
     assert views.card_without(card, "Hyperparameters") == "# Card\n\n## Metrics\n\nm\n\n## After\n\nz\n"
+
+
+def _judged(rdir: Path, version: str, blessed: bool, reason: str) -> None:
+    """Give a stored run the verdict training writes (metrics.json ``blessing``)."""
+    metrics = json.loads((rdir / "metrics.json").read_text())
+    check = {"name": "baseline:auc", "passed": blessed, "detail": reason}
+    metrics.update(dataset="flights", version=version, run=rdir.name,
+                   blessing={"blessed": blessed, "reasons": [] if blessed else [reason],
+                             "checks": [check]})
+    (rdir / "metrics.json").write_text(json.dumps(metrics))
+
+
+def test_model_pages_show_blessed_or_not_and_why_and_which_is_current(tmp_path: Path) -> None:
+    version = uf.write_version(tmp_path, "flights", uf.FIRST_END)
+    good = uf.add_model_run(tmp_path, "flights", version, "run-good")
+    bad = uf.add_model_run(tmp_path, "flights", version, "run-bad", auc=0.5)
+    _judged(good, version, True, "beats the majority-class baseline: auc 0.7100 vs 0.5000")
+    _judged(bad, version, False, "beats the majority-class baseline: auc 0.5000 vs 0.5000, "
+                                 "needs >= 0.5100 (margin 0.01)")
+    client = TestClient(create_app(tmp_path.as_uri()))
+    page = client.get(f"/datasets/flights/versions/{version}/models/run-bad").text
+    assert "flights has no current model" in page  # nothing promoted yet
+    (tmp_path / "models" / "flights" / "current.json").write_text(json.dumps(
+        {"dataset": "flights", "version": version, "run": "run-good", "model_uri": "x",
+         "metric": "auc", "value": 0.71, "blessed_at": "2026-01-01T00:00:00Z"}))
+    listing = client.get(f"/datasets/flights/versions/{version}").text
+    rows = dict(re.findall(r'<tr class="model-row"><td><a[^>]*>([^<]+)</a></td>(.*?)</tr>',
+                           listing, flags=re.DOTALL))
+    assert "current</span>" in rows["run-good"] and ">blessed</span>" in rows["run-good"]
+    assert ">not blessed</span>" in rows["run-bad"] and "current</span>" not in rows["run-bad"]
+    assert "needs &gt;= 0.5100 (margin 0.01)" in rows["run-bad"]  # why, in its title
+    page = unescape(client.get(f"/datasets/flights/versions/{version}/models/run-bad").text)
+    assert "Not blessed" in page and "needs >= 0.5100 (margin 0.01)" in page
+    assert f"the current model of flights is {version} / run-good" in re.sub(r"<[^>]+>", "", page)
+    good_page = client.get(f"/datasets/flights/versions/{version}/models/run-good").text
+    assert "this is the current model of flights" in good_page
+    dataset_page = client.get("/datasets/flights").text
+    assert ">not blessed</span>" in dataset_page and "current</span>" in dataset_page

@@ -2,9 +2,13 @@
 
     python -m training train --root file:///data --dataset flights [--version latest]
     python -m training train --version-uri gs://bucket/datasets/flights/<version>
+    python -m training show --root file:///data --dataset flights
     python -m training bench-input --version-uri file:///data/datasets/flights/<version>
 
-TensorFlow is imported only after the arguments are parsed, so ``--help`` is instant.
+``train`` writes every model and prints the gate's verdict; it exits 0 whether or not the
+model is blessed, 3 when it is not and --fail-unblessed is set, 1 when the data cannot be
+trained on or evaluated (the message says what to change). TensorFlow is imported only after
+the arguments are parsed, so ``--help`` is instant.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 from training.config import AUTOTUNE, BenchConfig, InputConfig, TrainConfig
 
 ROOT_ENV = "PIPELINE_STORAGE_ROOT"
+EXIT_REFUSED = 1  # bad input or a split that cannot be evaluated: nothing was trained
+EXIT_NOT_BLESSED = 3  # --fail-unblessed and the model, written, is not blessed
 
 
 def _add_version_args(p: argparse.ArgumentParser) -> None:
@@ -83,6 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--class-weights", choices=["auto", "balanced", "none"], default=d.class_weights,
                    help="auto: balanced when the largest class is 5x the smallest")
     t.add_argument("--lr-schedule", choices=["cosine", "constant"], default=d.model.lr_schedule)
+    t.add_argument("--gate-confidence", type=float, default=d.gate_confidence,
+                   help="one-sided level of the gate's paired loss test (%(default)s)")
+    t.add_argument("--promote-tolerance", type=float, default=d.promote_tolerance,
+                   help="a new current model may lose this much to the old (%(default)s)")
+    t.add_argument("--min-eval-examples", type=int, default=d.min_eval_examples,
+                   help="fewer test examples refuse the run (%(default)s)")
+    t.add_argument("--fail-unblessed", action="store_true",
+                   help=f"exit {EXIT_NOT_BLESSED} when the model is not blessed (default: exit 0; "
+                        "the model is written either way and only a blessed one becomes current)")
+    s = sub.add_parser("show", help="the dataset's current (blessed) model")
+    s.add_argument("--root", default=os.environ.get(ROOT_ENV),
+                   help=f"storage root URI (default: ${ROOT_ENV})")
+    s.add_argument("--models-root", help="default: <root>/models")
+    s.add_argument("--dataset", default="flights", help="dataset name (default: flights)")
     b = sub.add_parser("bench-input", help="examples/s: raw read ceiling, ours, naive; stall ratio")
     _add_version_args(b)
     _add_input_args(b)
@@ -131,7 +151,6 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
-    from training.tasks import TASKS
     from training.train import train
 
     vuri = version_uri(args)
@@ -143,10 +162,20 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
         steps_per_execution=args.steps_per_execution, seed=args.seed,
         measure_stall_batches=args.measure_stall_batches, overwrite=args.overwrite,
         step_budget=args.step_budget, class_weights=args.class_weights,
+        gate_confidence=args.gate_confidence, promote_tolerance=args.promote_tolerance,
+        min_eval_examples=args.min_eval_examples, fail_unblessed=args.fail_unblessed,
     )
     config = config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule)
     run = args.run or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())
     result = train(vuri, models_root(args, vuri), run, config)
+    print_result(result)
+    return result
+
+
+def print_result(result: dict[str, Any]) -> None:
+    """The model's folder, its key test metrics against the baseline, the verdict."""
+    from training.tasks import TASKS
+
     m = result["metrics"]
     print(f"model: {result['model_uri']}")
     # the task's key metrics; runs from before tasks were recorded are binary (tabular)
@@ -155,7 +184,24 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
         base = m["baseline"].get(name)
         print(f"  test {name:<9} {m['test'][name]:.4f}   baseline "
               + (f"{base:.4f}" if isinstance(base, (int, float)) else "-"))
-    return result
+    print(result["blessing"].summary())
+    print("current model: " + ("this one" if result["promoted"] else "unchanged"))
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print the dataset's current model (what ``models/<name>/current.json`` names)."""
+    from training.gate import read_current
+
+    if not (args.models_root or args.root):
+        raise SystemExit(f"give --models-root, or --root (or ${ROOT_ENV})")
+    root = args.models_root or f"{args.root.rstrip('/')}/models"
+    current, _ = read_current(root, args.dataset)
+    if current is None:
+        print(f"{args.dataset}: no current model (no run has been blessed yet)")
+        return 0
+    print(f"{args.dataset}: version {current.version}, run {current.run}, {current.metric} "
+          f"{current.value:.4f}, blessed at {current.blessed_at}\n  {current.model_uri}")
+    return 0
 
 
 def run_bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -189,8 +235,20 @@ def main(argv: list[str] | None = None) -> int:
     from etl import logs
 
     logs.configure(logging.INFO)  # ours at INFO; TensorFlow, absl, gcsfs... at WARNING
+    if args.command == "show":
+        return run_show(args)
     logs.import_quietly("tensorflow")  # absl's C++ INFO lines while it loads stay out too
-    (run_train if args.command == "train" else run_bench)(args)
+    from etl.errors import PipelineError
+    from training.gate import ModelNotBlessedError
+
+    try:
+        (run_train if args.command == "train" else run_bench)(args)
+    except ModelNotBlessedError as err:
+        print_result(err.result)
+        return EXIT_NOT_BLESSED
+    except (PipelineError, ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_REFUSED
     return 0
 
 

@@ -1,7 +1,8 @@
-"""Held-out evaluation against the majority-class baseline, and the gate a model must pass.
+"""Held-out evaluation: test reports and the baselines a model is judged against.
 
 With ~23% positives, always answering "not late" scores ~77% accuracy; a model is worth
-publishing only if it beats that and chance AUC (0.5) by a margin, on data it never saw.
+blessing (``training.gate``) only if it beats that and chance AUC (0.5) by a margin, on data
+it never saw.
 """
 
 from __future__ import annotations
@@ -13,13 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from etl.errors import PipelineError
-
 CHANCE_AUC = 0.5
-
-
-class ModelQualityError(PipelineError):
-    """The trained model does not beat the baseline by the required margin."""
 
 
 def evaluate_split(model: keras.Model, ds: tf.data.Dataset) -> dict[str, float]:
@@ -134,36 +129,3 @@ def mean_baseline(y: np.ndarray, train_mean: float) -> dict[str, Any]:
     """Always predicting the train split's mean target, scored on ``y``."""
     return {"predicts": float(train_mean), "examples": len(y),
             **regression_report(y, np.full(len(y), float(train_mean)))}
-
-
-def _fmt(bounds: list[float]) -> str:
-    return f"[{bounds[0]:.4f}, {bounds[1]:.4f}]"
-
-
-def check_margins(test: dict[str, float], base: dict[str, Any], rules: dict[str, str],
-                  margin: float, what: str) -> None:
-    """Raise unless every metric in ``rules`` beats the baseline by ``margin``.
-
-    rules: metric -> ``higher`` (test >= base + margin) or ``lower_relative`` (test <=
-    base * (1 - margin), for errors whose scale is the target's). When ``test`` carries
-    ``intervals`` (``training.intervals``), the lead's 95% interval must not reach below zero (AUC, macro-F1, RMSE;
-    accuracy keeps its point margin only).
-    """
-    failures = []
-    leads = (test.get("intervals") or {}).get("lead_over_baseline", {})
-    for name, rule in rules.items():
-        got = test.get(name, float("nan"))
-        need = base[name] + margin if rule == "higher" else base[name] * (1 - margin)
-        ok = got >= need if rule == "higher" else got <= need  # NaN fails either way
-        if not ok:
-            failures.append(f"{name} {got:.4f} < baseline {base[name]:.4f} + margin {margin}"
-                            if rule == "higher" else
-                            f"{name} {got:.4f} > baseline {base[name]:.4f} x (1 - margin {margin})")
-        elif name != "accuracy" and not leads.get(name, [float("inf")])[0] >= 0:
-            # accuracy against a majority baseline on a skewed label is too coarse to test
-            failures.append(f"{name} {got:.4f}: its lead over the baseline "
-                            f"{_fmt(leads[name])} (95% bootstrap) reaches below zero")
-    if failures:
-        raise ModelQualityError(
-            f"model does not beat the {what} baseline on the test split ({base['examples']} "
-            f"examples): " + "; ".join(failures) + ". Nothing was published.")

@@ -2,7 +2,8 @@
 
 Everything is written to a local folder first, then uploaded file by file to
 ``models/<dataset>/<version>/<run>/``; ``metrics.json`` goes last, so a run folder without
-it (still running, failed, or rejected by the quality gate) is never taken for a model.
+it (still running or failed) is never taken for a model. A not-blessed model is written too:
+its verdict is in metrics.json and the card, and it never becomes current (``training.gate``).
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def binary_card(metrics: dict[str, Any]) -> tuple[str, str]:
     return ((f"Binary classifier for `{metrics['label']}` (positive rate "
             f"{base['positive_rate']:.3f} on the test split)."),
             (f"Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); "
-            f"its loss is a constant prediction at the train base rate. Quality gate: test "
-            f"accuracy and AUC must each beat the baseline by {metrics['min_margin']}."))
+            f"its loss is a constant prediction at the train base rate. Gate: blessed when test "
+            f"accuracy and AUC each beat the baseline by {metrics['min_margin']} and its log "
+            f"loss is lower beyond noise."))
 
 
 def write_run_files(out: Path, metrics: dict[str, Any], hyperparameters: dict[str, Any],
@@ -124,6 +126,10 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
 - Epochs run: {metrics['epochs_run']} (best eval loss at epoch {metrics['best_epoch']}), resumed from epoch {metrics['resumed_from_epoch']}
 - Training throughput: {_num(metrics.get('examples_per_s'))} examples/s; stall ratio {_num(metrics.get('stall_ratio'))}
 
+## Verdict
+
+{verdict(metrics)}
+
 ## Metrics
 
 {gate}
@@ -141,6 +147,18 @@ split; the model and its baseline are scored on the same resamples.
 | --- | --- |
 {params}
 """
+
+
+def verdict(metrics: dict[str, Any]) -> str:
+    """The gate's verdict as Markdown: blessed or not, then every check with its figures."""
+    blessing = metrics.get("blessing")
+    if not blessing:
+        return "No verdict recorded."
+    head = ("**Blessed**: it may become the dataset's current model (if no other run was "
+            "promoted meanwhile)." if blessing["blessed"] else
+            "**Not blessed**: written for inspection, never made the dataset's current model.")
+    lines = [f"- {'pass' if c['passed'] else 'FAIL'}: {c['detail']}" for c in blessing["checks"]]
+    return head + "\n\n" + "\n".join(lines)
 
 
 def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any],

@@ -3,7 +3,7 @@
 ``schema.label.task`` (``binary`` when absent: versions published before tasks existed) picks
 a ``Task`` that carries every step that depends on it: the label's encoding in the input
 pipeline, the model head and what the exported model returns, loss and metrics, the test
-report, the baseline a model must beat and the gate's rules, plots and the model card's lines.
+report, the baseline a model must beat and the gate's rules and paired loss, plots and the model card's lines.
 ``training.train`` calls these and never tests the task itself; a new task is one entry in
 ``TASKS``. (The ETL side, label encoding and class checks, is ``etl.transform.labels``.)
 """
@@ -38,7 +38,7 @@ class Task:
 
     report(labels, outputs, manifest) -> test metrics beyond the compiled ones (labels as the
     input pipeline yields them, outputs of the core model); baseline(labels, manifest) -> the
-    baseline's metrics; gate: metric -> ``higher`` | ``lower_relative`` (``evaluate.check_margins``);
+    baseline's metrics; gate: metric -> ``higher`` | ``lower_relative`` (``training.gate``);
     plots(labels, outputs, manifest, folder) -> PNG files; about(metrics) -> model card lines.
     """
 
@@ -58,9 +58,6 @@ class Task:
     serve: Serve | None = None
     curves: tuple[str, ...] = field(default=("loss",))
 
-    def check(self, test: dict[str, Any], base: dict[str, Any], margin: float) -> None:
-        """Raise ModelQualityError unless the model beats the baseline by ``margin``."""
-        evaluate.check_margins(test, base, self.gate, margin, self.baseline_name)
 
 
 def task_of(manifest: dict[str, Any]) -> Task:
@@ -132,8 +129,9 @@ def _multi_about(metrics: dict[str, Any]) -> tuple[str, str]:
             f"classes ({', '.join(map(str, metrics['classes']))}); it returns one probability "
             f"per class, in that order."),
             (f"Majority-class baseline: always predicts class {base['majority_class']} "
-            f"(`{metrics['classes'][base['majority_class']]}`). Quality gate: test accuracy and "
-            f"macro-F1 must each beat the baseline by {metrics['min_margin']}."))
+            f"(`{metrics['classes'][base['majority_class']]}`). Gate: blessed when test accuracy "
+            f"and macro-F1 each beat the baseline by {metrics['min_margin']} and its log loss "
+            f"is lower beyond noise."))
 
 
 # --- regression -----------------------------------------------------------------------------
@@ -191,8 +189,9 @@ def _reg_about(metrics: dict[str, Any]) -> tuple[str, str]:
               f"units." if transform else ""
     return (f"Regressor for `{metrics['label']}`.{learned}",
             (f"Mean-predictor baseline: always predicts the train mean {base['predicts']:.4g}. "
-            f"Quality gate: test RMSE must be at most the baseline's x (1 - "
-            f"{metrics['min_margin']}). MAE, RMSE and R² are in the target's units."))
+            f"Gate: blessed when test RMSE is at most the baseline's x (1 - "
+            f"{metrics['min_margin']}) and its absolute errors are lower beyond noise. MAE, "
+            f"RMSE and R² are in the target's units."))
 
 
 def _model_target(label: dict[str, Any]) -> Callable | None:
@@ -226,11 +225,12 @@ TASKS: dict[str, Task] = {
 
 
 
-def baseline_outputs(manifest: dict[str, Any], n: int) -> np.ndarray:
+def baseline_outputs(manifest: dict[str, Any], n: int, task: str | None = None) -> np.ndarray:
     """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
-    the learned space), so ``training.intervals`` scores both on the same resamples."""
+    the learned space), so ``training.intervals`` scores both on the same resamples.
+    ``task``: the run's, where the label does not say (an image label is multi-class)."""
     label, stats = manifest["schema"]["label"], manifest["statistics"]
-    task = label.get("task", BINARY)
+    task = task or label.get("task", BINARY)
     if task == REGRESSION:
         mean = float((stats.get("label") or {}).get("mean", 0.0))
         return np.full((n, 1), math.log1p(mean) if _transform(label) else mean)
@@ -250,3 +250,40 @@ def metric_intervals(manifest: dict[str, Any], y: np.ndarray, out: np.ndarray) -
     score = scorer(task.name, len(_names(manifest)), lambda v: _units(v, manifest))
     higher = {m: rule == "higher" for m, rule in task.gate.items()}
     return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
+
+
+def gate_scores(task: str, manifest: dict[str, Any], y: np.ndarray, out: np.ndarray,
+                served: bool = False) -> dict[str, float]:
+    """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
+    ``served`` of the exported model's (the target's units, labels as stored), so a model
+    loaded from an earlier run is scored like the new one."""
+    def units(v: np.ndarray) -> np.ndarray:
+        return v if served else _units(v, manifest)
+
+    return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
+
+
+def example_losses(task: str, manifest: dict[str, Any], y: np.ndarray,
+                   out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
+    """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
+    absolute error in the target's units for a regression (its differences are bounded by
+    the answers' spread, not the target's tail), log loss against the train class
+    frequencies for a classifier."""
+    stats = manifest["statistics"]
+    if task == REGRESSION:
+        truth = _units(y, manifest)
+        base = _units(baseline_outputs(manifest, len(y), task)[:, 0], manifest)
+        return ("absolute error", np.abs(_units(out[:, 0], manifest) - truth),
+                np.abs(base - truth))
+    eps = 1e-7
+    if task == BINARY:
+        yi, p = y.astype(np.int64) == 1, np.clip(out[:, 0], eps, 1 - eps)
+        prior = float(np.clip(baseline_outputs(manifest, 1, task)[0, 0], eps, 1 - eps))
+        return ("log loss", -np.log(np.where(yi, p, 1 - p)),
+                -np.log(np.where(yi, prior, 1 - prior)))
+    k, yi = out.shape[1], y.astype(np.int64)
+    counts = stats.get("label_counts") or {}
+    freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
+    freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)
+    return ("log loss", -np.log(np.clip(out[np.arange(len(yi)), yi], eps, 1.0)),
+            -np.log(freq[yi]))

@@ -1,9 +1,11 @@
 """One training run: version in, published model (or a clear refusal) out.
 
 ``train`` is what the Airflow task and ``python -m training train`` call. It reads the
-manifest (refusing incomplete versions), trains under the device's strategy with per-epoch
-backups in storage, evaluates on the held-out test split, and publishes only a model that
-beats the majority-class baseline; the run folder's metrics.json is written last.
+manifest (refusing incomplete versions and splits that cannot be evaluated), trains under the
+device's strategy with per-epoch backups in storage, evaluates on the held-out test split and
+writes every model with its metrics, plots, card and the gate's verdict (``training.gate``);
+metrics.json is written last. Only a blessed model no worse than the current one becomes the
+dataset's current model.
 """
 
 from __future__ import annotations
@@ -22,20 +24,21 @@ import keras
 
 from etl import storage, versions
 from etl.provenance import code_version
-from training import adapt, outputs
+from training import adapt, gate, outputs
 from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndRestore, delete_backup
 from training.config import TrainConfig
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
-from training.evaluate import ModelQualityError, evaluate_split, labels_of, predictions
+from training.evaluate import evaluate_split, labels_of, predictions
+from training.gate import GateRules, ModelNotBlessedError
 from training.models.tabular import build_models, compile_model, export_serving
 from training.sanity import check_splits
 from training.tasks import TASKS as TASKS_BY_NAME
-from training.tasks import Task, metric_intervals, task_of
+from training.tasks import Task, gate_scores, metric_intervals, task_of
 from training.train_images import train_images
 
-__all__ = ["ModelQualityError", "TrainConfig", "train"]
+__all__ = ["ModelNotBlessedError", "TrainConfig", "train"]
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +63,13 @@ def train(
         callbacks: Extra Keras callbacks, run after ours.
 
     Returns:
-        ``{"model_uri": run folder URI, "metrics": contents of metrics.json}``.
+        ``{"model_uri": run folder URI, "metrics": contents of metrics.json, "blessing":
+        gate.Blessing, "promoted": whether this run is now the dataset's current model}``.
 
     Raises:
         IncompleteVersionError: the version has no manifest.
-        ModelQualityError: the model does not beat the baseline by ``config.min_margin``.
+        EvaluationSplitError: the test split cannot be evaluated (nothing is trained).
+        ModelNotBlessedError: ``config.fail_unblessed`` and the model, written, is not blessed.
     """
     config = config or TrainConfig()
     manifest = versions.read_manifest(version_uri)  # raises IncompleteVersionError
@@ -75,21 +80,38 @@ def train(
     done = storage.join(run_uri, outputs.METRICS_FILE)
     if not config.overwrite and storage.exists(done):
         log.info("run %s is already complete: returning its metrics", run_uri)
-        return {"model_uri": run_uri, "metrics": storage.read_json(done)}
+        return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
     config, weights = _adapted(config, manifest)
     setup = setup_device(config.precision, config.devices)
     keras.utils.set_random_seed(config.seed)
     with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
         work_dir = Path(work)
-        metrics = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config, work_dir,
-                                    callbacks, weights)
-        metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri)
+        metrics, evidence = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config,
+                                              work_dir, callbacks, weights)
+        blessing, token = _judge(version_uri, manifest, models_root, config, metrics, evidence)
+        metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
+                       blessing=blessing.to_dict())
         out = work_dir / "run"
         metrics["artifacts"] = _write_artifacts(out, metrics, config)
         outputs.publish_run(out, run_uri, metrics, TASKS_BY_NAME[metrics["task"]].card_metrics)
     delete_backup(storage.join(run_uri, outputs.BACKUP_DIR))
-    return {"model_uri": run_uri, "metrics": metrics}
+    return gate.conclude(models_root, {"model_uri": run_uri, "metrics": metrics}, blessing,
+                         token, task_of(manifest).card_metrics[0], config.fail_unblessed)
+
+
+def _judge(version_uri: str, manifest: dict[str, Any], models_root: str, config: TrainConfig,
+           metrics: dict[str, Any], evidence: tuple[Any, Any]) -> tuple[gate.Blessing, str | None]:
+    """The verdict; the current model is scored on this version's raw test rows, through its
+    own preprocessing, exactly as it would serve them."""
+    raw_test = make_dataset(version_uri, TEST_SPLIT, manifest, config.input)
+
+    def score(model: keras.Model) -> dict[str, float]:
+        return gate_scores(task_of(manifest).name, manifest, *predictions(model, raw_test),
+                           served=True)
+
+    return gate.judge(task_of(manifest), manifest, metrics["test"], metrics["baseline"],
+                      evidence, GateRules.of(config), models_root, score)
 
 
 def _adapted(config: TrainConfig,
@@ -106,8 +128,9 @@ def _fit_and_evaluate(
     version_uri: str, manifest: dict[str, Any], run_uri: str, setup: DeviceSetup,
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
     weights: dict[int, float] | None = None,
-) -> dict[str, Any]:
-    """Fit with backups and early stopping, gate on the test split, save the model locally."""
+) -> tuple[dict[str, Any], tuple[Any, Any]]:
+    """Fit with backups and early stopping, evaluate on the test split, save the model
+    locally; the metrics and the test (labels, outputs) the gate judges."""
     icfg, task = config.input, task_of(manifest)
     steps, per_call = epoch_steps(manifest, config, setup.replicas)
     parts = build_models(manifest, config.model, core_scope=setup.strategy.scope(),
@@ -122,7 +145,8 @@ def _fit_and_evaluate(
                      target=target)
         for split in ("train", EVAL_SPLIT, TEST_SPLIT)
     )
-    check_splits(manifest, {s: labels_of(ds) for s, ds in (("eval", eval_ds), ("test", test_ds))},
+    check_splits(manifest, {s: labels_of(ds) for s, ds in ((EVAL_SPLIT, eval_ds),
+                                                          (TEST_SPLIT, test_ds))},
                  config.min_eval_examples)
     stall = _stall_ratio(model, train_ds, setup, config) if config.measure_stall_batches else None
     backup = StorageBackupAndRestore(storage.join(run_uri, outputs.BACKUP_DIR), work_dir / "backup")
@@ -142,12 +166,11 @@ def _fit_and_evaluate(
                 intervals=metric_intervals(manifest, labels, out))
     base, ev = task.baseline(labels, manifest), evaluate_split(model, eval_ds)
     log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
-    task.check(test, base, config.min_margin)
     task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
     parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
     export_serving(parts.full, work_dir / "run" / "saved_model")  # any feature name serves
     return _metrics(manifest, version_uri, setup, config, history.history, backup, stopper,
-                    timer, fit_s, test, ev, base, stall)
+                    timer, fit_s, test, ev, base, stall), (labels, out)
 
 
 def epoch_steps(manifest: dict[str, Any], config: TrainConfig,
@@ -179,7 +202,6 @@ def _metrics(manifest: dict[str, Any], version_uri: str, setup: DeviceSetup, con
         "label": label["name"], "task": task_of(manifest).name, "classes": label.get("names"),
         "transform": label.get("transform"), "split": TEST_SPLIT,
         "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
-        "passed_quality_gate": True,
         "examples": {s: manifest["splits"][s]["num_examples"] for s in ("train", EVAL_SPLIT, TEST_SPLIT)},
         "examples_per_s": timer.examples_per_s(), "fit_seconds": fit_s, "stall_ratio": stall,
         "device": setup.device, "precision": setup.precision, "replicas": setup.replicas,

@@ -3,8 +3,9 @@
 What ``training.train.train`` does for a version whose manifest has an image feature. An image
 label is a multi-class label, so the multiclass task of ``training.tasks`` decides once what the
 tabular path's task decides: the softmax head, loss and metrics, the test report (accuracy,
-macro-F1, per class, macro AUC), the majority-class baseline and the gate (accuracy and macro-F1
-beat it by ``min_margin``), the confusion matrix plot and the model card's lines. Only the CNN
+macro-F1, per class, macro AUC), the majority-class baseline and the gate's rules
+(``training.gate``: accuracy and macro-F1 beat it by ``min_margin``), the confusion matrix plot
+and the model card's lines. Only the CNN
 and the image input pipeline are the image path's own.
 """
 
@@ -23,12 +24,12 @@ import tensorflow as tf
 
 from etl import storage
 from etl.provenance import code_version
-from training import outputs
+from training import gate, outputs
 from training.config import ImageTrainConfig, TrainConfig
 from training.data.images import image_feature, make_image_dataset
 from training.evaluate import evaluate_split, predictions
 from training.models.images import build_cnn
-from training.tasks import MULTICLASS, TASKS, Task
+from training.tasks import MULTICLASS, TASKS, Task, gate_scores
 
 TASK: Task = TASKS[MULTICLASS]
 INPUTS = "It takes float32 images in [0, 1] of the manifest's shape; decoding is the caller's."
@@ -58,7 +59,7 @@ def fit(version_uri: str, manifest: dict[str, Any], config: ImageTrainConfig) ->
     epochs_run = len(history.history.get("loss", []))
     return model, {
         "test": test, "eval": evaluate_split(model, eval_ds), "fit_seconds": fit_s,
-        "test_labels": labels, "test_outputs": probs,
+        "test_labels": labels, "test_outputs": probs, "test_ds": test_ds,
         "history": {k: [float(x) for x in v] for k, v in history.history.items()},
         "epochs": config.epochs, "epochs_run": epochs_run, "resumed_from_epoch": 0,
         "best_epoch": stopper.best_epoch + 1 if epochs_run else None,
@@ -67,17 +68,25 @@ def fit(version_uri: str, manifest: dict[str, Any], config: ImageTrainConfig) ->
 
 def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, run_name: str,
                  config: TrainConfig | None = None) -> dict[str, Any]:
-    """What ``training.train.train`` does for an image version: fit, gate, publish the run."""
+    """What ``training.train.train`` does for an image version: fit, judge, publish the run."""
+    config = config or TrainConfig()
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)
     done = storage.join(run_uri, outputs.METRICS_FILE)
-    if not (config and config.overwrite) and storage.exists(done):
-        return {"model_uri": run_uri, "metrics": storage.read_json(done)}
-    icfg = ImageTrainConfig.from_train_config(config or TrainConfig())
+    if not config.overwrite and storage.exists(done):
+        return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
+    icfg = ImageTrainConfig.from_train_config(config)
     model, result = fit(version_uri, manifest, icfg)
     labels, probs = result.pop("test_labels"), result.pop("test_outputs")
+    test_ds = result.pop("test_ds")
     base = TASK.baseline(labels, manifest)
-    TASK.check(result["test"], base, icfg.min_margin)
+
+    def score(current: keras.Model) -> dict[str, float]:
+        return gate_scores(TASK.name, manifest, *predictions(current, test_ds), served=True)
+
+    blessing, token = gate.judge(TASK, manifest, result["test"], base, (labels, probs),
+                                 gate.GateRules.of(config, icfg.min_margin), models_root, score)
     metrics = _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result)
+    metrics["blessing"] = blessing.to_dict()
     with tempfile.TemporaryDirectory(prefix="train-images-") as work:
         out = Path(work)
         model.save(out / "model.keras")
@@ -86,7 +95,8 @@ def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, r
             out, metrics, dataclasses.asdict(icfg), TASK.about(metrics), TASK.card_metrics,
             TASK.output, INPUTS)
         outputs.publish_run(out, run_uri, metrics, TASK.card_metrics)
-    return {"model_uri": run_uri, "metrics": metrics}
+    return gate.conclude(models_root, {"model_uri": run_uri, "metrics": metrics}, blessing,
+                         token, TASK.card_metrics[0], config.fail_unblessed)
 
 
 def _metrics(version_uri: str, manifest: dict[str, Any], run_name: str, run_uri: str,
@@ -97,7 +107,7 @@ def _metrics(version_uri: str, manifest: dict[str, Any], run_name: str, run_uri:
     return {"dataset": manifest["dataset"], "version": manifest["version"],
             "version_uri": version_uri, "label": label["name"], "kind": "image",
             "task": TASK.name, "classes": label.get("names"), "transform": None, "split": "test",
-            "baseline": base, "min_margin": config.min_margin, "passed_quality_gate": True,
+            "baseline": base, "min_margin": config.min_margin,
             "run": run_name, "model_uri": run_uri, "manifest_sha256": sha.hexdigest(),
             "examples": {s: v["num_examples"] for s, v in manifest["splits"].items()},
             "device": "GPU" if tf.config.list_logical_devices("GPU") else "CPU",

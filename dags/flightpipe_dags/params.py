@@ -37,7 +37,7 @@ VERSION_ID = r"^(latest|\d{8}T\d{6}Z_\S+)$"
 VALIDATION_MODES = ("quarantine", "strict")
 
 
-TRAIN_OVERRIDES = ("epochs", "batch_size", "min_margin")
+TRAIN_OVERRIDES = ("epochs", "batch_size", "min_margin", "fail_unblessed")
 
 
 def _rule(allowed: str, **schema: Any) -> dict[str, Any]:
@@ -138,8 +138,15 @@ def training_params() -> dict[str, Param]:
             **_rule(f"a number from 0 up to (not including) {MARGIN_BELOW}", minimum=0,
                     exclusiveMaximum=MARGIN_BELOW),
             title="Quality gate margin",
-            description="The model must beat the majority-class baseline's test accuracy and "
-            f"AUC by this much (0 up to, not including, {MARGIN_BELOW}) or nothing is "
-            "published. Empty: the spec's training.min_margin, else the default.",
+            description="For a blessing, the model must beat the baseline's test metrics "
+            f"(accuracy and AUC, macro-F1, or RMSE relative) by this much (0 up to, not "
+            f"including, {MARGIN_BELOW}). The model is written either way; only a blessed one "
+            "becomes current. Empty: the spec's training.min_margin, else the default.",
+        ),
+        "fail_unblessed": Param(
+            None, type=["null", "boolean"], title="Fail when not blessed",
+            description="Fail the train task when the model is not blessed. Empty or off "
+            "(the default, as in TFX): the task succeeds, the model is written with its "
+            "verdict and is simply not made the dataset's current model.",
         ),
     }

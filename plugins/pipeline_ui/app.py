@@ -103,7 +103,8 @@ def _templates() -> Environment:
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target, drift_words=trend.drift_words,
-                       trend_rows=trend.trend_rows, sparkline=trend.sparkline)
+                       trend_rows=trend.trend_rows, sparkline=trend.sparkline,
+                       verdict=views.verdict)
     return env
 
 
@@ -150,7 +151,8 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
     def dataset(request: Request, dataset: str, page: PageQ = 1, per_page: PerPageQ = None,
                 ) -> Response:
         listing = catalog.versions(dataset, page, per_page, MODELS_ON_DATASET_PAGE)
-        return render(request, "dataset.html", dataset=dataset, listing=listing)
+        return render(request, "dataset.html", dataset=dataset, listing=listing,
+                      current=catalog.current_model(dataset))
 
     @app.get("/datasets/{dataset}/versions/{version}", response_class=HTMLResponse, name="version")
     def version(request: Request, dataset: str, version: str, page: PageQ = 1,
@@ -161,6 +163,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         listing = paginate(shards, page, catalog.clamp(per_page))
         return render(request, "version.html", dataset=dataset, version=version, manifest=manifest,
                     shards=listing, models=models, models_total=models_total,
+                    current=catalog.current_model(dataset),
                     schema=present.schema_rows(manifest), raw=present.raw_json(manifest),
                     segments=present.segment_rows(manifest),
                     extra=[(views.label(k), v) for k, v in present.other_fields(manifest)],
@@ -199,6 +202,8 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                 if detail.card is not None else None)
         run_id, dag_id = views.training_run(run, dataset, detail.metrics)
         return render(request, "model.html", dataset=dataset, version=version, detail=detail,
+                    current=catalog.current_model(dataset),
+                    verdict_view=views.verdict(detail.metrics, catalog.current_model(dataset)),
                     card=card, view=views.model_view(detail.metrics), run_id=run_id, dag_id=dag_id,
                     raw=present.raw_json(detail.metrics) if detail.metrics else None)
 

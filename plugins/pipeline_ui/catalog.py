@@ -236,6 +236,17 @@ class Catalog:
         except NotFound:
             return None
 
+    def current_model(self, dataset: str) -> dict[str, Any] | None:
+        """The dataset's current (blessed) model: ``models/<dataset>/current.json``, which
+        training writes (``training.gate``); None when no run was promoted."""
+        self.version_ids(dataset)  # validates the name
+        uri = self._guard(lambda: storage.safe_join(self.root, "models", dataset, "current.json"),
+                          "current model")
+        try:
+            return self._read_json(uri, f"current model of {dataset}")
+        except NotFound:
+            return None
+
     def models(self, dataset: str, version: str, limit: int | None = None,
                ) -> tuple[list[ModelRow], int]:
         """Newest ``limit`` runs trained on the version and how many there are in all."""

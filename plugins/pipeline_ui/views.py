@@ -23,7 +23,7 @@ _LABELS = {
     "quarantined_rows": "Rows quarantined", "auc": "AUC", "pr_auc": "PR AUC", "cpu": "CPU",
     "gpu": "GPU", "examples_per_s": "Examples per second", "fit_seconds": "Fit time (s)",
     "stall_ratio": "Input stall ratio", "min_margin": "Required margin over baseline",
-    "passed_quality_gate": "Passed quality gate", "best_epoch": "Best epoch",
+    "best_epoch": "Best epoch",
     "epochs_run": "Epochs run", "resumed_from_epoch": "Resumed from epoch",
     "version_uri": "Version URI", "model_uri": "Model URI", "code_version": "Code version",
     "sha256": "SHA-256", "manifest_sha256": "Manifest SHA-256", "lr": "Learning rate",
@@ -108,11 +108,34 @@ def model_view(metrics: dict[str, Any] | None) -> ModelView:
     epochs = max((len(history[k]) for k in keys), default=0)
     rows = [[i + 1, *(history[k][i] if i < len(history[k]) else None for k in keys)]
             for i in range(min(epochs, MAX_HISTORY_EPOCHS))]
-    skip = (*scopes, "history", "hyperparameters", "artifacts")
+    skip = (*scopes, "history", "hyperparameters", "artifacts", "blessing")
     return ModelView(scopes, quality, labelled(metrics, skip),
                      hyperparameter_rows(metrics.get("hyperparameters")),
                      [label(k) for k in keys], rows, epochs > MAX_HISTORY_EPOCHS,
                      ci.get("level"))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's verdict on a run (metrics.json ``blessing``) and whether it is current."""
+
+    state: str  # "blessed", "not blessed", or "no verdict" (a run from before the gate)
+    current: bool  # models/<dataset>/current.json names this run
+    reasons: list[str]
+    checks: list[tuple[bool, str]]  # (passed, the figures and threshold)
+
+
+def verdict(metrics: dict[str, Any] | None, current: dict[str, Any] | None) -> Verdict:
+    """Tolerant of runs without a verdict and of a missing or odd pointer."""
+    metrics = metrics if isinstance(metrics, dict) else {}
+    raw = metrics.get("blessing") if isinstance(metrics.get("blessing"), dict) else {}
+    state = "no verdict" if "blessed" not in raw else (
+        "blessed" if raw["blessed"] is True else "not blessed")
+    checks = [(c.get("passed") is True, str(c.get("detail", ""))) for c in
+              raw.get("checks") or [] if isinstance(c, dict)]
+    is_current = isinstance(current, dict) and bool(metrics) and all(
+        current.get(k) == metrics.get(k) for k in ("version", "run"))
+    return Verdict(state, is_current, [str(r) for r in raw.get("reasons") or []], checks)
 
 
 def interval(bounds: Any) -> str:

@@ -47,11 +47,11 @@ def _runs(dsn: str, dag_id: str) -> list[tuple]:
 
 
 def _train_failures(env: dict, dsn: str) -> dict[str, str]:
-    """run_id -> why, for each failed training task; the model's quality gate (a young
-    version's few rows) is the model's verdict, not this test's subject."""
+    """run_id -> why, for each failed training task; a model not blessed (a young version's
+    few rows; only under fail_unblessed) is the model's verdict, not this test's subject."""
     failed = query_rows(dsn, "SELECT run_id FROM task_instance WHERE dag_id = 'train_flights' "
                         "AND task_id = 'train' AND state = 'failed'")
-    return {r: ("quality gate" if "ModelQualityError" in task_log(env, "train_flights", r,
+    return {r: ("not blessed" if "ModelNotBlessedError" in task_log(env, "train_flights", r,
                                                                    "train") else "other")
             for (r,) in failed}
 
@@ -120,5 +120,5 @@ def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each
     gate = _train_failures(env, dsn)
     assert tis[train[-1][0]] == "failed" or list(models.glob(f"{versions[-1]}/*/metrics.json"))
     print(f"\n30 announced days: {len(etl)} ETL runs, {len(train)} training runs "
-          f"({len(trained)} trained, {len(gate)} of them refused by the quality gate; "
+          f"({len(trained)} trained, {len(gate)} of them failed as not blessed; "
           f"{len(skipped)} skipped as superseded) in {took:.0f} s")
