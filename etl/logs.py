@@ -108,7 +108,12 @@ def configure(level: int = logging.INFO, *, handler: bool = True,
     if not handler:
         return
     root = logging.getLogger()
-    if not any(h.get_name() == _HANDLER_NAME for h in root.handlers):
+    ours = [h for h in root.handlers if h.get_name() == _HANDLER_NAME]
+    if ours:  # a second entry in one process (tests, a notebook) writes where stderr is now
+        for h in ours:
+            if isinstance(h, logging.StreamHandler):
+                h.stream = stream or sys.stderr  # not setStream: it flushes the old, maybe closed
+    else:
         out = logging.StreamHandler(stream or sys.stderr)
         out.set_name(_HANDLER_NAME)
         out.setFormatter(logging.Formatter(FORMAT))
