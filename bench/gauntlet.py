@@ -30,6 +30,7 @@ RUN = "gauntlet"  # the training run's name under models/<name>/<version>/
 TIMEOUT_S = {"land": 900, "spec_init": 900, "etl_run": 1800, "training": 3600}
 TOLERANCE_NOTE = "within 5%: accuracy, macro-F1 or AUC >= 0.95x the reference, RMSE <= 1.05x"
 TRACEBACK = "Traceback (most recent call last)"
+QUICK_TABLES = ("iris", "barley", "penguins")  # ``make bench-quick``: the harness, in minutes
 
 
 def _message(text: str, lines: int = 3) -> str:
