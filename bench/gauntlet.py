@@ -151,8 +151,8 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
     if metrics is not None:
         gate = metrics.get("blessing") or metrics.get("verdict") or {}
         blessed = gate.get("blessed") if isinstance(gate, dict) else metrics.get("blessed")
-        if blessed is None:  # a gate that writes only what it passes
-            blessed = failed is None
+        if blessed is None:  # before blessings: a gate that writes only what it passes
+            blessed = metrics.get("passed_quality_gate", failed is None)
         reason = (gate.get("reason") if isinstance(gate, dict) else None) or \
             (result[failed].get("message") if failed else None)
         status = "blessed" if blessed else "not blessed"
