@@ -112,7 +112,9 @@ def _draft(table: Table, root: str, work: Path, result: dict[str, Any]) -> str |
         "spec", "init", "--name", table.name, "--source", table.raw_path, "--root", root,
         "--label", table.label, "--task", table.task, "--out", str(spec_dir), "--force"],
         work, _env(work / "specs"))
-    result["spec_init"].pop("stdout")
+    said = result["spec_init"].pop("stdout").splitlines()
+    if "Inferred:" in said[:-1]:  # what the draft read: every row, or which sample
+        result["spec_init"]["read"] = said[said.index("Inferred:") + 1].strip()
     return str(spec_dir / "spec.yaml") if result["spec_init"]["ok"] else None
 
 
