@@ -158,7 +158,8 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
         reason = (gate.get("reason") if isinstance(gate, dict) else None) or \
             (result[failed].get("message") if failed else None)
         status = "blessed" if blessed else "not blessed"
-        return {"status": status, "reason": reason, "traceback_in": crashed}
+        harness = {"error": result["error"]["message"]} if result.get("error") else {}
+        return {"status": status, "reason": reason, "traceback_in": crashed, **harness}
     if result.get("error"):
         return {"status": "error", "step": result["error"]["step"],
                 "message": result["error"]["message"], "traceback_in": crashed}
@@ -222,6 +223,7 @@ def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "by_status": {s: sorted(n for n in status if status[n] == s) for s in set(status.values())},
         "tracebacks": sorted(n for n, r in results.items() if r["verdict"].get("traceback_in")
                              or r["verdict"]["status"] in ("traceback", "error")),
+        "harness_errors": {n: r["error"]["message"] for n, r in results.items() if r.get("error")},
         "flights_window": TABLES["flights"].window if "flights" in results else None,
         "flights_auc": {"model": model_auc, "reference": ref_auc,
                         "met": None if None in (model_auc, ref_auc) else model_auc >= ref_auc},

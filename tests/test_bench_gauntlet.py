@@ -105,3 +105,13 @@ def test_the_bench_table_shows_each_tables_verdict_and_seconds() -> None:
     rows = gauntlet_report.rows({"gauntlet": {"tables": {"mpg": table}}})
     assert rows[-1] == ("| mpg | plotnine | 234 | regression | rmse | 1.100 | 1.000 | 1.10 | "
                         "not blessed: RMSE interval / reaches 0 | 1.5 | 0.01 | 6.0 | 30.0 |")
+
+
+def test_a_harness_error_after_the_model_is_written_is_kept_beside_its_verdict() -> None:
+    result = {"training": {"ok": True, "traceback": False},
+              "metrics_file": {"test": {"accuracy": 0.9}, "passed_quality_gate": False},
+              "error": {"step": "training or reference", "message": "KeyError: 'macro_f1'"}}
+    got = gauntlet.verdict(result)
+    assert got["status"] == "not blessed" and got["error"] == "KeyError: 'macro_f1'"
+    table = {"package": "p", "met": False, "verdict": got, "error": result["error"]}
+    assert gauntlet.summary({"t": table})["harness_errors"] == {"t": "KeyError: 'macro_f1'"}
