@@ -34,13 +34,17 @@ QUICK_TABLES = ("iris", "barley", "penguins")  # ``make bench-quick``: the harne
 
 
 def _message(text: str, lines: int = 3) -> str:
-    """What a failed step said last: its exception line after a traceback, else its last
-    lines (the CLIs print what to change there)."""
+    """What a failed step said: its exception line after a traceback, else from its last
+    ``error:`` line on (the CLIs print what to change there), else its last lines."""
     kept = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if TRACEBACK in text:
         after = text.rsplit(TRACEBACK, 1)[1].strip().splitlines()
         kept = [line.strip() for line in after if line.strip() and not line.startswith(" ")]
         return (kept or ["(empty traceback)"])[-1][:1000]
+    errors = [i for i, line in enumerate(kept) if line.startswith("error:")]
+    if errors:  # the CLIs' refusal, then what failed (without its example rows)
+        return " | ".join(line for line in kept[errors[-1]:]
+                          if not line.startswith("e.g."))[:1000]
     return " | ".join(kept[-lines:])[:1000]
 
 

@@ -56,7 +56,7 @@ def test_a_failed_step_is_a_refusal_and_a_crash_is_flagged() -> None:
                "training": {"ok": False, "traceback": True, "message": gauntlet._message(crash)}}
     assert gauntlet.verdict(refused) == {
         "status": "refused", "step": "etl_run", "traceback_in": [],
-        "message": "Inferred: | error: raw/x.csv: column 'a' holds 'nil'; expected a number"}
+        "message": "error: raw/x.csv: column 'a' holds 'nil'; expected a number"}
     got = gauntlet.verdict(crashed)
     assert got["status"] == "traceback" and got["step"] == "training"
     assert got["message"] == "ValueError: 'class' is not a valid parameter name"
