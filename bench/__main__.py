@@ -1,6 +1,8 @@
 """`make bench`: the ETL against its floor and its peers, its fixed overhead, and the input
 pipeline against its parsing ceiling -- in one run, on the same data (issue 15); what segment
-builds cost on one-row partitions, per night and on a bucket (issue 25, bench/segments.py).
+builds cost on one-row partitions, per night and on a bucket (issue 25, bench/segments.py);
+the gauntlet of public tables, each from its raw files to a model scored against a
+HistGradientBoosting reference (issue 33, bench/gauntlet.py).
 
 Every ratio compares figures measured side by side in this run on this machine; the targets
 are checked and a missed one is reported as missed, never hidden. ``--quick`` checks the
@@ -19,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import measure, overhead, references, report
+from bench import gauntlet, measure, overhead, report
 from bench.peer_envs import PEERS, run_peers
 
 log = logging.getLogger("bench")
@@ -28,7 +30,7 @@ DAY = (DAY_START[:10], DAY_END[:10])
 QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instead of the year
 
 
-PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "references")
+PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet")
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -137,6 +139,18 @@ def _input(results: dict[str, Any], work: Path, one_x: dict[str, Any] | None) ->
                                                              results["quick"], work)
 
 
+def _gauntlet(results: dict[str, Any], work: Path, out: Path) -> None:
+    """Every public table from its raw files to a model, saved after each table."""
+    def save(g: dict[str, Any]) -> None:
+        results["gauntlet"] = g
+        _save(results, out)
+
+    names = list(gauntlet.QUICK_TABLES) if results["quick"] else list(gauntlet.TABLES)
+    log.info("gauntlet: %d public tables, new-user runs against their references", len(names))
+    results.pop("references", None)  # what the gauntlet replaced
+    gauntlet.run_all(work / "gauntlet", names, save=save)
+
+
 def _dags(results: dict[str, Any]) -> None:
     log.info("DAG parse times")
     with tempfile.TemporaryDirectory() as home:
@@ -184,7 +198,7 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         "segments": lambda: figures(work, quick, results, lambda: _save(results, out)),
         "input": lambda: _input(results, work, one_x),
         "dags": lambda: _dags(results),
-        "references": lambda: results.update(references=references.run_all(work / "references"))}
+        "gauntlet": lambda: _gauntlet(results, work, out)}
     for part in (p for p in PARTS if p in parts):
         began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),
                  "commit": head}

@@ -1,23 +1,17 @@
-"""A scikit-learn reference for each public table (``bench.tables``): the same split, the same
-feature columns, read back from the published TFRecords, fit by HistGradientBoosting.
+"""A scikit-learn reference for each gauntlet table (``bench.gauntlet``): the same split, the
+same feature columns, read back from the published TFRecords, fit by HistGradientBoosting.
 
-``run_table`` is what a new user does -- land the file, ``etl spec init`` choosing only the
-label and task, ``etl run``, ``training train`` -- then scores the reference on the test split
-the model was scored on. The model must reach 95% of the reference's accuracy or macro-F1
-(classification), or at most 105% of its RMSE (regression).
+The model must reach 95% of the reference's accuracy or macro-F1 (classification), or at most
+105% of its RMSE (regression).
 """
 
 from __future__ import annotations
 
 import math
-import shutil
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from bench.tables import TABLES, Table, land_table
 
 TOLERANCE = 0.05
 SEED = 0
@@ -74,71 +68,3 @@ def compare(model: dict[str, Any], ref: dict[str, float], task: str) -> dict[str
     ratios = {m: model[m] / ref[m] if ref[m] else float("nan") for m in ("accuracy", "macro_f1")}
     return {"metric": "accuracy or macro_f1", "ratios": ratios,
             "met": any(r >= 1 - TOLERANCE for r in ratios.values())}
-
-
-def run_table(table: Table, work: Path) -> dict[str, Any]:
-    """Land, draft, build and train ``table`` under ``work``; the model against the reference."""
-    from etl.__main__ import main as etl_main
-    from training.__main__ import main as training_main
-
-    shutil.rmtree(work, ignore_errors=True)  # a fresh root: a new draft, a new version
-    root, specs = f"file://{work / 'data'}", work / "specs"
-    land_table(table, work / "data")
-    spec_dir = specs / table.name
-    _ok(etl_main(["spec", "init", "--name", table.name, "--source", table.raw_path,
-                  "--root", root, "--label", table.label, "--task", table.task,
-                  "--out", str(spec_dir), "--force"]), "spec init")
-    spec = str(spec_dir / "spec.yaml")
-    _ok(etl_main(["run", "--root", root, "--dataset", spec, "--interval-end", "2100-01-01"]),
-        "etl run")
-    from etl import storage, versions
-
-    version_uri = versions.resolve(root, table.name, "latest")
-    _ok(training_main(["train", "--root", root, "--dataset", table.name, "--run", "reference",
-                       "--overwrite"]), "training train")
-    metrics = storage.read_json(storage.join(root, "models", table.name,
-                                             version_uri.rstrip("/").rsplit("/", 1)[-1],
-                                             "reference", "metrics.json"))
-    ref = reference(version_uri, table.task)
-    return {"table": table.name, "task": table.task, "version_uri": version_uri,
-            "examples": metrics["examples"], "model": _scalars(metrics["test"]),
-            "intervals": metrics["test"].get("intervals"), "reference": ref,
-            **compare(metrics["test"], ref, table.task)}
-
-
-def _ok(rc: int, step: str) -> None:
-    if rc != 0:
-        raise RuntimeError(f"{step} exited {rc}")
-
-
-def _scalars(test: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in test.items() if isinstance(v, (int, float))}
-
-
-def run_all(work: Path) -> dict[str, Any]:
-    """Every public table, each in its own storage root."""
-    return {name: run_table(table, work / name) for name, table in TABLES.items()}
-
-
-def main() -> int:
-    """``python -m bench.references [--out FILE]``: only the public tables, stored as JSON
-    (``make bench`` runs the same inside its whole run, into bench/results.json)."""
-    import argparse
-    import json
-    import logging
-    import tempfile
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--out", default="bench/references.json")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    with tempfile.TemporaryDirectory(prefix="references-") as work:
-        results = run_all(Path(work))
-    Path(args.out).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    for name, r in results.items():
-        print(f"{name}: {r['metric']} ratios {r['ratios']} -> {'met' if r['met'] else 'MISSED'}")
-    return 0 if all(r["met"] for r in results.values()) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

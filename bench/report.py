@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import gauntlet_report
+
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 DAG_PARSE_LIMIT_S = 0.5
 # the keys results.json must hold whatever else it holds (issue 15's "done means")
@@ -112,11 +114,7 @@ def check_targets(r: dict[str, Any]) -> list[dict[str, Any]]:
          max(r.get("dag_parse_s", {}).values(), default=None), DAG_PARSE_LIMIT_S, "<"),
         *_issue25_checks(r),
     ]
-    for name, ref in sorted((r.get("references") or {}).items()):
-        metric = "rmse" if ref["task"] == "regression" else "accuracy"
-        checks.append((f"{name}: model within 5% of the HistGradientBoosting reference (issue 27)",
-                       f"model / reference {metric}", ref["ratios"].get(metric),
-                       1.05 if metric == "rmse" else 0.95, "<=" if metric == "rmse" else ">="))
+    checks += gauntlet_report.checks(r)
     ops = {">=": lambda v, t: v >= t, "<=": lambda v, t: v <= t, "<": lambda v, t: v < t,
            ">": lambda v, t: v > t}
     return [{"name": name, "figure": figure, "value": value, "target": target, "op": op,
@@ -234,15 +232,6 @@ def _stall_rows(r: dict[str, Any]) -> list[str]:
     return rows
 
 
-def _reference_rows(r: dict[str, Any]) -> list[str]:
-    rows = []
-    for name, ref in sorted((r.get("references") or {}).items()):
-        for metric, ratio in ref["ratios"].items():
-            rows.append(f"| {name} ({ref['task']}): test {metric} | {ref['model'][metric]:.4f} | "
-                        f"HistGradientBoosting {ref['reference'][metric]:.4f} | {ratio:.2f}x |")
-    return rows
-
-
 def table(r: dict[str, Any]) -> str:
     m = r["machine"]
     gpu = ", ".join(m["gpu"]) if m.get("gpu") else "none"
@@ -266,9 +255,9 @@ def table(r: dict[str, Any]) -> str:
         *_stall_rows(r),
         f"| CSV read alone (pyarrow, 1x) | {_num(r.get('csv_read_rows_per_s'))} rows/s | | |",
     ]
-    lines += _reference_rows(r)
     lines += [f"| DAG parse time {name} | {_num(secs, '.3f')} s | | |"
               for name, secs in r.get("dag_parse_s", {}).items()]
+    lines += gauntlet_report.rows(r)
     lines += ["", "| target | measured | met |", "| --- | --- | --- |"]
     for t in r.get("targets", []):
         met = "yes" if t["met"] else "**MISSED**" + (" (not measured)" if "not_measured" in t

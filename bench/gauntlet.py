@@ -1,0 +1,281 @@
+"""The gauntlet (issue 33): every public table of ``bench.tables`` run as a new user runs it --
+land the raw files, ``etl spec init`` given only the label and task, ``etl run``,
+``training train`` -- each step a child process measured from outside, then the model against
+a HistGradientBoosting reference fitted on the same split and columns (``bench.references``).
+
+A table's failure (a refusal, a crash, a timeout) is recorded with its message and step and
+never stops the others; a traceback in any step's output is flagged as such. Beside the
+draft's cost: the ETL's own reader (``etl.sources.extract.read_files``) over the same files.
+``make bench`` runs it as its ``gauntlet`` part; ``python -m bench.gauntlet`` alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench.proctree import last_json, run_child
+from bench.references import compare, reference
+from bench.tables import TABLES, Table, interval_end, land_table
+
+log = logging.getLogger("bench.gauntlet")
+REPO = Path(__file__).resolve().parent.parent
+RUN = "gauntlet"  # the training run's name under models/<name>/<version>/
+TIMEOUT_S = {"land": 900, "spec_init": 900, "etl_run": 1800, "training": 3600}
+TOLERANCE_NOTE = "within 5%: accuracy, macro-F1 or AUC >= 0.95x the reference, RMSE <= 1.05x"
+TRACEBACK = "Traceback (most recent call last)"
+QUICK_TABLES = ("iris", "barley", "penguins")  # ``make bench-quick``: the harness, in minutes
+
+
+def _message(text: str, lines: int = 3) -> str:
+    """What a failed step said: its exception line after a traceback, else from its last
+    ``error:`` line on (the CLIs print what to change there), else its last lines."""
+    kept = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if TRACEBACK in text:
+        after = text.rsplit(TRACEBACK, 1)[1].strip().splitlines()
+        kept = [line.strip() for line in after if line.strip() and not line.startswith(" ")]
+        return (kept or ["(empty traceback)"])[-1][:1000]
+    errors = [i for i, line in enumerate(kept) if line.startswith("error:")]
+    if errors:  # the CLIs' refusal, then what failed (without its example rows)
+        return " | ".join(line for line in kept[errors[-1]:]
+                          if not line.startswith("e.g."))[:1000]
+    return " | ".join(kept[-lines:])[:1000]
+
+
+def step(name: str, module: str, args: list[str], work: Path, env: dict[str, str]
+         ) -> dict[str, Any]:
+    """``python -m <module> <args>`` as a child; its seconds, exit, message and output log
+    (``stdout``: what it printed, for the caller to pop)."""
+    child = run_child([sys.executable, "-m", module, *args], cwd=REPO, env=env,
+                      timeout_s=TIMEOUT_S[name])
+    (work / f"{name}.log").write_text(f"$ {module} {' '.join(args)}\n{child.stdout}\n"
+                                      f"--- stderr\n{child.stderr}")
+    out = child.stdout + child.stderr
+    ok = child.returncode == 0
+    return {"ok": ok, "rc": child.returncode, "seconds": round(child.wall_s, 2),
+            "cpu_s": round(child.cpu_s, 2), "peak_rss_mb": round(child.peak_rss_mb),
+            "traceback": TRACEBACK in out, "log": str(work / f"{name}.log"),
+            "stdout": child.stdout,
+            **({} if ok and TRACEBACK not in out else {"message": _message(child.stderr
+                                                                           or out)})}
+
+
+def _env(specs: Path | None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PIPELINE_SPECS_PATH":
+           str(specs) if specs else str(REPO / "etl" / "specs")}
+    env.pop("PIPELINE_STORAGE_ROOT", None)
+    return env
+
+
+def etl_read(spec_yaml: Path, files: list[Path]) -> dict[str, Any]:
+    """The ETL's reader of the drafted source over every landed file, timed in this process
+    (the draft's cost is to be read beside it)."""
+    from etl.sources.extract import read_files
+    from etl.spec import load_spec
+
+    try:
+        source = load_spec(spec_yaml).primary_source
+        t0 = time.perf_counter()
+        _, counts = read_files([f.as_uri() for f in files], source)
+        return {"seconds": round(time.perf_counter() - t0, 3), "files": len(files),
+                "rows": sum(counts)}
+    except Exception as exc:  # noqa: BLE001 - recorded beside the draft, never stops the table
+        return {"error": f"{type(exc).__name__}: {exc}"[:1000],
+                "traceback": traceback.format_exc()[-2000:]}
+
+
+def _land(table: Table, work: Path) -> tuple[str, list[Path]]:
+    """Land ``table`` under a fresh root (flights: ``etl land``, as its users land it);
+    (root URI, landed files)."""
+    data = work / "data"
+    root = data.as_uri()
+    if table.layout == "flights":
+        landed = step("land", "etl", ["land", "--root", root, "--dataset", "flights",
+                                      "--start-day", table.window[0], "--end-day",
+                                      table.window[1]], work, _env(None))
+        if not landed["ok"]:
+            raise RuntimeError(f"etl land: {landed.get('message')}")
+    else:
+        land_table(table, data)
+    return root, sorted(p for p in (data / "raw").rglob("*") if p.is_file())
+
+
+def _draft(table: Table, root: str, work: Path, result: dict[str, Any]) -> str | None:
+    """``etl spec init`` with only label and task; the drafted spec's path, None if refused."""
+    if table.layout == "flights":
+        result["spec_init"] = {"skipped": "the shipped flights spec (its label is derived)"}
+        return "flights"
+    spec_dir = work / "specs" / table.name
+    result["spec_init"] = step("spec_init", "etl", [
+        "spec", "init", "--name", table.name, "--source", table.raw_path, "--root", root,
+        "--label", table.label, "--task", table.task, "--out", str(spec_dir), "--force"],
+        work, _env(work / "specs"))
+    said = result["spec_init"].pop("stdout").splitlines()
+    if "Inferred:" in said[:-1]:  # what the draft read: every row, or which sample
+        result["spec_init"]["read"] = said[said.index("Inferred:") + 1].strip()
+    return str(spec_dir / "spec.yaml") if result["spec_init"]["ok"] else None
+
+
+def _train_and_score(table: Table, root: str, version_uri: str, work: Path,
+                     result: dict[str, Any]) -> None:
+    from etl import storage
+
+    specs = None if table.layout == "flights" else work / "specs"
+    result["training"] = step("training", "training", [
+        "train", "--root", root, "--dataset", table.name, "--run", RUN, "--overwrite"],
+        work, _env(specs))
+    result["training"].pop("stdout")
+    run_uri = storage.join(root, "models", table.name, version_uri.rstrip("/").rsplit("/", 1)[-1],
+                           RUN)
+    result["model_uri"] = run_uri
+    if storage.exists(storage.join(run_uri, "metrics.json")):
+        metrics = storage.read_json(storage.join(run_uri, "metrics.json"))
+        result["model"] = {k: float(v) for k, v in metrics["test"].items()
+                           if isinstance(v, (int, float))}
+        result["examples"] = metrics.get("examples")
+        result["metrics_file"] = metrics
+    t0 = time.perf_counter()
+    result["reference"] = reference(version_uri, table.task)
+    result["reference_s"] = round(time.perf_counter() - t0, 2)
+    if result.get("model"):
+        result.update(compare(result["model"], result["reference"], table.task))
+
+
+def verdict(result: dict[str, Any]) -> dict[str, Any]:
+    """blessed / not blessed (a model written, with the gate's reason) / refused (a step said
+    what to change) / traceback (a step crashed) / error (the harness itself failed)."""
+    steps = [s for s in ("spec_init", "etl_run", "training") if isinstance(result.get(s), dict)]
+    crashed = [s for s in steps if result[s].get("traceback")]
+    failed = next((s for s in steps if result[s].get("ok") is False), None)
+    metrics = result.pop("metrics_file", None)
+    if metrics is not None:
+        gate = metrics.get("blessing") or metrics.get("verdict") or {}
+        blessed = gate.get("blessed") if isinstance(gate, dict) else metrics.get("blessed")
+        if blessed is None:  # before blessings: a gate that writes only what it passes
+            blessed = metrics.get("passed_quality_gate", failed is None)
+        reason = (gate.get("reason") if isinstance(gate, dict) else None) or \
+            (result[failed].get("message") if failed else None)
+        status = "blessed" if blessed else "not blessed"
+        harness = {"error": result["error"]["message"]} if result.get("error") else {}
+        return {"status": status, "reason": reason, "traceback_in": crashed, **harness}
+    if result.get("error"):
+        return {"status": "error", "step": result["error"]["step"],
+                "message": result["error"]["message"], "traceback_in": crashed}
+    if failed:
+        return {"status": "traceback" if result[failed]["traceback"] else "refused",
+                "step": failed, "message": result[failed].get("message"),
+                "traceback_in": crashed}
+    return {"status": "no model", "message": "training exited 0 but wrote no metrics.json",
+            "traceback_in": crashed}
+
+
+def run_table(table: Table, work: Path) -> dict[str, Any]:
+    """Land, draft, build, train and score ``table`` in a fresh root under ``work``."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    result: dict[str, Any] = {
+        "table": table.name, "package": table.package, "resource": table.resource,
+        "layout": table.layout, "label": table.label, "task": table.task, "shape": table.shape}
+    where = "land"
+    try:
+        root, files = _land(table, work)
+        result["landed"] = {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+        where = "spec init"
+        spec = _draft(table, root, work, result)
+        if spec is None:
+            return {**result, "verdict": verdict(result)}
+        if spec != "flights":
+            result["etl_read"] = etl_read(Path(spec), files)
+        where = "etl run"
+        result["etl_run"] = step("etl_run", "etl", [
+            "run", "--root", root, "--dataset", spec, "--interval-end", interval_end(table),
+            "--run-id", RUN, "--json"], work, _env(None if spec == "flights" else work / "specs"))
+        if not result["etl_run"]["ok"]:
+            result["etl_run"].pop("stdout")
+            return {**result, "verdict": verdict(result)}
+        published = last_json(result["etl_run"].pop("stdout"))
+        result["rows"] = sum(published["splits"].values())
+        result["splits"] = published["splits"]
+        result["etl_timings"] = published.get("timings", {})
+        where = "training or reference"
+        _train_and_score(table, root, published["version_uri"], work, result)
+    except Exception as exc:  # noqa: BLE001 - recorded; the gauntlet goes on
+        result["error"] = {"step": where, "message": f"{type(exc).__name__}: {exc}"[:1000],
+                           "traceback": traceback.format_exc()[-3000:]}
+    return {**result, "verdict": verdict(result)}
+
+
+def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Issue 33's count: tables ending blessed within 5% of the reference (>= 90% asked), the
+    packages they come from, the tables that crashed, and flights' AUC against the
+    reference's on the same split."""
+    status = {n: r["verdict"]["status"] for n, r in results.items()}
+    within = sorted(n for n, r in results.items() if r.get("met"))
+    blessed = sorted(n for n in within if status[n] == "blessed")
+    flights = results.get("flights", {})
+    model_auc, ref_auc = (flights.get(k, {}).get("auc") for k in ("model", "reference"))
+    return {
+        "tables": len(results), "packages": sorted({r["package"] for r in results.values()}),
+        "within_5pct": within, "blessed_within_5pct": blessed,
+        "blessed_within_5pct_share": len(blessed) / len(results) if results else None,
+        "by_status": {s: sorted(n for n in status if status[n] == s) for s in set(status.values())},
+        "tracebacks": sorted(n for n, r in results.items() if r["verdict"].get("traceback_in")
+                             or r["verdict"]["status"] in ("traceback", "error")),
+        "harness_errors": {n: r["error"]["message"] for n, r in results.items() if r.get("error")},
+        "flights_window": TABLES["flights"].window if "flights" in results else None,
+        "flights_auc": {"model": model_auc, "reference": ref_auc,
+                        "met": None if None in (model_auc, ref_auc) else model_auc >= ref_auc},
+        "tolerance": TOLERANCE_NOTE}
+
+
+def run_all(work: Path, names: list[str] | None = None,
+            save: Any = None) -> dict[str, Any]:
+    """Every table (or ``names``), each in its own root under ``work``; ``save(gauntlet)``
+    after each, so an interrupted gauntlet keeps what it measured."""
+    gauntlet: dict[str, Any] = {"tables": {}}
+    for name in names or list(TABLES):
+        log.info("gauntlet: %s", name)
+        t0 = time.perf_counter()
+        result = run_table(TABLES[name], work / name)
+        result["seconds"] = round(time.perf_counter() - t0, 1)
+        gauntlet["tables"][name] = result
+        gauntlet["summary"] = summary(gauntlet["tables"])
+        log.info("gauntlet: %s -> %s in %.0f s", name, result["verdict"]["status"],
+                 result["seconds"])
+        if save:
+            save(gauntlet)
+    return gauntlet
+
+
+def main() -> int:
+    """``python -m bench.gauntlet [--tables a,b] [--out FILE]``: the gauntlet alone, stored as
+    JSON (``make bench`` runs the same as its ``gauntlet`` part, into bench/results.json)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--tables", default="", help=f"comma-separated, of {','.join(TABLES)}")
+    parser.add_argument("--work", default=".bench/gauntlet", help="scratch folder")
+    parser.add_argument("--out", default="bench/gauntlet.json")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    names = [n for n in args.tables.split(",") if n] or None
+    if unknown := set(names or ()) - set(TABLES):
+        parser.error(f"--tables: unknown {sorted(unknown)}")
+    out = Path(args.out)
+    gauntlet = run_all(Path(args.work).resolve(), names, lambda g: out.write_text(
+        json.dumps(g, indent=2, sort_keys=True, default=str) + "\n"))
+    for name, r in gauntlet["tables"].items():
+        v = r["verdict"]
+        print(f"{name:16} {v['status']:12} {r.get('ratios', '')} {v.get('message') or ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
