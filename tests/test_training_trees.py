@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
+import training_fixtures as fx
 
-from training.config import ModelConfig
+from training.config import InputConfig, ModelConfig, TrainConfig
 from training.models.trees import Forest, booster_params, compile_forest, fit_booster
+from training.train import train
+
+fx_make_rows = fx.make_rows
 
 CONFIG = ModelConfig(max_rounds=60, early_stopping_rounds=20)
 
@@ -72,3 +79,66 @@ def test_forest_survives_keras_save_and_load(tmp_path) -> None:
     loaded = keras.saving.load_model(tmp_path / "m.keras")
     np.testing.assert_allclose(loaded.predict(x, verbose=0), booster.predict(x)[:, None],
                                rtol=1e-5, atol=1e-6)
+
+
+def _step_rows(n: int, seed: int, random_labels: bool = False) -> list[dict]:
+    """fx rows whose label is a hard step in temp crossed with a carrier set: a tree states
+    it in two splits, a small MLP only approaches it."""
+    rows = fx_make_rows(n, seed, random_labels)
+    for row in rows:
+        row["late"] = int((row["temp"] > 60) != (row["carrier"] in ("UA", "DL", "MQ")))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def step_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[fx.WrittenVersion, dict]:
+    patch = pytest.MonkeyPatch()
+    patch.setattr(fx, "make_rows", _step_rows)
+    try:
+        store = fx.write_version(tmp_path_factory.mktemp("step"), n=3000, seed=3)
+    finally:
+        patch.undo()
+    config = TrainConfig(input=InputConfig(batch_size=128, seed=1), epochs=2,
+                         steps_per_execution=4)
+    return store, train(store.uri, f"{store.root.as_uri()}/models", "auto", config)
+
+
+def test_auto_keeps_the_family_better_on_eval_and_says_why(step_run) -> None:
+    _, result = step_run
+    metrics = result["metrics"]
+    choice = metrics["family_choice"]
+    assert metrics["family"] == choice["chosen"] == "trees"
+    assert choice["metric"] == "auc" and set(choice["eval"]) == {"trees", "mlp"}
+    assert choice["eval"]["trees"] > choice["eval"]["mlp"] + 0.02
+    assert choice["eval"]["trees"] == pytest.approx(metrics["eval"]["auc"])
+    assert "trees has the better eval auc" in choice["why"]
+    assert metrics["test"]["auc"] > 0.97 and metrics["trees"]["rounds"] == metrics["best_epoch"]
+
+
+def test_exported_trees_serve_raw_rows_without_lightgbm(step_run) -> None:
+    store, result = step_run
+    run = Path(result["model_uri"].removeprefix("file://"))
+    rows = store.rows["test"][:50] + [{**store.rows["test"][0], "carrier": "ZZ", "dest": "new"}]
+    raw = {name: tf.constant([r[name] for r in rows], dtype=feat["dtype"])
+           for name, feat in fx.FEATURES.items()}
+    exported = tf.saved_model.load(str(run / "saved_model"))  # keep it: it owns the variables
+    served = exported.serve(raw).numpy()
+    model = keras.saving.load_model(run / "model.keras")
+    np.testing.assert_allclose(served, model(raw).numpy(), rtol=1e-6, atol=1e-7)
+    want = np.array([[r["late"]] for r in rows[:50]])
+    assert np.mean((served[:50] >= 0.5) == want) > 0.95 and np.isfinite(served[-1]).all()
+    assert model.get_layer("flights_core").get_layer("forest").trees > 0
+
+
+def test_family_trees_fits_trees_only(tmp_path: Path) -> None:
+    store = fx.write_version(tmp_path, n=1500, seed=4)
+    config = TrainConfig(input=InputConfig(batch_size=128, seed=1), min_margin=0.0,
+                         model=ModelConfig(family="trees", max_rounds=50))
+    metrics = train(store.uri, f"{tmp_path.as_uri()}/models", "t", config)["metrics"]
+    assert metrics["family_choice"]["eval"].keys() == {"trees"}
+    assert metrics["epochs_run"] <= 50 and "family trees was set" in metrics["family_choice"]["why"]
+
+
+def test_model_config_refuses_an_unknown_family() -> None:
+    with pytest.raises(ValueError, match="family: expected one of"):
+        ModelConfig(family="forest")

@@ -73,7 +73,7 @@ def tree_preprocess(manifest: dict[str, Any]) -> TreeInputs:
     if matrix is None:
         raise ValueError(f"{where}: no features to fit trees on")
     model = keras.Model(raw, {FEATURES: matrix},
-                        name=f"{manifest.get('dataset', 'dataset')}_tree_preprocess")
+                        name=f"{manifest.get('dataset', 'dataset')}_preprocess")
     return TreeInputs(raw, model, columns, categorical)
 
 
@@ -302,7 +302,7 @@ def assemble(manifest: dict[str, Any], inputs: TreeInputs, forest: Forest,
     """``TabularModel`` views of the trees: the same contract as the MLP's."""
     dataset = manifest.get("dataset", "dataset")
     features = keras.Input(shape=(len(inputs.columns),), name=FEATURES, dtype="float32")
-    core = keras.Model({FEATURES: features}, forest(features), name=f"{dataset}_trees")
+    core = keras.Model({FEATURES: features}, forest(features), name=f"{dataset}_core")
     served = core(inputs.preprocess(inputs.raw))
     full = keras.Model(inputs.raw, serve(served, manifest["schema"]["label"]) if serve
                        else served, name=f"{dataset}_model")
