@@ -83,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--class-weights", choices=["auto", "balanced", "none"], default=d.class_weights,
                    help="auto: balanced when the largest class is 5x the smallest")
     t.add_argument("--lr-schedule", choices=["cosine", "constant"], default=d.model.lr_schedule)
+    t.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
+                   help="model family; auto fits both and keeps the better on eval (%(default)s)")
     b = sub.add_parser("bench-input", help="examples/s: raw read ceiling, ours, naive; stall ratio")
     _add_version_args(b)
     _add_input_args(b)
@@ -144,7 +146,8 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
         measure_stall_batches=args.measure_stall_batches, overwrite=args.overwrite,
         step_budget=args.step_budget, class_weights=args.class_weights,
     )
-    config = config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule)
+    config = config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule,
+                                   family=args.family)
     run = args.run or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())
     result = train(vuri, models_root(args, vuri), run, config)
     m = result["metrics"]
