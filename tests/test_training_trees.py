@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import keras
@@ -115,6 +119,19 @@ def test_auto_keeps_the_family_better_on_eval_and_says_why(step_run) -> None:
     assert metrics["test"]["auc"] > 0.97 and metrics["trees"]["rounds"] == metrics["best_epoch"]
 
 
+_SERVE_ALONE = """
+import json, sys
+sys.modules["lightgbm"] = None  # importing it would fail
+sys.modules["training"] = None
+import tensorflow as tf
+row = json.loads(sys.argv[2])
+model = tf.saved_model.load(sys.argv[1])
+dtypes = {spec.name: spec.dtype for spec in model.serve.input_signature[0].values()}
+print(float(model.serve({k: tf.constant([v], dtypes[k]) for k, v in row.items()
+                         if k in dtypes})[0, 0]))
+"""
+
+
 def test_exported_trees_serve_raw_rows_without_lightgbm(step_run) -> None:
     store, result = step_run
     run = Path(result["model_uri"].removeprefix("file://"))
@@ -123,6 +140,12 @@ def test_exported_trees_serve_raw_rows_without_lightgbm(step_run) -> None:
            for name, feat in fx.FEATURES.items()}
     exported = tf.saved_model.load(str(run / "saved_model"))  # keep it: it owns the variables
     served = exported.serve(raw).numpy()
+    fresh = subprocess.run(  # a process that cannot import lightgbm nor our code
+        [sys.executable, "-c", _SERVE_ALONE, str(run / "saved_model"), json.dumps(rows[-1])],
+        capture_output=True, text=True, timeout=300, check=False, cwd=run,
+        env={**os.environ, "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert float(fresh.stdout.split()[-1]) == pytest.approx(float(served[-1, 0]), abs=1e-6)
     model = keras.saving.load_model(run / "model.keras")
     np.testing.assert_allclose(served, model(raw).numpy(), rtol=1e-6, atol=1e-7)
     want = np.array([[r["late"]] for r in rows[:50]])

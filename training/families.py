@@ -89,6 +89,9 @@ def fit_trees(run: FitRun) -> Fitted:
     booster, history = fit_booster(train, held, params, inputs.categorical, config.model,
                                    weights)
     fit_s = time.perf_counter() - start
+    log.info("train %s: trees: %d rounds kept of %d, %d leaves, %s rows, %.1f s (LightGBM, "
+             "CPU)", manifest["dataset"], booster.best_iteration or len(history["loss"]),
+             len(history["loss"]), params["num_leaves"], f"{len(train[1]):,}", fit_s)
     parts = assemble(manifest, inputs, forest_of(booster, task.name), task.serve)
     model = compile_model(parts.core, config.model, loss=task.loss(), metrics=task.metrics())
     rounds = len(history["loss"])

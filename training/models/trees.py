@@ -203,8 +203,14 @@ def _round_down(threshold: np.ndarray) -> np.ndarray:
     return t32
 
 
-_INT_FIELDS = ("roots", "feature", "left", "right", "default_left", "missing", "categorical",
-               "cat_offset", "cat_width", "cat_left")
+_PACKED = ("feature", "left", "right", "flags", "cat_offset", "cat_width")  # columns of "nodes"
+
+
+def _pack(arrays: ForestArrays) -> np.ndarray:
+    """[nodes, 6] int32: one gather per step fetches all of a node's integer fields."""
+    flags = arrays.default_left | (arrays.missing << 1) | (arrays.categorical << 3)
+    return np.stack([arrays.feature, arrays.left, arrays.right, flags, arrays.cat_offset,
+                     arrays.cat_width], axis=1).astype(np.int32)
 
 
 @keras.saving.register_keras_serializable(package="flightpipe")
@@ -225,35 +231,39 @@ class Forest(keras.layers.Layer):
         self.nodes, self.trees, self.cat_size = nodes, trees, cat_size
         self.depth, self.num_class, self.link = depth, num_class, link
         self.init_score = init_score
-        sizes = {"roots": trees, "cat_left": cat_size}
-        for name in _INT_FIELDS:
-            setattr(self, name, self.add_weight(shape=(sizes.get(name, nodes),), dtype="int32",
-                                                initializer="zeros", trainable=False, name=name))
-        self.threshold = self.add_weight(shape=(nodes,), dtype="float32", initializer="zeros",
-                                         trainable=False, name="threshold")
-        # float64 sums like LightGBM's; autocast off keeps them float64 in call()
-        self.value = self.add_weight(shape=(nodes,), dtype="float64", initializer="zeros",
-                                     trainable=False, autocast=False, name="value")
+        self.roots = self._table("roots", (trees,), "int32")
+        self.table = self._table("nodes", (nodes, len(_PACKED)), "int32")
+        self.cat_left = self._table("cat_left", (cat_size,), "int32")
+        self.threshold = self._table("threshold", (nodes,), "float32")
+        self.value = self._table("value", (nodes,), "float64")  # sums as LightGBM's do
+
+    def _table(self, name: str, shape: tuple, dtype: str) -> Any:
+        # autocast off: float64 leaf values stay float64 inside call()
+        return self.add_weight(shape=shape, dtype=dtype, initializer="zeros", trainable=False,
+                               autocast=False, name=name)
 
     @classmethod
     def from_arrays(cls, arrays: ForestArrays, link: str, name: str = "forest") -> Forest:
         """A layer holding ``arrays``."""
         layer = cls(len(arrays.feature), len(arrays.roots), len(arrays.cat_left), arrays.depth,
                     arrays.num_class, link, name=name)
-        for field in (*_INT_FIELDS, "threshold", "value"):
-            getattr(layer, field).assign(getattr(arrays, field))
+        for weight, value in ((layer.roots, arrays.roots), (layer.table, _pack(arrays)),
+                              (layer.cat_left, arrays.cat_left),
+                              (layer.threshold, arrays.threshold), (layer.value, arrays.value)):
+            weight.assign(value)
         return layer
 
     def call(self, x: Any) -> Any:
         x = tf.convert_to_tensor(x, tf.float32)
-        t = {name: tf.convert_to_tensor(getattr(self, name))
-             for name in (*_INT_FIELDS, "threshold", "value")}
+        table, threshold = tf.convert_to_tensor(self.table), tf.convert_to_tensor(self.threshold)
+        cat_left = tf.convert_to_tensor(self.cat_left)
         batch = tf.shape(x)[0]
-        node = tf.tile(tf.expand_dims(t["roots"], 0), [batch, 1])
+        node = tf.tile(tf.expand_dims(tf.convert_to_tensor(self.roots), 0), [batch, 1])
         for _ in range(self.depth):
-            node = tf.where(_goes_left(t, x, node), tf.gather(t["left"], node),
-                            tf.gather(t["right"], node))
-        leaves = tf.gather(t["value"], node)  # [batch, trees] float64
+            fields = dict(zip(_PACKED, tf.unstack(tf.gather(table, node), axis=-1), strict=True))
+            left = _goes_left(fields, tf.gather(threshold, node), cat_left, x)
+            node = tf.where(left, fields["left"], fields["right"])
+        leaves = tf.gather(tf.convert_to_tensor(self.value), node)  # [batch, trees] float64
         k = self.num_class
         scores = tf.reduce_sum(tf.reshape(leaves, [batch, -1, k]), axis=1) + self.init_score
         scores = tf.cast(scores, tf.float32)
@@ -273,22 +283,22 @@ class Forest(keras.layers.Layer):
         return config
 
 
-def _goes_left(t: dict[str, tf.Tensor], x: tf.Tensor, node: tf.Tensor) -> tf.Tensor:
+def _goes_left(node: dict[str, tf.Tensor], threshold: tf.Tensor, cat_left: tf.Tensor,
+               x: tf.Tensor) -> tf.Tensor:
     """LightGBM's NumericalDecision / CategoricalDecision for each (row, tree)."""
-    value = tf.gather(x, tf.gather(t["feature"], node), batch_dims=1)
-    missing = tf.gather(t["missing"], node)
-    nan = tf.math.is_nan(value)
+    value = tf.gather(x, node["feature"], batch_dims=1)
+    flags = node["flags"]
+    missing, nan = tf.bitwise.right_shift(flags, 1) & 3, tf.math.is_nan(value)
     zeroed = tf.where(nan & (missing != _NAN), tf.zeros_like(value), value)
     is_missing = ((missing == _ZERO) & (tf.abs(zeroed) <= _ZERO_THRESHOLD)) | (
         (missing == _NAN) & nan)
-    numeric = tf.where(is_missing, tf.gather(t["default_left"], node) > 0,
-                       zeroed <= tf.gather(t["threshold"], node))
+    numeric = tf.where(is_missing, (flags & 1) > 0, zeroed <= threshold)
     ids = tf.cast(tf.where(nan, tf.zeros_like(value), value), tf.int32)
-    width = tf.gather(t["cat_width"], node)
+    width = node["cat_width"]
     inside = (ids >= 0) & (ids < width) & ~((missing == _NAN) & nan)
-    slot = tf.gather(t["cat_offset"], node) + tf.clip_by_value(ids, 0, tf.maximum(width - 1, 0))
-    category = inside & (tf.gather(t["cat_left"], slot) > 0)
-    return tf.where(tf.gather(t["categorical"], node) > 0, category, numeric)
+    slot = node["cat_offset"] + tf.clip_by_value(ids, 0, tf.maximum(width - 1, 0))
+    category = inside & (tf.gather(cat_left, slot) > 0)
+    return tf.where((tf.bitwise.right_shift(flags, 3) & 1) > 0, category, numeric)
 
 
 def forest_of(booster: Any, task: str) -> Forest:
