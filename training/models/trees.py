@@ -203,7 +203,8 @@ def _flatten(node: dict[str, Any], out: list[dict[str, Any]], cats: list[int],
 def _round_down(threshold: np.ndarray) -> np.ndarray:
     """The largest float32 <= each float64 threshold: for a float32 x, ``x <= t`` holds in
     float32 exactly when it does in LightGBM's float64."""
-    t32 = threshold.astype(np.float32)
+    with np.errstate(over="ignore"):  # 1e300 -> inf, then down to the largest float32
+        t32 = threshold.astype(np.float32)
     above = t32.astype(np.float64) > threshold
     t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
     return t32
