@@ -145,31 +145,37 @@ class ForestArrays(NamedTuple):
     cat_width: np.ndarray    # [nodes] int32: its length (largest id going left + 1)
     cat_left: np.ndarray     # [sum of widths] int32 (0/1): id goes left
     value: np.ndarray        # [nodes] float64: leaf values (0 at splits)
-    depth: int               # steps that bring every row of every tree to a leaf
+    classes: np.ndarray      # [trees] int32: the class each tree adds to
+    active: list[int]        # per level: trees still walking (trees sorted deepest first)
     num_class: int
 
 
 def compile_forest(dump: dict[str, Any]) -> ForestArrays:
-    """Flatten ``Booster.dump_model()``'s trees (tree i adds to class i % num_class)."""
+    """Flatten ``Booster.dump_model()``'s trees (tree i adds to class i % num_class), the
+    deepest first: level s then walks only the trees deeper than s, so a forest costs the sum
+    of its trees' depths rather than trees x the deepest one."""
     nodes: list[dict[str, Any]] = []
     cats: list[int] = []
-    roots, depth = [], 0
+    roots, depths = [], []
     for tree in dump["tree_info"]:
         roots.append(len(nodes))
-        depth = max(depth, _flatten(tree["tree_structure"], nodes, cats, 0))
-    n = len(nodes)
+        depths.append(_flatten(tree["tree_structure"], nodes, cats, 0))
+    n, k = len(nodes), int(dump.get("num_tree_per_iteration", dump.get("num_class", 1)))
+    order = np.argsort(-np.asarray(depths, np.int64), kind="stable")
+    depth = max(depths, default=0)
+    active = [int(np.sum(np.asarray(depths) > level)) for level in range(depth)]
 
     def column(key: str, dtype: Any) -> np.ndarray:
         return np.asarray([node[key] for node in nodes], dtype=dtype).reshape(n)
 
     return ForestArrays(
-        np.asarray(roots, np.int32), column("feature", np.int32),
+        np.asarray(roots, np.int32)[order], column("feature", np.int32),
         _round_down(column("threshold", np.float64)), column("left", np.int32),
         column("right", np.int32), column("default_left", np.int32),
         column("missing", np.int32), column("categorical", np.int32),
         column("cat_offset", np.int32), column("cat_width", np.int32),
-        np.asarray(cats or [0], np.int32), column("value", np.float64), depth,
-        int(dump.get("num_tree_per_iteration", dump.get("num_class", 1))))
+        np.asarray(cats or [0], np.int32), column("value", np.float64),
+        (np.arange(len(roots)) % k).astype(np.int32)[order], active, k)
 
 
 def _flatten(node: dict[str, Any], out: list[dict[str, Any]], cats: list[int],
@@ -226,19 +232,21 @@ class Forest(keras.layers.Layer):
 
     The node table lives in non-trainable weights, so ``model.keras`` stores it and the
     SavedModel embeds it. Every step moves each (row, tree) pair one level down with
-    ``tf.gather``; leaves point to themselves, so ``depth`` steps reach every leaf.
+    ``tf.gather``; leaves point to themselves. Level s moves the first ``active[s]`` trees
+    (they are stored deepest first), so every row reaches a leaf of every tree.
     """
 
-    def __init__(self, nodes: int, trees: int, cat_size: int, depth: int, num_class: int,
-                 link: str, init_score: float = 0.0, **kwargs: Any) -> None:
+    def __init__(self, nodes: int, trees: int, cat_size: int, active: list[int],
+                 num_class: int, link: str, init_score: float = 0.0, **kwargs: Any) -> None:
         kwargs["dtype"] = "float32"  # not float16 under mixed precision: thresholds are exact
         super().__init__(trainable=False, **kwargs)
         if link not in LINKS:
             raise ValueError(f"Forest link: expected one of {LINKS}, got {link!r}")
         self.nodes, self.trees, self.cat_size = nodes, trees, cat_size
-        self.depth, self.num_class, self.link = depth, num_class, link
+        self.active, self.num_class, self.link = [int(a) for a in active], num_class, link
         self.init_score = init_score
         self.roots = self._table("roots", (trees,), "int32")
+        self.classes = self._table("classes", (trees,), "int32")
         self.table = self._table("nodes", (nodes, len(_PACKED)), "int32")
         self.cat_left = self._table("cat_left", (cat_size,), "int32")
         self.threshold = self._table("threshold", (nodes,), "float32")
@@ -252,9 +260,10 @@ class Forest(keras.layers.Layer):
     @classmethod
     def from_arrays(cls, arrays: ForestArrays, link: str, name: str = "forest") -> Forest:
         """A layer holding ``arrays``."""
-        layer = cls(len(arrays.feature), len(arrays.roots), len(arrays.cat_left), arrays.depth,
+        layer = cls(len(arrays.feature), len(arrays.roots), len(arrays.cat_left), arrays.active,
                     arrays.num_class, link, name=name)
-        for weight, value in ((layer.roots, arrays.roots), (layer.table, _pack(arrays)),
+        for weight, value in ((layer.roots, arrays.roots), (layer.classes, arrays.classes),
+                              (layer.table, _pack(arrays)),
                               (layer.cat_left, arrays.cat_left),
                               (layer.threshold, arrays.threshold), (layer.value, arrays.value)):
             weight.assign(value)
@@ -266,14 +275,17 @@ class Forest(keras.layers.Layer):
         cat_left = tf.convert_to_tensor(self.cat_left)
         batch = tf.shape(x)[0]
         node = tf.tile(tf.expand_dims(tf.convert_to_tensor(self.roots), 0), [batch, 1])
-        for _ in range(self.depth):
-            fields = dict(zip(_PACKED, tf.unstack(tf.gather(table, node), axis=-1), strict=True))
-            left = _goes_left(fields, tf.gather(threshold, node), cat_left, x)
-            node = tf.where(left, fields["left"], fields["right"])
+        for n in self.active:
+            walking = node[:, :n]
+            fields = dict(zip(_PACKED, tf.unstack(tf.gather(table, walking), axis=-1),
+                              strict=True))
+            left = _goes_left(fields, tf.gather(threshold, walking), cat_left, x)
+            moved = tf.where(left, fields["left"], fields["right"])
+            node = moved if n == self.trees else tf.concat([moved, node[:, n:]], axis=1)
         leaves = tf.gather(tf.convert_to_tensor(self.value), node)  # [batch, trees] float64
-        k = self.num_class
-        scores = tf.reduce_sum(tf.reshape(leaves, [batch, -1, k]), axis=1) + self.init_score
-        scores = tf.cast(scores, tf.float32)
+        per_class = tf.one_hot(tf.convert_to_tensor(self.classes), self.num_class,
+                               dtype=tf.float64)  # [trees, classes]
+        scores = tf.cast(tf.matmul(leaves, per_class) + self.init_score, tf.float32)
         if self.link == "sigmoid":
             return tf.sigmoid(scores)
         return tf.nn.softmax(scores) if self.link == "softmax" else scores
@@ -285,7 +297,7 @@ class Forest(keras.layers.Layer):
         config = super().get_config()
         config.pop("trainable", None)
         config.update(nodes=self.nodes, trees=self.trees, cat_size=self.cat_size,
-                      depth=self.depth, num_class=self.num_class, link=self.link,
+                      active=self.active, num_class=self.num_class, link=self.link,
                       init_score=self.init_score)
         return config
 
