@@ -26,14 +26,14 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import keras
 import training_fixtures as fx
-from training.config import InputConfig, TrainConfig
+from training.config import InputConfig, ModelConfig, TrainConfig
 from training.train import train
 
 precision, root = sys.argv[1], sys.argv[2]
 store = fx.write_version(__import__("pathlib").Path(root), n=2000, seed=5)
 config = TrainConfig(input=InputConfig(batch_size=64, shuffle_buffer=512, seed=1), epochs=2,
                      patience=5, steps_per_execution=2, min_margin=0.0, precision=precision,
-                     devices=("/cpu:0", "/cpu:1"))
+                     devices=("/cpu:0", "/cpu:1"), model=ModelConfig(family="mlp"))
 models = store.root.as_uri() + "/models"
 seen = {}
 

@@ -13,13 +13,13 @@ import pytest
 import tensorflow as tf
 import training_fixtures as fx
 
-from training.config import InputConfig, TrainConfig
+from training.config import InputConfig, ModelConfig, TrainConfig
 from training.data.tabular import make_dataset
 from training.train import train
 
-FAST = TrainConfig(
+FAST = TrainConfig(  # the MLP: these tests check its epochs, backups and TensorBoard logs
     input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,
-    steps_per_execution=4, min_margin=0.02,
+    steps_per_execution=4, min_margin=0.02, model=ModelConfig(family="mlp"),
 )
 
 
@@ -128,7 +128,7 @@ class _Epochs(keras.callbacks.Callback):
 
 def test_retried_run_resumes_after_the_last_finished_epoch(store) -> None:
     config = TrainConfig(input=FAST.input, epochs=3, patience=5, steps_per_execution=4,
-                         min_margin=0.0)
+                         min_margin=0.0, model=FAST.model)
     models = f"{store.root.as_uri()}/models"
     with pytest.raises(RuntimeError, match="worker lost"):
         train(store.uri, models, "run-resume", config, callbacks=[_Crash()])

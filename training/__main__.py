@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--fail-unblessed", action="store_true",
                    help=f"exit {EXIT_NOT_BLESSED} when the model is not blessed (default: exit 0; "
                         "the model is written either way and only a blessed one becomes current)")
+    t.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
+                   help="model family; auto fits both and keeps the better on eval (%(default)s)")
     s = sub.add_parser("show", help="the dataset's current (blessed) model")
     s.add_argument("--root", default=os.environ.get(ROOT_ENV),
                    help=f"storage root URI (default: ${ROOT_ENV})")
@@ -165,7 +167,8 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
         gate_confidence=args.gate_confidence, promote_tolerance=args.promote_tolerance,
         min_eval_examples=args.min_eval_examples, fail_unblessed=args.fail_unblessed,
     )
-    config = config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule)
+    config = config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule,
+                                   family=args.family)
     run = args.run or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())
     result = train(vuri, models_root(args, vuri), run, config)
     print_result(result)

@@ -29,6 +29,11 @@ DEFAULT_PATIENCE = 2
 DEFAULT_MIN_MARGIN = 0.01
 DEFAULT_STEPS_PER_EXECUTION = 16  # amortizes per-step host overhead on GPUs; harmless on CPU
 DEFAULT_SEED = 42
+FAMILIES = ("auto", "trees", "mlp")  # auto: both, the better on the eval split is kept
+DEFAULT_TREE_LEARNING_RATE = 0.05
+DEFAULT_NUM_LEAVES = 0  # 0: 31 leaves, 63 from 50,000 train rows (training.models.trees)
+DEFAULT_MAX_ROUNDS = 3000  # boosting rounds at most; early stopping usually ends sooner
+DEFAULT_EARLY_STOPPING_ROUNDS = 100
 
 PRECISIONS = ("auto", "mixed_float16", "float32")
 LR_SCHEDULES = ("cosine", "constant")
@@ -110,8 +115,15 @@ class InputConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Hyperparameters of the tabular model built from the manifest."""
+    """Hyperparameters of the tabular model built from the manifest.
 
+    ``family`` picks the model: ``trees`` (gradient-boosted, LightGBM), ``mlp`` (Keras), or
+    ``auto``: both, keeping the one better on the eval split (``training.families``). The
+    ``tree_*`` / ``num_leaves`` / ``*_rounds`` / ``min_data_in_leaf`` fields are the trees';
+    0 leaves or 0 rows per leaf = chosen from the train size.
+    """
+
+    family: str = "auto"
     hidden_units: tuple[int, ...] = DEFAULT_HIDDEN_UNITS
     dropout: float = DEFAULT_DROPOUT
     one_hot_max_vocab: int = DEFAULT_ONE_HOT_MAX_VOCAB
@@ -119,8 +131,23 @@ class ModelConfig:
     learning_rate: float = DEFAULT_LEARNING_RATE
     lr_schedule: str = "cosine"  # decays to a tenth over decay_steps (set by training.adapt)
     decay_steps: int | None = None
+    tree_learning_rate: float = DEFAULT_TREE_LEARNING_RATE
+    num_leaves: int = DEFAULT_NUM_LEAVES
+    min_data_in_leaf: int = 0
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    early_stopping_rounds: int = DEFAULT_EARLY_STOPPING_ROUNDS
 
     def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"ModelConfig.family: expected one of {FAMILIES}, got {self.family!r}")
+        _positive(self, "max_rounds", "early_stopping_rounds")
+        if not 0 < self.tree_learning_rate <= 1:
+            raise ValueError("ModelConfig.tree_learning_rate: expected 0 < rate <= 1, "
+                             f"got {self.tree_learning_rate}")
+        if self.num_leaves < 0 or self.num_leaves == 1 or self.min_data_in_leaf < 0:
+            raise ValueError("ModelConfig.num_leaves / min_data_in_leaf: expected 0 (auto) or "
+                             f"a count (leaves >= 2), got {self.num_leaves} / "
+                             f"{self.min_data_in_leaf}")
         if not self.hidden_units or any(u <= 0 for u in self.hidden_units):
             raise ValueError(f"ModelConfig.hidden_units: expected positive ints, got {self.hidden_units}")
         if not 0.0 <= self.dropout < 1.0:

@@ -196,6 +196,8 @@ def load_model(model_uri: str) -> Any:
     else (a model family Keras cannot reload) its SavedModel's ``serve`` signature."""
     import keras
 
+    import training.models.trees  # noqa: F401 (registers the trees' layer for model.keras)
+
     keras_uri = storage.join(model_uri, "model.keras")
     if storage.exists(keras_uri):
         with tempfile.TemporaryDirectory(prefix="current-") as tmp:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import math
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,15 +23,16 @@ import keras
 
 from etl import storage, versions
 from etl.provenance import code_version
-from training import adapt, gate, outputs
-from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndRestore, delete_backup
+from training import adapt, families, gate, outputs
+from training.callbacks import delete_backup
 from training.config import TrainConfig
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
 from training.evaluate import evaluate_split, labels_of, predictions
+from training.families import EVAL_SPLIT, TEST_SPLIT
 from training.gate import GateRules, ModelNotBlessedError
-from training.models.tabular import build_models, compile_model, export_serving
+from training.models.tabular import export_serving
 from training.sanity import check_splits
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, gate_scores, metric_intervals, task_of
@@ -42,7 +42,6 @@ __all__ = ["ModelNotBlessedError", "TrainConfig", "train"]
 
 log = logging.getLogger(__name__)
 
-EVAL_SPLIT, TEST_SPLIT = "eval", "test"
 
 
 def train(
@@ -129,86 +128,40 @@ def _fit_and_evaluate(
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
     weights: dict[int, float] | None = None,
 ) -> tuple[dict[str, Any], tuple[Any, Any]]:
-    """Fit with backups and early stopping, evaluate on the test split, save the model
-    locally; the metrics and the test (labels, outputs) the gate judges."""
-    icfg, task = config.input, task_of(manifest)
-    steps, per_call = epoch_steps(manifest, config, setup.replicas)
-    parts = build_models(manifest, config.model, core_scope=setup.strategy.scope(),
-                         head=task.head, serve=task.serve)
-    with setup.strategy.scope():
-        model = compile_model(parts.core, config.model, per_call, config.jit_compile,
-                              loss=task.loss(), metrics=task.metrics())
-    # preprocessing runs in the tf.data feature map; the train step sees ids and numbers
-    target = task.target(manifest["schema"]["label"])
-    train_ds, eval_ds, test_ds = (
-        make_dataset(version_uri, split, manifest, icfg, preprocess=parts.preprocess,
-                     target=target)
-        for split in ("train", EVAL_SPLIT, TEST_SPLIT)
-    )
-    check_splits(manifest, {s: labels_of(ds) for s, ds in ((EVAL_SPLIT, eval_ds),
-                                                          (TEST_SPLIT, test_ds))},
-                 config.min_eval_examples)
-    stall = _stall_ratio(model, train_ds, setup, config) if config.measure_stall_batches else None
-    backup = StorageBackupAndRestore(storage.join(run_uri, outputs.BACKUP_DIR), work_dir / "backup")
-    timer = EpochTimer(icfg.batch_size, steps)
-    stopper = keras.callbacks.EarlyStopping(
-        monitor="val_loss", patience=config.patience, restore_best_weights=True)
-    tensorboard = EpochSummaries(work_dir / "run" / "logs")
-    start = time.perf_counter()
-    history = model.fit(
-        train_ds, epochs=config.epochs, steps_per_epoch=steps, validation_data=eval_ds,
-        callbacks=[backup, stopper, timer, tensorboard, *extra], verbose=2, shuffle=False,
-        class_weight=weights,
-    )
-    fit_s = time.perf_counter() - start
+    """Fit the model family (or the better of them on eval), evaluate on the test split, save
+    the model locally; the metrics and the test (labels, outputs) the gate judges."""
+    task = task_of(manifest)
+    check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
+                            for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
+    fitted, choice = families.choose(families.FitRun(
+        version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
+    model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
     test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
     test.update(task.report(labels, out, manifest), examples=len(labels),
                 intervals=metric_intervals(manifest, labels, out))
-    base, ev = task.baseline(labels, manifest), evaluate_split(model, eval_ds)
+    base = task.baseline(labels, manifest)
     log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
     task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
-    parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
-    export_serving(parts.full, work_dir / "run" / "saved_model")  # any feature name serves
-    return _metrics(manifest, version_uri, setup, config, history.history, backup, stopper,
-                    timer, fit_s, test, ev, base, stall), (labels, out)
-
-
-def epoch_steps(manifest: dict[str, Any], config: TrainConfig,
-                replicas: int = 1) -> tuple[int, int]:
-    """(steps per epoch, steps per execution): an epoch is a whole number of executions,
-    since Keras runs every execution in full (13 steps at 16 per call would run 16).
-
-    Over several replicas Keras 3's multi-step loop fails in graph construction ("You must
-    feed a value for placeholder tensor", keras-team/keras#19246, open), so each step is
-    its own call there; tests/test_training_gpu_paths.py shows the failure and the fix.
-    """
-    steps = config.steps_per_epoch or max(
-        1, math.ceil(manifest["splits"]["train"]["num_examples"] / config.input.batch_size))
-    per_call = min(config.steps_per_execution, steps)
-    if replicas > 1 and per_call > 1:
-        log.warning("%d replicas: one train step per call instead of %d (keras-team/keras#19246)",
-                    replicas, per_call)
-        per_call = 1
-    return math.ceil(steps / per_call) * per_call, per_call
+    fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
+    export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any feature name serves
+    return _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base), \
+        (labels, out)
 
 
 def _metrics(manifest: dict[str, Any], version_uri: str, setup: DeviceSetup, config: TrainConfig,
-             history: dict[str, list], backup: StorageBackupAndRestore,
-             stopper: keras.callbacks.EarlyStopping, timer: EpochTimer, fit_s: float,
-             test: dict, ev: dict, base: dict, stall: float | None) -> dict[str, Any]:
-    epochs_run, label = len(history.get("loss", [])), manifest["schema"]["label"]
+             fitted: families.Fitted, choice: dict[str, Any], test: dict, ev: dict,
+             base: dict) -> dict[str, Any]:
+    """metrics.json: the run's figures and the kept family's own (epochs or boosting
+    rounds, history, fit time) with why it was kept."""
+    label = manifest["schema"]["label"]
     return {
         "dataset": manifest["dataset"], "version": manifest["version"], "version_uri": version_uri,
         "label": label["name"], "task": task_of(manifest).name, "classes": label.get("names"),
         "transform": label.get("transform"), "split": TEST_SPLIT,
         "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
         "examples": {s: manifest["splits"][s]["num_examples"] for s in ("train", EVAL_SPLIT, TEST_SPLIT)},
-        "examples_per_s": timer.examples_per_s(), "fit_seconds": fit_s, "stall_ratio": stall,
         "device": setup.device, "precision": setup.precision, "replicas": setup.replicas,
-        "epochs": config.epochs, "epochs_run": epochs_run,
-        "resumed_from_epoch": backup.resumed_from_epoch,
-        "best_epoch": stopper.best_epoch + 1 if epochs_run else None,  # 1-based, absolute
-        "history": {k: [float(x) for x in v] for k, v in history.items()},
+        "family": fitted.family, "family_choice": choice, **fitted.details,
         "code_version": code_version(),  # the same stamp the ETL puts in manifests
         "hyperparameters": dataclasses.asdict(config),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -220,14 +173,3 @@ def _write_artifacts(out: Path, metrics: dict[str, Any], config: TrainConfig) ->
     task: Task = TASKS_BY_NAME[metrics["task"]]
     return outputs.write_run_files(out, metrics, dataclasses.asdict(config), task.about(metrics),
                                    task.card_metrics, task.output)
-
-
-def _stall_ratio(model: keras.Model, train_ds: Any, setup: DeviceSetup, config: TrainConfig) -> float:
-    """Stall ratio on a copy of the model, so the measurement does not train the real one."""
-    from training.bench import stall_ratio
-
-    with setup.strategy.scope():
-        clone = keras.models.clone_model(model)
-        compile_model(clone, config.model, config.steps_per_execution, config.jit_compile,
-                      loss=model.loss, metrics=[])
-    return stall_ratio(clone, train_ds, config.measure_stall_batches)["stall_ratio"]

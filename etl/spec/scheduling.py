@@ -39,11 +39,11 @@ TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
     "hidden_units": (list, 1, None), "one_hot_max_vocab": (int, 1, None),
     "embedding_max_dim": (int, 1, None), "step_budget": (int, 1, None),
     "min_eval_examples": (int, 1, None), "class_weights": (str, None, None),
-    "lr_schedule": (str, None, None),
+    "lr_schedule": (str, None, None), "family": (str, None, None),
 }
-# Settings that take one of a few words (training.config: CLASS_WEIGHTS, LR_SCHEDULES).
+# Settings that take one of a few words (training.config: CLASS_WEIGHTS, LR_SCHEDULES, FAMILIES).
 TRAINING_CHOICES = {"class_weights": ("auto", "balanced", "none"),
-                    "lr_schedule": ("cosine", "constant")}
+                    "lr_schedule": ("cosine", "constant"), "family": ("auto", "trees", "mlp")}
 PARTITIONED = "partitioned"  # schedule: a run per raw partition announced (an Asset event)
 _CRON_FIELD = r"[0-9A-Za-z*?LW#/,-]+"
 _CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|once)"
