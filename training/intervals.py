@@ -83,7 +83,10 @@ def wilson(p: float, n: int, z: float = 1.959964) -> list[float]:
     """Wilson score interval of a proportion ``p`` of ``n`` (35/35 right: [0.90, 1.0])."""
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]
+    # The bounds reach p itself at 0 or 1 exactly (rounding left 1 - 1e-16 above a perfect score).
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
+    return [float(min(low, p)), float(max(high, p))]
 
 
 def _bounds(samples: list[float]) -> list[float]:
