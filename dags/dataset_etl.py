@@ -19,9 +19,11 @@ Every dataset kind runs these tasks. A segment holds a run of consecutive raw pa
 (days) sized by bytes, built once and shared by every later version, so a nightly run costs
 its new day, not the whole history.
 
-Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker;
-`publish` depends on the previous interval's `publish`, so a backfill publishes versions in
-interval order even when its runs execute concurrently. A re-run whose version already exists
+Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker.
+`publish` does not depend on the previous run's: a refused or failed night never holds later
+ones. Order is kept where it matters by storage, not by the scheduler: each version has its own
+writer lease and manifest (created only if absent), `LATEST` only moves to a newer version id,
+and training skips a version a newer one superseded. A re-run whose version already exists
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
@@ -78,7 +80,7 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
             return pipeline.build_version(name, storage_root(), opts.interval_end,
                                           opts.interval_start, run_id, opts.run_options())
 
-        @task(outlets=[asset], depends_on_past=True, execution_timeout=timedelta(minutes=20))
+        @task(outlets=[asset], execution_timeout=timedelta(minutes=20))
         def publish(written_uri: str):
             from etl import logs, pipeline
 
