@@ -143,23 +143,26 @@ def hyperparameter_rows(params: Any) -> list[tuple[str, Any]]:
     return rows
 
 
-# Airflow-generated run ids, as ``run_name`` (dags/flightpipe_dags/options.py) stores them in
-# a folder name: ``manual__2026-11-24T20:01:02.123+00:00`` -> ``manual__2026-11-24T20_01_02.123_00_00``.
+# Airflow-generated run ids, as ``run_name`` (dags/flightpipe_dags/options.py) stored them in
+# a folder name before metrics.json recorded them: ``manual__2026-11-24T20:01:02.123+00:00`` ->
+# ``manual__2026-11-24T20_01_02.123_00_00``; runs without a logical date (asset-triggered,
+# manual through the API) end with Airflow's random suffix, ``..._00_00_AbC12xYz``.
 _RUN_FOLDER = re.compile(r"^(manual|scheduled|backfill|asset_triggered)__(\d{4}-\d\d-\d\dT\d\d)_"
-                         r"(\d\d)_(\d\d(?:\.\d+)?)_00_00$")
+                         r"(\d\d)_(\d\d(?:\.\d+)?)_00_00(_[A-Za-z0-9]+)?$")
 
 
 def training_run(folder: str, dataset: str, metrics: dict[str, Any] | None) -> tuple[str, str | None]:
     """(run id, training DAG id or None): the Airflow run that trained the model, when known.
 
-    ``metrics.json``'s own ``run_id``/``dag_id`` win; else the folder name of an Airflow run
-    is turned back into its run id; a command-line run keeps its folder name and no link.
+    ``metrics.json``'s own ``run_id``/``dag_id`` win (the training DAG writes them since
+    issue 34); else, for older models, the folder name of an Airflow run is turned back into
+    its run id; a command-line run keeps its folder name and no link.
     """
     metrics = metrics if isinstance(metrics, dict) else {}
     if isinstance(metrics.get("run_id"), str):
         return metrics["run_id"], str(metrics.get("dag_id") or f"train_{dataset}")
     if m := _RUN_FOLDER.match(folder):
-        return f"{m[1]}__{m[2]}:{m[3]}:{m[4]}+00:00", f"train_{dataset}"
+        return f"{m[1]}__{m[2]}:{m[3]}:{m[4]}+00:00{m[5] or ''}", f"train_{dataset}"
     return folder, None
 
 
