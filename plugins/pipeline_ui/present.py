@@ -64,19 +64,32 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def metric(value: Any) -> str:
+    """A metric with 4 significant digits, trailing zeros kept so a column reads evenly
+    (``0.8000`` beside ``0.7674``, ``AUC 1.000``); very large or small ones as ``fmt`` has them."""
+    if isinstance(value, float) and not (math.isnan(value) or math.isinf(value)) and (
+            value == 0 or 1e-3 <= abs(value) < 1e4):
+        return f"{value:#.4g}".rstrip(".")
+    return fmt(value)
+
+
 def breakable(value: Any) -> Markup:
     """A long id (version, run id) that may wrap after each ``_`` (escaped, ``<wbr>`` added)."""
     return Markup("_<wbr>").join(str(value).split("_"))
 
 
 def when(value: Any) -> str:
-    """ISO timestamps as ``2013-01-03 00:00 UTC``; anything unparsable is shown as stored."""
-    if not isinstance(value, str) or not value:
+    """ISO timestamps (or datetimes) as ``2013-01-03 00:00 UTC``; anything unparsable is
+    shown as stored."""
+    if isinstance(value, datetime):
+        ts = value
+    elif not isinstance(value, str) or not value:
         return fmt(value)
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        return value
+    else:
+        try:
+            ts = datetime.fromisoformat(value)
+        except ValueError:
+            return value
     if ts.tzinfo is not None and ts.utcoffset() == timedelta(0):
         return ts.strftime("%Y-%m-%d %H:%M UTC") if ts.second == 0 else ts.strftime(
             "%Y-%m-%d %H:%M:%S UTC")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .present import flatten, fmt
+from .present import flatten, fmt, metric
 
 MAX_HISTORY_EPOCHS = 500
 METRIC_SCOPES = ("test", "eval", "baseline")
@@ -72,7 +72,9 @@ def fingerprint(manifest: dict[str, Any]) -> Fingerprint:
     fp = fp if isinstance(fp, dict) else {}
     files = fp.get("files")
     listed = [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
-    count = len(files) if isinstance(files, list) else files
+    # an images version lists its source folder once, with the folder's file count inside
+    count = sum(f["files"] if isinstance(f.get("files"), int) else 1 for f in listed) \
+        if isinstance(files, list) else files
     return Fingerprint(fp.get("sha256"), count, fp.get("source"), listed)
 
 
@@ -120,7 +122,7 @@ def interval(bounds: Any) -> str:
     if not (isinstance(bounds, list) and len(bounds) == 2
             and all(isinstance(b, (int, float)) and not math.isnan(b) for b in bounds)):
         return "–"
-    return f"{fmt(float(bounds[0]))} – {fmt(float(bounds[1]))}"
+    return f"{metric(float(bounds[0]))} – {metric(float(bounds[1]))}"
 
 
 # TrainConfig's "let the code choose" values (training/config.py), as a reader says them.
@@ -186,3 +188,8 @@ def cell(value: Any) -> str:
     if isinstance(value, (dict, list)) and not value:
         return "none"
     return fmt(value) if _scalar(value) else str(value)
+
+
+def metric_cell(value: Any) -> str:
+    """A cell of a metrics table: floats with 4 significant digits (``present.metric``)."""
+    return metric(value) if isinstance(value, float) else cell(value)
