@@ -356,9 +356,12 @@ def test_operator_day_first_ui_run_publishes_and_links_both_ways(
     no token breaks mid-word; at 1280 and 1024 px, light and dark."""
     from playwright.sync_api import expect, sync_playwright
 
+    sys.path.insert(0, str(REPO / "scripts"))
+    import demo
+
     readme = (REPO / "README.md").read_text()
-    for key, value in FIRST_RUN.items():  # the Params the README tells an operator to set
-        assert f"`{key}` = `{value}`" in readme, key
+    for key, value in FIRST_RUN.items():  # the Params the README and the demo tell to set
+        assert f"`{key}` = `{value}`" in readme and f"{key} = {value}" in demo.FIRST_UI_RUN, key
     day = _day_of_runs(airflow, tmp_path)
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
