@@ -88,13 +88,13 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
 
             logs.configure(handler=False)
             result = pipeline.publish(written_uri)
-            manifest = versions.read_manifest(result["version_uri"])
             page = links.page_url(name, result["version"])
             links.remember(links.VersionPageLink, page)  # the task's "Version page" button
             logging.getLogger("airflow.task").info("Version page: %s", page)
-            links.warn_drift(name, manifest, page)
             if not result.get("created", True):
                 skip_already_published(name, result)
+            manifest = versions.read_manifest(result["version_uri"])
+            links.warn_drift(name, manifest, page)
             yield Metadata(asset, extra=links.event_extra(result, manifest, page))
             return result
 

@@ -65,10 +65,15 @@ class ModelPageLink(_PageLink):
 
 
 def remember(link: type[_PageLink], url: str) -> None:
-    """Push ``url`` for ``link`` from inside a running task (its button then opens it)."""
+    """Push ``url`` for ``link`` from inside a running task (its button then opens it);
+    called outside a task (a test calling the task's function), there is no button to fill."""
     from airflow.sdk import get_current_context
 
-    get_current_context()["ti"].xcom_push(key=link().xcom_key, value=url)
+    try:
+        ti = get_current_context()["ti"]
+    except RuntimeError:  # "no context was found": not running as an Airflow task
+        return
+    ti.xcom_push(key=link().xcom_key, value=url)
 
 
 def attach(task_output: Any, *links: _PageLink) -> Any:
