@@ -295,3 +295,17 @@ def test_a_dataset_with_dags_but_no_version_is_listed_with_its_runs(built: uf.Bu
     assert "Recent DAG runs" in client.get("/datasets/flights").text
     assert "Recent DAG runs" not in TestClient(create_app(built.uri)).get(
         "/datasets/flights").text  # standalone: no run source
+
+
+def test_a_runs_state_says_which_task_holds_it() -> None:
+    from pipeline_ui.runs import dataset_of, summarize
+
+    assert summarize("running", [("wait_for_data", "deferred"), ("build", "None")]) == (
+        "deferred", "wait_for_data deferred")
+    assert summarize("failed", [("publish", "upstream_failed"), ("wait_for_data", "failed"),
+                                ("build", "upstream_failed")]) == (
+        "failed", "wait_for_data failed, publish upstream failed")
+    assert summarize("success", [("publish", "skipped"), ("build", "success")]) == (
+        "success", "publish skipped")
+    assert [dataset_of(d) for d in ("etl_flights", "train_wine", "etl_", "other")] == [
+        "flights", "wine", None, None]
