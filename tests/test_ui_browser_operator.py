@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -244,14 +245,16 @@ def test_operator_pages_at_1280_and_1024_light_and_dark(airflow: Server, chromiu
 FIRST_RUN = {"interval_end": "2014-01-01", "window_days": 7}
 FIRST_VERSION = "20140101T000000Z_20131225T000000Z"
 REFUSED_DATE, FIRST_RUN_DATE = "2026-11-24", "2026-11-25"  # logical dates: refused one first
+ASSET_RUN_ID = "asset_triggered__2026-11-25T07:00:00.123456+00:00_Xy12AbCd"
+ASSET_RUN_FOLDER = "asset_triggered__2026-11-25T07_00_00.123456_00_00_Xy12AbCd"  # run_name
 
 # Text tokens split across lines: a figure or a word broken mid-token (URIs, hashes and ids,
-# which may wrap, are marked .uri/.hash or carry <wbr>, so their pieces are separate nodes).
+# which may wrap, are marked .uri/.hash/.id).
 BROKEN_TOKENS_JS = """() => {
   const bad = [], walker = document.createTreeWalker(document.querySelector('main'),
                                                       NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (n.parentElement.closest('.uri, .hash, pre')) continue;
+    if (n.parentElement.closest('.uri, .hash, .id, pre')) continue;
     for (const m of n.data.matchAll(/\\S+/g)) {
       const r = document.createRange();
       r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
@@ -339,11 +342,21 @@ def _day_of_runs(server: Server, tmp: Path) -> dict[str, str]:
     assert trained.returncode == 0, (trained.stdout + trained.stderr)[-4000:]
     [train_run] = _runs(server, "train_flights")
     train_id = train_run["dag_run_id"]
-    assert re.search(r"\+00:00_[A-Za-z0-9]+$", train_id), train_id  # Airflow's random suffix
     model_url = _links(server, "train_flights", train_id, "train")["Model page"]
     assert f"/versions/{FIRST_VERSION}/models/" in model_url, model_url
+    # training stored the run that trained it; an asset-triggered run's model is the same but
+    # for its id, which ends with Airflow's random suffix (no scheduler here to create one)
+    models = Path(root.removeprefix("file://")) / "models" / uf.DATASET / FIRST_VERSION
+    [trained] = [d for d in models.iterdir() if d.is_dir()]
+    stored = json.loads((trained / "metrics.json").read_text())
+    assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_id), stored
+    asset = models / ASSET_RUN_FOLDER
+    shutil.copytree(trained, asset)
+    (asset / "metrics.json").write_text(json.dumps({**stored, "run_id": ASSET_RUN_ID,
+                                                    "run": ASSET_RUN_FOLDER}))
     return {"version": version_url, "model": model_url, "train_run": train_id,
-            "refused_run": refused_id, "first_run": first_id}
+            "refused_run": refused_id, "first_run": first_id,
+            "asset_model": model_url.replace(trained.name, ASSET_RUN_FOLDER)}
 
 
 def test_operator_day_first_ui_run_publishes_and_links_both_ways(
@@ -392,9 +405,9 @@ def _framed(page, url: str, expect):
 
 
 def _walk_the_day(page, server: Server, day: dict[str, str], expect, shot: str) -> None:
-    # the publish task's "Version page" button, in Airflow's task view
+    # the publish task's "Version page" button, in the Details tab of Airflow's task view
     page.goto(f"{server.base}/dags/etl_flights/runs/{quote(day['first_run'], safe='')}"
-              "/tasks/publish")
+              "/tasks/publish/details")
     button = page.get_by_role("link", name="Version page")
     expect(button).to_have_attribute("href", day["version"])
     page.screenshot(path=str(SHOTS / f"{shot}-publish-links.png"))
@@ -406,6 +419,11 @@ def _walk_the_day(page, server: Server, day: dict[str, str], expect, shot: str) 
     expect(frame.locator("a.dagrun")).to_have_attribute(
         "href", f"/dags/train_flights/runs/{quote(day['train_run'], safe='')}")
     page.screenshot(path=str(SHOTS / f"{shot}-model-from-link.png"))
+    frame = _framed(page, day["asset_model"], expect)  # an asset-triggered run's model
+    expect(frame.locator("main > h1")).to_contain_text(ASSET_RUN_ID)
+    expect(frame.locator("a.dagrun")).to_have_attribute(
+        "href", f"/dags/train_flights/runs/{quote(ASSET_RUN_ID, safe='')}")
+    page.screenshot(path=str(SHOTS / f"{shot}-asset-triggered-model.png"))
     frame = _framed(page, f"{server.base}/plugin/pipeline-datasets/pipeline/datasets/"
                           f"{uf.DATASET}", expect)
     states = dict(zip(frame.locator("tr.run-row a.dagrun").all_inner_texts(),

@@ -97,7 +97,8 @@ def _templates() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when,
                        label=views.label, cell=views.cell, breakable=present.breakable,
-                       metric=present.metric, metric_cell=views.metric_cell)
+                       metric=present.metric, metric_cell=views.metric_cell,
+                       wrap_class=present.wrap_class)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target)

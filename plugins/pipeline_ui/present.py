@@ -73,9 +73,21 @@ def metric(value: Any) -> str:
     return fmt(value)
 
 
+def wrap_class(value: Any) -> str:
+    """The CSS class of a stored value that may wrap anywhere: ``uri`` for a URI or path,
+    ``id`` for another long unspaced token (a run id); "" for figures and words."""
+    if not isinstance(value, str) or " " in value.strip():
+        return ""
+    if "://" in value or "/" in value:
+        return "uri"
+    return "id" if len(value) > 24 else ""
+
+
 def breakable(value: Any) -> Markup:
-    """A long id (version, run id) that may wrap after each ``_`` (escaped, ``<wbr>`` added)."""
-    return Markup("_<wbr>").join(str(value).split("_"))
+    """A long id (version, run id): may wrap after each ``_`` (escaped, ``<wbr>`` added) and,
+    marked ``id``, anywhere if a piece alone is wider than its cell; never a figure or word."""
+    return Markup('<span class="id">{}</span>').format(
+        Markup("_<wbr>").join(str(value).split("_")))
 
 
 def when(value: Any) -> str:
