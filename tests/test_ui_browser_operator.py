@@ -249,12 +249,12 @@ ASSET_RUN_ID = "asset_triggered__2026-11-25T07:00:00.123456+00:00_Xy12AbCd"
 ASSET_RUN_FOLDER = "asset_triggered__2026-11-25T07_00_00.123456_00_00_Xy12AbCd"  # run_name
 
 # Text tokens split across lines: a figure or a word broken mid-token (URIs, hashes and ids,
-# which may wrap, are marked .uri/.hash/.id).
+# which may wrap, are marked .uri/.hash/.id; a model card's code spans hold URIs too).
 BROKEN_TOKENS_JS = """() => {
   const bad = [], walker = document.createTreeWalker(document.querySelector('main'),
                                                       NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (n.parentElement.closest('.uri, .hash, .id, pre')) continue;
+    if (n.parentElement.closest('.uri, .hash, .id, pre, article.card code')) continue;
     for (const m of n.data.matchAll(/\\S+/g)) {
       const r = document.createRange();
       r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
