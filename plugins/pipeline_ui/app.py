@@ -95,7 +95,7 @@ class Urls:
 def _templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when,
+    env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when_span,
                        label=views.label, cell=views.cell, breakable=present.breakable,
                        metric=present.metric, metric_cell=views.metric_cell,
                        wrap_class=present.wrap_class)

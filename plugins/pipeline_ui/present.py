@@ -108,6 +108,11 @@ def when(value: Any) -> str:
     return ts.isoformat(sep=" ")
 
 
+def when_span(value: Any) -> Markup:
+    """``when`` in a span that never wraps: Chrome breaks a date after its hyphens."""
+    return Markup('<span class="when">{}</span>').format(when(value))
+
+
 def flatten(obj: Any, prefix: str = "", limit: int = MAX_FLAT_ROWS) -> list[tuple[str, Any]]:
     """Nested dicts -> ``[("a.b", scalar), ...]``; lists are summarised, rows capped."""
     rows: list[tuple[str, Any]] = []
