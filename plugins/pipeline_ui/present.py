@@ -222,13 +222,14 @@ def expectation_rows(validation: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             continue
         observed = item.get("observed_value")
-        text = observed if isinstance(observed, str) else (
-            "–" if observed is None else json.dumps(observed, default=str))
+        figure = isinstance(observed, (int, float)) and not isinstance(observed, bool)
+        text = observed if isinstance(observed, str) else fmt(observed) if figure or \
+            observed is None else json.dumps(observed, default=str)
         if len(text) > MAX_OBSERVED_CHARS:
             text = text[:MAX_OBSERVED_CHARS] + "…"
         rows.append({**{k: item.get(k) for k in
                         ("expectation", "level", "success", "unexpected_count", "element_count")},
-                     "observed": text})
+                     "observed": text, "figure": figure})
     return sorted(rows, key=lambda r: r["success"] is not False)
 
 
