@@ -13,15 +13,17 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 | --- | --- | --- |
 | `wait_for_data` | first refuses what the Params' schema cannot (a calendar date, a source outside the storage root) at once, without retries; then waits, deferred (no worker, no pool slot), until every partition of the window has landed; past the spec's `arrival.wait` (default 6h) it fails once, naming what is missing | nothing |
 | `build` | plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
-| `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version}` | version dict |
+| `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version, version_page, verdict, ...}`; its "Version page" button opens the version in the Datasets view | version dict |
 
 Every dataset kind runs these tasks. A segment holds a run of consecutive raw partitions
 (days) sized by bytes, built once and shared by every later version, so a nightly run costs
 its new day, not the whole history.
 
-Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker;
-`publish` depends on the previous interval's `publish`, so a backfill publishes versions in
-interval order even when its runs execute concurrently. A re-run whose version already exists
+Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker.
+`publish` does not depend on the previous run's: a refused or failed night never holds later
+ones. Order is kept where it matters by storage, not by the scheduler: each version has its own
+writer lease and manifest (created only if absent), `LATEST` only moves to a newer version id,
+and training skips a version a newer one superseded. A re-run whose version already exists
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
@@ -35,6 +37,7 @@ why in one line.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -47,6 +50,7 @@ from flightpipe_dags import (
     dataset_settings,
     etl_params,
     etl_timetable,
+    links,
     skip_already_published,
     storage_root,
 )
@@ -78,21 +82,25 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
             return pipeline.build_version(name, storage_root(), opts.interval_end,
                                           opts.interval_start, run_id, opts.run_options())
 
-        @task(outlets=[asset], depends_on_past=True, execution_timeout=timedelta(minutes=20))
+        @task(outlets=[asset], execution_timeout=timedelta(minutes=20))
         def publish(written_uri: str):
-            from etl import logs, pipeline
+            from etl import logs, pipeline, versions
 
             logs.configure(handler=False)
             result = pipeline.publish(written_uri)
+            page = links.page_url(name, result["version"])
+            links.remember(links.VersionPageLink, page)  # the task's "Version page" button
+            logging.getLogger("airflow.task").info("Version page: %s", page)
             if not result.get("created", True):
                 skip_already_published(name, result)
+            manifest = versions.read_manifest(result["version_uri"])
+            links.warn_drift(name, manifest, page)
             from airflow.sdk import get_current_context
             from flightpipe_dags import lineage
 
             lineage.for_version(get_current_context()["task"], name, result["version_uri"],
                                 storage_root())
-            yield Metadata(asset, extra={"version_uri": result["version_uri"],
-                                         "version": result["version"]})
+            yield Metadata(asset, extra=links.event_extra(result, manifest, page))
             return result
 
         waited = WaitForData(task_id="wait_for_data", dataset=name,
@@ -101,7 +109,7 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
                              execution_timeout=timedelta(minutes=10))
         built = build()
         waited >> built
-        publish(built)
+        links.attach(publish(built), links.VersionPageLink())
 
     return etl()
 

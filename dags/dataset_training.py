@@ -9,7 +9,7 @@ time, and a run whose version is no longer the newest when it starts skips.
 | task | runs on | does | returns (XCom) |
 | --- | --- | --- | --- |
 | `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events, else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that a newer published one superseded, whose own run trains it | `{version, version_uri}` |
-| `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict under `models/<name>/<version>/<run>/`; a blessed model no worse than the current one becomes `models/<name>/current.json` | `{model_uri, metrics, blessing, promoted}` |
+| `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict (with this DAG run's `dag_id`/`run_id`) under `models/<name>/<version>/<run>/`; a blessed model no worse than the current one becomes `models/<name>/current.json`; its "Model page" button opens the model | `{model_uri, metrics, blessing, promoted}` |
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
 is consumed only by the Celery worker that owns the GPUs (`airflow celery worker --queues gpu`).
@@ -34,6 +34,7 @@ from flightpipe_dags import (
     dag_defaults,
     dataset_asset,
     dataset_settings,
+    links,
     metrics_summary,
     run_name,
     skip_superseded,
@@ -82,13 +83,16 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
 
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             logs.import_quietly("tensorflow")  # and absl's C++ INFO lines while it loads
-            from training.config import TrainConfig
+            from training.config import RunOrigin, TrainConfig
             from training.train import train as train_model
 
             overrides = {**spec_training, **training_overrides(params)}
+            folder = run_name(run_id or "manual")
             result = train_model(resolved["version_uri"], storage.join(storage_root(), "models"),
-                                 run_name(run_id or "manual"),
-                                 TrainConfig().with_overrides(**overrides))
+                                 folder, TrainConfig().with_overrides(**overrides),
+                                 origin=RunOrigin(f"train_{name}", run_id) if run_id else None)
+            links.remember(links.ModelPageLink,  # the task's "Model page" button
+                           links.page_url(name, resolved["version"], folder))
             from airflow.sdk import get_current_context
             from flightpipe_dags import lineage
 
@@ -99,7 +103,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
                     "metrics": summary,
                     "blessing": result["blessing"].to_dict(), "promoted": result["promoted"]}
 
-        train(resolve_version())
+        links.attach(train(resolve_version()), links.ModelPageLink())
 
     return training()
 

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from airflow.configuration import conf
 from airflow.plugins_manager import AirflowPlugin
 from pipeline_ui import URL_PREFIX, create_app
+from pipeline_ui.runs import AirflowRuns
 
 NAV_ROUTE = "pipeline-datasets"
 
@@ -29,7 +30,7 @@ class PipelineUIPlugin(AirflowPlugin):
     name = "pipeline_ui"
     fastapi_apps: ClassVar[list[dict[str, Any]]] = [{
         "name": "Pipeline datasets",
-        "app": create_app(airflow_auth=True, url_prefix=URL_PREFIX),
+        "app": create_app(airflow_auth=True, url_prefix=URL_PREFIX, runs=AirflowRuns()),
         "url_prefix": URL_PREFIX,
     }]
     external_views: ClassVar[list[dict[str, Any]]] = [{

@@ -36,6 +36,11 @@ DEFAULT_LOG = REPO / ".demo" / "demo.log"
 # A step's own summary lines (etl.pipeline, training) in a DAG test's structlog output.
 SUMMARY = re.compile(r"\[info\s*\] (.+?)\s+\[(?:etl\.pipeline|training\.outputs)\]")
 TAIL_LINES = 40
+# What to do next in the UI: README "The first UI run" (a test holds the Params to it).
+FIRST_UI_RUN = ("Next, in the Airflow UI (make standalone, http://localhost:8080): unpause "
+                "train_flights, trigger etl_flights with interval_end = 2014-01-01 and "
+                "window_days = 7: it publishes a new version and trains on it. README: "
+                "'The first UI run'.")
 
 
 class StepFailed(Exception):
@@ -116,6 +121,7 @@ def main() -> int:
     subprocess.run([python, str(REPO / "scripts" / "summary.py"), "--root", root,
                     *DEMO_DATASETS], env=env, cwd=REPO, check=True)
     print(f"\nfull logs: {log_path}")
+    print(FIRST_UI_RUN)
     return 0
 
 

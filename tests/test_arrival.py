@@ -169,3 +169,53 @@ def test_a_day_landing_after_its_version_is_named_a_re_delivery() -> None:
     # 0102 landed after the version holding 0101 and 0103; 0103 changed; 0104 is simply new
     assert late_partitions("file:///r", window, previous) == (["0103"], ["0102"])
     assert late_partitions("file:///r", window, None) == ([], [])
+
+
+SIX_H = timedelta(hours=6)
+
+
+def test_a_late_last_day_is_waited_for_not_overdue(root: str) -> None:
+    """The nightly case: the window's last day closed at the window's end; it may still land."""
+    arrival = check_arrival("flights", root, datetime(2013, 1, 4, tzinfo=UTC), START)
+    assert arrival.missing == ("2013-01-03",)
+    assert not arrival.overdue(datetime(2013, 1, 4, tzinfo=UTC), SIX_H)
+
+
+def test_a_window_far_past_the_landed_data_is_overdue_naming_what_to_set(root: str) -> None:
+    """Issue 34: a nightly run of today over 2013's data must not wait 6 h for years of days."""
+    end = datetime(2026, 11, 25, tzinfo=UTC)
+    arrival = check_arrival("flights", root, end)
+    assert arrival.newest == "2013-01-02" and arrival.overdue(end, SIX_H)
+    reason = arrival.overdue_reason(end, SIX_H)
+    assert "\n" not in reason and reason.startswith("5074 partition(s) of flights missing")
+    assert "the newest landed partition is 2013-01-02" in reason
+    # 01-03 and 01-04 are missing too, so the window publishing what landed ends at 01-03
+    assert "trigger with Param interval_end=2013-01-03T00:00:00+00:00;" in reason
+    # a bounded window holding no landed day still names the feed's newest partition
+    bounded = check_arrival("flights", root, end, end - timedelta(days=3))
+    assert bounded.newest == "2013-01-02" and bounded.overdue(end, SIX_H)
+
+
+def test_a_hole_older_than_the_wait_is_overdue_and_window_days_skips_it(root: str) -> None:
+    _deliver(root, "2013-01-04")  # 01-03 is now a hole behind the newest day, 01-04
+    arrival = check_arrival("flights", root, END, START)
+    assert arrival.missing == ("2013-01-03",) and arrival.newest == "2013-01-04"
+    assert arrival.overdue(END, SIX_H) and not arrival.overdue(END, timedelta(days=2))
+    assert "trigger with Param window_days=1;" in arrival.overdue_reason(END, SIX_H)
+
+
+def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import AirflowFailException
+    from flightpipe_dags.arrival import WaitForData
+
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", root)
+    task = WaitForData(task_id="wait_for_data", dataset="flights", wait=SIX_H)
+    run = SimpleNamespace(run_after=datetime(2026, 11, 25, tzinfo=UTC), partition_key=None,
+                          start_date=datetime(2026, 11, 25, tzinfo=UTC))
+    context = {"params": {}, "data_interval_end": datetime(2026, 11, 25, tzinfo=UTC),
+               "dag_run": run}
+    with pytest.raises(AirflowFailException, match="overdue, not late; the newest landed "
+                       "partition is 2013-01-02"):
+        task.execute(context)  # no defer: a deferral would raise TaskDeferred instead

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -227,6 +229,7 @@ def test_operator_pages_at_1280_and_1024_light_and_dark(airflow: Server, chromiu
                         expect(frame.locator("html")).to_have_attribute("data-theme", mode)
                         time.sleep(0.2)  # images laid out before measuring
                         _fits(frame)
+                        _unbroken(frame)
                         checks[name](frame, mode)
                         page.screenshot(path=str(SHOTS / f"{width}-{mode}-{name}.png"))
                     _errors(page, airflow.base, storage, expect)
@@ -234,3 +237,204 @@ def test_operator_pages_at_1280_and_1024_light_and_dark(airflow: Server, chromiu
             _bad_token_goes_to_login(browser, airflow)
         finally:
             browser.close()
+
+
+# ---- issue 34: the operator's day: a first UI run that publishes, links both ways -----------
+
+# The README's "first UI run" Params (README.md, "The first UI run"): the last week of 2013.
+FIRST_RUN = {"interval_end": "2014-01-01", "window_days": 7}
+FIRST_VERSION = "20140101T000000Z_20131225T000000Z"
+REFUSED_DATE, FIRST_RUN_DATE = "2026-11-24", "2026-11-25"  # logical dates: refused one first
+ASSET_RUN_ID = "asset_triggered__2026-11-25T07:00:00.123456+00:00_Xy12AbCd"
+ASSET_RUN_FOLDER = "asset_triggered__2026-11-25T07_00_00.123456_00_00_Xy12AbCd"  # run_name
+
+# Text tokens split across lines: a figure or a word broken mid-token (URIs, hashes and ids,
+# which may wrap, are marked .uri/.hash/.id; a model card's code spans hold URIs too).
+BROKEN_TOKENS_JS = """() => {
+  const bad = [], walker = document.createTreeWalker(document.querySelector('main'),
+                                                      NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement.closest('.uri, .hash, .id, pre, article.card code')) continue;
+    for (const m of n.data.matchAll(/\\S+/g)) {
+      const r = document.createRange();
+      r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter(x => x.width > 0)
+                               .map(x => Math.round(x.top)));
+      if (tops.size > 1) bad.push(m[0]);
+    }
+  }
+  return bad.slice(0, 20);
+}"""
+
+
+def _unbroken(frame) -> None:
+    """Item 6: no number or word split across two lines."""
+    broken = frame.evaluate(BROKEN_TOKENS_JS)
+    assert not broken, (frame.url, broken)
+
+
+def _airflow(server: Server, args: list[str], tmp: Path) -> subprocess.CompletedProcess:
+    """An ``airflow`` command against the server's metadata DB, with the repo's DAGs."""
+    env = {**server.env, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([str(Path(sys.executable).parent / "airflow"), *args], env=env,
+                         cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    (tmp / "airflow.log").open("a").write(f"$ airflow {' '.join(args)}\n{out.stdout}{out.stderr}")
+    return out
+
+
+def _api(server: Server, path: str) -> dict:
+    r = httpx.get(f"{server.base}/api/v2{path}", timeout=30,
+                  headers={"authorization": f"Bearer {server.token()}"})
+    assert r.status_code == 200, (path, r.text)
+    return r.json()
+
+
+def _runs(server: Server, dag_id: str) -> list[dict]:
+    return _api(server, f"/dags/{dag_id}/dagRuns?order_by=run_after")["dag_runs"]
+
+
+def _task(server: Server, dag_id: str, run_id: str, task_id: str) -> dict:
+    return _api(server, f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/"
+                        f"{task_id}")
+
+
+def _links(server: Server, dag_id: str, run_id: str, task_id: str) -> dict:
+    return _api(server, f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/"
+                        f"{task_id}/links")["extra_links"]
+
+
+def _day_of_runs(server: Server, tmp: Path) -> dict[str, str]:
+    """A refused nightly run, then the README's first UI run, then a training run: through
+    ``airflow dags test`` on the server's DB (no scheduler). Returns the pages they link."""
+    from etl import pipeline
+
+    dags = Path(server.env["AIRFLOW__CORE__DAGS_FOLDER"])
+    for name in ("dataset_etl.py", "dataset_training.py", "flightpipe_dags", ".airflowignore"):
+        if (REPO / "dags" / name).exists() and not (dags / name).exists():
+            (dags / name).symlink_to(REPO / "dags" / name)
+    root = server.env["PIPELINE_STORAGE_ROOT"]
+    pipeline.land(root, uf.DATASET, start=date(2013, 12, 25), end=date(2014, 1, 1))
+    assert _airflow(server, ["dags", "reserialize"], tmp).returncode == 0, \
+        (tmp / "airflow.log").read_text()[-3000:]
+    # The nightly run of today over 2013's data: refused at once, no 6-hour wait.
+    t0 = time.monotonic()
+    refused = _airflow(server, ["dags", "test", "etl_flights", REFUSED_DATE], tmp)
+    assert refused.returncode != 0 and time.monotonic() - t0 < 300, refused.stdout[-3000:]
+    first = _airflow(server, ["dags", "test", "etl_flights", FIRST_RUN_DATE, "--conf",
+                              json.dumps(FIRST_RUN)], tmp)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
+    etl_runs = _runs(server, "etl_flights")
+    assert [r["state"] for r in etl_runs] == ["failed", "success"], etl_runs
+    refused_id, first_id = (r["dag_run_id"] for r in etl_runs)
+    wait = _task(server, "etl_flights", refused_id, "wait_for_data")
+    assert (wait["state"], wait["try_number"]) == ("failed", 1), wait
+    # the refused night does not hold the next run's publish (no depends_on_past)
+    assert _task(server, "etl_flights", first_id, "publish")["state"] == "success"
+    version_url = _links(server, "etl_flights", first_id, "publish")["Version page"]
+    assert version_url == (f"{server.base}/plugin/pipeline-datasets/pipeline/datasets/"
+                           f"{uf.DATASET}/versions/{FIRST_VERSION}"), version_url
+    events = _api(server, "/assets/events?source_dag_id=etl_flights")["asset_events"]
+    assert [e["extra"]["version_page"] for e in events] == [version_url], events
+    assert events[0]["extra"]["verdict"] in ("passed", "passed_with_quarantine"), events
+
+    trained = _airflow(server, ["dags", "test", "train_flights", "--conf", json.dumps(
+        {"version": FIRST_VERSION, "min_margin": 0})], tmp)
+    assert trained.returncode == 0, (trained.stdout + trained.stderr)[-4000:]
+    [train_run] = _runs(server, "train_flights")
+    train_id = train_run["dag_run_id"]
+    model_url = _links(server, "train_flights", train_id, "train")["Model page"]
+    assert f"/versions/{FIRST_VERSION}/models/" in model_url, model_url
+    # training stored the run that trained it; an asset-triggered run's model is the same but
+    # for its id, which ends with Airflow's random suffix (no scheduler here to create one)
+    models = Path(root.removeprefix("file://")) / "models" / uf.DATASET / FIRST_VERSION
+    [trained] = [d for d in models.iterdir() if d.is_dir()]
+    stored = json.loads((trained / "metrics.json").read_text())
+    assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_id), stored
+    asset = models / ASSET_RUN_FOLDER
+    shutil.copytree(trained, asset)
+    (asset / "metrics.json").write_text(json.dumps({**stored, "run_id": ASSET_RUN_ID,
+                                                    "run": ASSET_RUN_FOLDER}))
+    return {"version": version_url, "model": model_url, "train_run": train_id,
+            "refused_run": refused_id, "first_run": first_id,
+            "asset_model": model_url.replace(trained.name, ASSET_RUN_FOLDER)}
+
+
+def test_operator_day_first_ui_run_publishes_and_links_both_ways(
+        airflow: Server, chromium: Path,  # noqa: F811
+        storage: Store, tmp_path: Path) -> None:
+    """Issue 34 items 1-6: the README's first UI run publishes although the refused nightly
+    run before it failed; the extra links open the version and model pages; the model of a run
+    whose id has Airflow's random suffix (as asset-triggered ones have) names and links it; the
+    dataset page lists the runs, failed ones too; a dataset with DAGs but no version is listed;
+    no token breaks mid-word; at 1280 and 1024 px, light and dark."""
+    from playwright.sync_api import expect, sync_playwright
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import demo
+
+    readme = (REPO / "README.md").read_text()
+    for key, value in FIRST_RUN.items():  # the Params the README and the demo tell to set
+        assert f"`{key}` = `{value}`" in readme and f"{key} = {value}" in demo.FIRST_UI_RUN, key
+    day = _day_of_runs(airflow, tmp_path)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            for width in WIDTHS:
+                for mode in ("light", "dark"):
+                    context = _context(browser, airflow, width, color_scheme=mode)
+                    context.add_init_script(f"localStorage.setItem('theme', '{mode}')")
+                    page = context.new_page()
+                    page.set_default_timeout(UI_TIMEOUT_MS)
+                    _walk_the_day(page, airflow, day, expect, f"{width}-{mode}")
+                    context.close()
+        finally:
+            browser.close()
+
+
+def _framed(page, url: str, expect):
+    """Open an extra link's URL (the Airflow UI with the plugin page in its frame)."""
+    page.goto(url)
+    frame = page.wait_for_selector("iframe").content_frame()
+    assert frame is not None, url
+    expect(frame.locator("main").first).to_be_visible()
+    time.sleep(0.2)
+    _fits(frame)
+    _unbroken(frame)
+    return frame
+
+
+def _walk_the_day(page, server: Server, day: dict[str, str], expect, shot: str) -> None:
+    # the publish task's "Version page" button, in the Details tab of Airflow's task view
+    page.goto(f"{server.base}/dags/etl_flights/runs/{quote(day['first_run'], safe='')}"
+              "/tasks/publish/details")
+    button = page.get_by_role("link", name="Version page")
+    expect(button).to_have_attribute("href", day["version"])
+    page.screenshot(path=str(SHOTS / f"{shot}-publish-links.png"))
+    frame = _framed(page, day["version"], expect)
+    expect(frame.locator("main > h1")).to_contain_text(FIRST_VERSION)
+    page.screenshot(path=str(SHOTS / f"{shot}-version-from-link.png"))
+    frame = _framed(page, day["model"], expect)
+    expect(frame.locator("main > h1")).to_contain_text(day["train_run"])
+    expect(frame.locator("a.dagrun")).to_have_attribute(
+        "href", f"/dags/train_flights/runs/{quote(day['train_run'], safe='')}")
+    page.screenshot(path=str(SHOTS / f"{shot}-model-from-link.png"))
+    frame = _framed(page, day["asset_model"], expect)  # an asset-triggered run's model
+    expect(frame.locator("main > h1")).to_contain_text(ASSET_RUN_ID)
+    expect(frame.locator("a.dagrun")).to_have_attribute(
+        "href", f"/dags/train_flights/runs/{quote(ASSET_RUN_ID, safe='')}")
+    page.screenshot(path=str(SHOTS / f"{shot}-asset-triggered-model.png"))
+    frame = _framed(page, f"{server.base}/plugin/pipeline-datasets/pipeline/datasets/"
+                          f"{uf.DATASET}", expect)
+    states = dict(zip(frame.locator("tr.run-row a.dagrun").all_inner_texts(),
+                      frame.locator("tr.run-row .run-state").all_inner_texts()))
+    states = {k.replace("\n", ""): v for k, v in states.items()}
+    assert states.get(day["refused_run"]) == "failed", states
+    assert states.get(day["first_run"]) == "success", states
+    assert states.get(day["train_run"]) == "success", states
+    page.screenshot(path=str(SHOTS / f"{shot}-dataset-runs.png"), full_page=True)
+    frame = _framed(page, f"{server.base}/plugin/pipeline-datasets/pipeline/", expect)
+    expect(frame.locator("tr.dataset-row", has_text="digits")).to_contain_text("none yet")
+    frame = _framed(page, f"{server.base}/plugin/pipeline-datasets/pipeline/datasets/digits",
+                    expect)
+    expect(frame.locator("#no-version")).to_contain_text("No version yet")

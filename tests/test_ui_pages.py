@@ -82,7 +82,8 @@ def test_image_version_pages_render(client: TestClient) -> None:
     """digits stores a file count, not a file list, as its source fingerprint (was a 500)."""
     version = uf.vid(uf.FIRST_END)
     html = client.get(f"/datasets/digits/versions/{version}").text
-    assert "over 121 files" in html and "Quarantine limit (rows)" in html
+    assert "121 files" in html and not re.search(r"over [\d,]+ files", html)
+    assert "Quarantine limit (rows)" in html
     page = client.get(f"/datasets/digits/versions/{version}/validation")
     assert page.status_code == 200 and "raw/digits/3/bad.png" in page.text
     assert "undecodable: &lt;script&gt;" in page.text and "<script>alert" not in page.text
@@ -153,7 +154,7 @@ def test_model_page_groups_metrics(client: TestClient, built: uf.BuiltRoot) -> N
     stored = json.loads((built.root / "models/flights" / version / run / "metrics.json").read_text())
     ci = stored["test"]["intervals"]
     assert re.findall(r"<td[^>]*>([^<]+)</td>", auc)[-2:] == [
-        f"{lo:.4g} – {hi:.4g}" for lo, hi in (ci["metrics"]["auc"], ci["lead_over_baseline"]["auc"])]
+        f"{lo:#.4g} – {hi:#.4g}" for lo, hi in (ci["metrics"]["auc"], ci["lead_over_baseline"]["auc"])]
     assert len(re.findall(r'<tr class="history-row">', html)) == 3  # a table, not "[3 items]"
     assert "items]" not in html
     base = f"/datasets/flights/versions/{version}/models/{run}/files/"
@@ -269,3 +270,80 @@ def test_model_pages_show_blessed_or_not_and_why_and_which_is_current(tmp_path: 
     assert "this is the current model of flights" in good_page
     dataset_page = client.get("/datasets/flights").text
     assert ">not blessed</span>" in dataset_page and "current</span>" in dataset_page
+
+
+# ---- issue 34: the rough edges of item 6, and runs from Airflow ---------------------------
+
+def test_an_image_versions_sources_count_the_folders_files(tmp_path: Path) -> None:
+    """A segment-composed images version lists its folder once with the file count inside."""
+    from pipeline_ui import views
+
+    manifest = {"source_fingerprint": {"sha256": "ab", "files": [
+        {"uri": "file:///r/raw/digits", "files": 1797, "sha256": "cd"}]}}
+    assert views.fingerprint(manifest).count == 1797
+
+
+def test_metrics_read_with_four_significant_digits() -> None:
+    from pipeline_ui import present
+
+    assert [present.metric(v) for v in (0.8, 0.76743, 1.0, 0.0, 13.1, 1234.6, 2e-5, 3)] == [
+        "0.8000", "0.7674", "1.000", "0.000", "13.10", "1235", "2.000e-05", "3"]
+
+
+def test_key_metrics_in_listings_read_evenly(client: TestClient, built: uf.BuiltRoot) -> None:
+    html = client.get("/datasets/flights").text
+    shown = re.findall(r'<span class="metric"><span class="mname">[^<]+</span> ([^<]+)</span>',
+                       html)
+    assert shown and all(re.fullmatch(r"\d\.\d{4}", v) for v in shown), shown  # not 0.8
+
+
+class FakeRuns:
+    """The plugin's run source as Airflow's DB would answer (the browser test reads a real one)."""
+
+    def __init__(self, names: set[str], rows: list) -> None:
+        self.names, self.rows = names, rows
+
+    def dataset_names(self) -> set[str]:
+        return self.names
+
+    def recent(self, dataset: str, limit: int = 10) -> list:
+        return [r for r in self.rows if r.dag_id.endswith(f"_{dataset}")]
+
+
+def test_a_dataset_with_dags_but_no_version_is_listed_with_its_runs(built: uf.BuiltRoot) -> None:
+    from datetime import UTC, datetime
+
+    from pipeline_ui.runs import RunRow
+
+    when = datetime(2026, 11, 25, 0, 5, tzinfo=UTC)
+    rows = [RunRow("etl_newdata", "scheduled__2026-11-25T00:00:00+00:00", "scheduled",
+                   "deferred", when, when, None, "wait_for_data deferred"),
+            RunRow("etl_newdata", "manual__2026-11-24T10:00:00+00:00_Ab12CdEf", "manual",
+                   "failed", when, when, when, "wait_for_data failed")]
+    client = TestClient(create_app(built.uri, runs=FakeRuns({"newdata", "flights"}, rows)))
+    listing = client.get("/").text
+    assert 'href="/datasets/newdata"' in listing and "none yet" in listing
+    page = client.get("/datasets/newdata")
+    assert page.status_code == 200 and "No version yet" in page.text
+    states = re.findall(r'<tr class="run-row" data-state="(\w+)">', page.text)
+    assert states == ["deferred", "failed"], states
+    assert 'href="/dags/etl_newdata/runs/manual__2026-11-24T10%3A00%3A00%2B00%3A00_Ab12CdEf"' \
+        in page.text and "wait_for_data deferred" in page.text
+    assert client.get("/datasets/nodags").status_code == 404  # neither DAGs nor a folder
+    assert "Recent DAG runs" in client.get("/datasets/flights").text
+    assert "Recent DAG runs" not in TestClient(create_app(built.uri)).get(
+        "/datasets/flights").text  # standalone: no run source
+
+
+def test_a_runs_state_says_which_task_holds_it() -> None:
+    from pipeline_ui.runs import dataset_of, summarize
+
+    assert summarize("running", [("wait_for_data", "deferred"), ("build", "None")]) == (
+        "deferred", "wait_for_data deferred")
+    assert summarize("failed", [("publish", "upstream_failed"), ("wait_for_data", "failed"),
+                                ("build", "upstream_failed")]) == (
+        "failed", "wait_for_data failed, publish upstream failed")
+    assert summarize("success", [("publish", "skipped"), ("build", "success")]) == (
+        "success", "publish skipped")
+    assert [dataset_of(d) for d in ("etl_flights", "train_wine", "etl_", "other")] == [
+        "flights", "wine", None, None]

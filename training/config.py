@@ -48,6 +48,19 @@ DEFAULT_PROMOTE_TOLERANCE = 0.01  # a new current model may lose this much to th
 
 
 @dataclass(frozen=True)
+class RunOrigin:
+    """The orchestrator run that started a training run, as plain strings written to
+    metrics.json (``dag_id``, ``run_id``), so the UI names and links that run however its id
+    is spelled. Training never imports the orchestrator; the command line passes none."""
+
+    dag_id: str
+    run_id: str
+
+    def fields(self) -> dict[str, str]:
+        return {"dag_id": self.dag_id, "run_id": self.run_id}
+
+
+@dataclass(frozen=True)
 class InputConfig:
     """tf.data knobs. Defaults suit a single host reading 128 MiB shards.
 

@@ -25,7 +25,7 @@ from etl import storage, versions
 from etl.provenance import code_version
 from training import adapt, families, gate, outputs
 from training.callbacks import delete_backup
-from training.config import TrainConfig
+from training.config import RunOrigin, TrainConfig
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
@@ -50,6 +50,7 @@ def train(
     run_name: str,
     config: TrainConfig | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    origin: RunOrigin | None = None,
 ) -> dict[str, Any]:
     """Train on a published version and publish the model under ``models_root``.
 
@@ -60,6 +61,7 @@ def train(
             same name resumes from the last finished epoch.
         config: Run settings; None = the defaults.
         callbacks: Extra Keras callbacks, run after ours.
+        origin: The orchestrator run that started this one (written to metrics.json).
 
     Returns:
         ``{"model_uri": run folder URI, "metrics": contents of metrics.json, "blessing":
@@ -73,7 +75,7 @@ def train(
     config = config or TrainConfig()
     manifest = versions.read_manifest(version_uri)  # raises IncompleteVersionError
     if image_feature(manifest) is not None:  # image versions: CNN + image input pipeline
-        return train_images(version_uri, manifest, models_root, run_name, config)
+        return train_images(version_uri, manifest, models_root, run_name, config, origin)
     manifest_sha = hashlib.sha256(storage.read_bytes(storage.join(version_uri, "manifest.json")))
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)
     done = storage.join(run_uri, outputs.METRICS_FILE)
@@ -90,7 +92,7 @@ def train(
                                               work_dir, callbacks, weights)
         blessing, token = _judge(version_uri, manifest, models_root, config, metrics, evidence)
         metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
-                       blessing=blessing.to_dict())
+                       blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
         out = work_dir / "run"
         metrics["artifacts"] = _write_artifacts(out, metrics, config)
         outputs.publish_run(out, run_uri, metrics, TASKS_BY_NAME[metrics["task"]].card_metrics)

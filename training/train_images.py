@@ -25,7 +25,7 @@ import tensorflow as tf
 from etl import storage
 from etl.provenance import code_version
 from training import gate, outputs
-from training.config import ImageTrainConfig, TrainConfig
+from training.config import ImageTrainConfig, RunOrigin, TrainConfig
 from training.data.images import image_feature, make_image_dataset
 from training.evaluate import evaluate_split, predictions
 from training.models.images import build_cnn
@@ -67,7 +67,8 @@ def fit(version_uri: str, manifest: dict[str, Any], config: ImageTrainConfig) ->
 
 
 def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, run_name: str,
-                 config: TrainConfig | None = None) -> dict[str, Any]:
+                 config: TrainConfig | None = None,
+                 origin: RunOrigin | None = None) -> dict[str, Any]:
     """What ``training.train.train`` does for an image version: fit, judge, publish the run."""
     config = config or TrainConfig()
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)
@@ -87,6 +88,7 @@ def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, r
                                  gate.GateRules.of(config, icfg.min_margin), models_root, score)
     metrics = _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result)
     metrics["blessing"] = blessing.to_dict()
+    metrics.update(origin.fields() if origin else {})
     with tempfile.TemporaryDirectory(prefix="train-images-") as work:
         out = Path(work)
         model.save(out / "model.keras")

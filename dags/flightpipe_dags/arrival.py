@@ -6,6 +6,9 @@ triggerer lists the storage every minute while the task holds no worker and no p
 The deadline is the spec's ``arrival.wait`` after the later of the interval's end and the
 run's start (a backfill of old days still gets its wait); past it the task fails once, no
 retries, naming the missing partitions and the spec key. ``arrival: {wait: 0}`` fails at once.
+A window whose first missing partition closed more than ``arrival.wait`` before the window's
+end is refused at once (overdue, not late: ``etl.pipeline.arrival``), naming the newest
+landed partition and the Params that publish what has landed.
 
 Import-light like the rest of the package: etl code is imported inside ``execute``.
 """
@@ -68,6 +71,8 @@ class WaitForData(BaseOperator):
         if arrival.complete:
             log.info("Every partition of the window of %s has landed", self.dataset)
             return
+        if arrival.overdue(opts.interval_end, self.wait):
+            self._refuse_overdue(arrival.overdue_reason(opts.interval_end, self.wait))
         started = getattr(context["dag_run"], "start_date", None) or datetime.now(UTC)
         deadline = max(opts.interval_end, started) + self.wait
         if self.wait <= timedelta(0) or datetime.now(UTC) >= deadline:
@@ -89,6 +94,14 @@ class WaitForData(BaseOperator):
         deadline = event.get("deadline")
         self._give_up(event.get("missing") or [], event.get("where") or "",
                       datetime.fromisoformat(deadline) if deadline else None, event.get("error"))
+
+    def _refuse_overdue(self, reason: str) -> None:
+        """Fail now, no retries: the window asks for partitions no wait brings (see
+        ``etl.pipeline.arrival``); the reason names the newest landed one and what to set."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        log.error("%s", reason)
+        raise AirflowFailException(reason)
 
     def _give_up(self, missing: list[str], where: str, deadline: datetime | None,
                  error: str | None = None) -> None:

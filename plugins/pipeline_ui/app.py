@@ -24,7 +24,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import diffpage, present, trend, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
-from .records import DEFAULT_LIMITS, paginate
+from .records import DEFAULT_LIMITS, Page, paginate
+from .runs import RunRow, RunSource
 from .validation import validation_view
 
 URL_PREFIX = "/pipeline"
@@ -98,8 +99,10 @@ class Urls:
 def _templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when,
-                       label=views.label, cell=views.cell, breakable=present.breakable)
+    env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when_span,
+                       label=views.label, cell=views.cell, breakable=present.breakable,
+                       metric=present.metric, metric_cell=views.metric_cell,
+                       wrap_class=present.wrap_class)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target, drift_words=trend.drift_words,
@@ -118,7 +121,7 @@ def _auth_dependencies() -> list[Any]:
 
 # long: the routes are closures over this app's storage root and limits, read top to bottom
 def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airflow_auth: bool = False,
-               url_prefix: str = "") -> FastAPI:
+               url_prefix: str = "", runs: RunSource | None = None) -> FastAPI:
     """Build the UI app over one storage root.
 
     Args:
@@ -126,6 +129,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         limits: page-size, listing and file-size ceilings.
         airflow_auth: require an authenticated Airflow user (set when mounted in Airflow).
         url_prefix: where Airflow mounts the app, to derive links into the Airflow UI.
+        runs: each dataset's DAG runs (Airflow's metadata DB); None: none shown.
     """
     catalog = Catalog(root or default_root(), limits)
     app = FastAPI(title="Pipeline datasets", docs_url=None, redoc_url=None, openapi_url=None,
@@ -143,15 +147,37 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
     _install_handlers(app, render)
     _install_security_headers(app)
 
+    def with_dags() -> set[str]:
+        try:
+            return runs.dataset_names() if runs else set()
+        except Exception:  # noqa: BLE001 -- the metadata DB is down: storage still lists
+            return set()
+
+    def recent_runs(dataset: str) -> tuple[list[RunRow], str | None]:
+        if runs is None:
+            return [], None
+        try:
+            return runs.recent(dataset), None
+        except Exception as exc:  # noqa: BLE001 -- say so on the page, show the rest
+            return [], f"{type(exc).__name__}: {exc}"
+
     @app.get("/", response_class=HTMLResponse, name="datasets")
     def datasets(request: Request, page: PageQ = 1, per_page: PerPageQ = None) -> Response:
-        return render(request, "datasets.html", listing=catalog.datasets(page, per_page))
+        return render(request, "datasets.html",
+                      listing=catalog.datasets(page, per_page, also=with_dags()))
 
     @app.get("/datasets/{dataset}", response_class=HTMLResponse, name="dataset")
     def dataset(request: Request, dataset: str, page: PageQ = 1, per_page: PerPageQ = None,
                 ) -> Response:
-        listing = catalog.versions(dataset, page, per_page, MODELS_ON_DATASET_PAGE)
+        try:
+            listing = catalog.versions(dataset, page, per_page, MODELS_ON_DATASET_PAGE)
+        except NotFound:
+            if page > 1 or dataset not in with_dags():
+                raise
+            listing = Page([], 1, catalog.clamp(per_page), 0)  # DAGs, nothing published yet
+        recent, runs_error = recent_runs(dataset)
         return render(request, "dataset.html", dataset=dataset, listing=listing,
+                      runs=recent, runs_error=runs_error, runs_shown=runs is not None,
                       current=catalog.current_model(dataset))
 
     @app.get("/datasets/{dataset}/versions/{version}", response_class=HTMLResponse, name="version")

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -201,18 +201,23 @@ class Catalog:
         newest_first = list(reversed(ids))
         return newest_first[: self.limits.max_items], len(ids) > self.limits.max_items
 
-    def datasets(self, page: int = 1, per_page: int | None = None) -> Page[DatasetRow]:
-        """Dataset folders with their complete-version count and newest version."""
+    def datasets(self, page: int = 1, per_page: int | None = None,
+                 also: Iterable[str] = ()) -> Page[DatasetRow]:
+        """Dataset folders with their complete-version count and newest version; ``also``:
+        datasets known elsewhere (their DAGs) that may have published nothing yet."""
         root = storage.join(self.root, "datasets")
         try:
             names, truncated = self._children(root, "datasets folder")
         except NotFound:
             names, truncated = [], False
-        names = [n for n in names if is_safe_name(n)]
+        names = sorted({n for n in [*names, *also] if is_safe_name(n)})
         listing = paginate(names, page, self.clamp(per_page), truncated)
 
         def row(name: str) -> DatasetRow:
-            ids, _ = self.version_ids(name)
+            try:
+                ids, _ = self.version_ids(name)
+            except NotFound:  # DAGs, no folder yet
+                ids = []
             return DatasetRow(name, len(ids), *((ids[0], self.manifest(name, ids[0])) if ids else ()))
 
         items = list(self._pool.map(row, listing.items))

@@ -64,23 +64,53 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def metric(value: Any) -> str:
+    """A metric with 4 significant digits, trailing zeros kept so a column reads evenly
+    (``0.8000`` beside ``0.7674``, ``AUC 1.000``); very large or small ones as ``fmt`` has them."""
+    if isinstance(value, float) and not (math.isnan(value) or math.isinf(value)) and (
+            value == 0 or 1e-3 <= abs(value) < 1e4):
+        return f"{value:#.4g}".rstrip(".")
+    return fmt(value)
+
+
+def wrap_class(value: Any) -> str:
+    """The CSS class of a stored value that may wrap anywhere: ``uri`` for a URI or path,
+    ``id`` for another long unspaced token (a run id); "" for figures and words."""
+    if not isinstance(value, str) or " " in value.strip():
+        return ""
+    if "://" in value or "/" in value:
+        return "uri"
+    return "id" if len(value) > 24 else ""
+
+
 def breakable(value: Any) -> Markup:
-    """A long id (version, run id) that may wrap after each ``_`` (escaped, ``<wbr>`` added)."""
-    return Markup("_<wbr>").join(str(value).split("_"))
+    """A long id (version, run id): may wrap after each ``_`` (escaped, ``<wbr>`` added) and,
+    marked ``id``, anywhere if a piece alone is wider than its cell; never a figure or word."""
+    return Markup('<span class="id">{}</span>').format(
+        Markup("_<wbr>").join(str(value).split("_")))
 
 
 def when(value: Any) -> str:
-    """ISO timestamps as ``2013-01-03 00:00 UTC``; anything unparsable is shown as stored."""
-    if not isinstance(value, str) or not value:
+    """ISO timestamps (or datetimes) as ``2013-01-03 00:00 UTC``; anything unparsable is
+    shown as stored."""
+    if isinstance(value, datetime):
+        ts = value
+    elif not isinstance(value, str) or not value:
         return fmt(value)
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        return value
+    else:
+        try:
+            ts = datetime.fromisoformat(value)
+        except ValueError:
+            return value
     if ts.tzinfo is not None and ts.utcoffset() == timedelta(0):
         return ts.strftime("%Y-%m-%d %H:%M UTC") if ts.second == 0 else ts.strftime(
             "%Y-%m-%d %H:%M:%S UTC")
     return ts.isoformat(sep=" ")
+
+
+def when_span(value: Any) -> Markup:
+    """``when`` in a span that never wraps: Chrome breaks a date after its hyphens."""
+    return Markup('<span class="when">{}</span>').format(when(value))
 
 
 def flatten(obj: Any, prefix: str = "", limit: int = MAX_FLAT_ROWS) -> list[tuple[str, Any]]:
@@ -192,13 +222,14 @@ def expectation_rows(validation: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             continue
         observed = item.get("observed_value")
-        text = observed if isinstance(observed, str) else (
-            "–" if observed is None else json.dumps(observed, default=str))
+        figure = isinstance(observed, (int, float)) and not isinstance(observed, bool)
+        text = observed if isinstance(observed, str) else fmt(observed) if figure or \
+            observed is None else json.dumps(observed, default=str)
         if len(text) > MAX_OBSERVED_CHARS:
             text = text[:MAX_OBSERVED_CHARS] + "…"
         rows.append({**{k: item.get(k) for k in
                         ("expectation", "level", "success", "unexpected_count", "element_count")},
-                     "observed": text})
+                     "observed": text, "figure": figure})
     return sorted(rows, key=lambda r: r["success"] is not False)
 
 

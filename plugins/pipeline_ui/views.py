@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .present import flatten, fmt
+from .present import flatten, fmt, metric
 
 MAX_HISTORY_EPOCHS = 500
 METRIC_SCOPES = ("test", "eval", "baseline")
@@ -72,7 +72,9 @@ def fingerprint(manifest: dict[str, Any]) -> Fingerprint:
     fp = fp if isinstance(fp, dict) else {}
     files = fp.get("files")
     listed = [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
-    count = len(files) if isinstance(files, list) else files
+    # an images version lists its source folder once, with the folder's file count inside
+    count = sum(f["files"] if isinstance(f.get("files"), int) else 1 for f in listed) \
+        if isinstance(files, list) else files
     return Fingerprint(fp.get("sha256"), count, fp.get("source"), listed)
 
 
@@ -143,7 +145,7 @@ def interval(bounds: Any) -> str:
     if not (isinstance(bounds, list) and len(bounds) == 2
             and all(isinstance(b, (int, float)) and not math.isnan(b) for b in bounds)):
         return "–"
-    return f"{fmt(float(bounds[0]))} – {fmt(float(bounds[1]))}"
+    return f"{metric(float(bounds[0]))} – {metric(float(bounds[1]))}"
 
 
 # TrainConfig's "let the code choose" values (training/config.py), as a reader says them.
@@ -166,23 +168,26 @@ def hyperparameter_rows(params: Any) -> list[tuple[str, Any]]:
     return rows
 
 
-# Airflow-generated run ids, as ``run_name`` (dags/flightpipe_dags/options.py) stores them in
-# a folder name: ``manual__2026-11-24T20:01:02.123+00:00`` -> ``manual__2026-11-24T20_01_02.123_00_00``.
+# Airflow-generated run ids, as ``run_name`` (dags/flightpipe_dags/options.py) stored them in
+# a folder name before metrics.json recorded them: ``manual__2026-11-24T20:01:02.123+00:00`` ->
+# ``manual__2026-11-24T20_01_02.123_00_00``; runs without a logical date (asset-triggered,
+# manual through the API) end with Airflow's random suffix, ``..._00_00_AbC12xYz``.
 _RUN_FOLDER = re.compile(r"^(manual|scheduled|backfill|asset_triggered)__(\d{4}-\d\d-\d\dT\d\d)_"
-                         r"(\d\d)_(\d\d(?:\.\d+)?)_00_00$")
+                         r"(\d\d)_(\d\d(?:\.\d+)?)_00_00(_[A-Za-z0-9]+)?$")
 
 
 def training_run(folder: str, dataset: str, metrics: dict[str, Any] | None) -> tuple[str, str | None]:
     """(run id, training DAG id or None): the Airflow run that trained the model, when known.
 
-    ``metrics.json``'s own ``run_id``/``dag_id`` win; else the folder name of an Airflow run
-    is turned back into its run id; a command-line run keeps its folder name and no link.
+    ``metrics.json``'s own ``run_id``/``dag_id`` win (the training DAG writes them since
+    issue 34); else, for older models, the folder name of an Airflow run is turned back into
+    its run id; a command-line run keeps its folder name and no link.
     """
     metrics = metrics if isinstance(metrics, dict) else {}
     if isinstance(metrics.get("run_id"), str):
         return metrics["run_id"], str(metrics.get("dag_id") or f"train_{dataset}")
     if m := _RUN_FOLDER.match(folder):
-        return f"{m[1]}__{m[2]}:{m[3]}:{m[4]}+00:00", f"train_{dataset}"
+        return f"{m[1]}__{m[2]}:{m[3]}:{m[4]}+00:00{m[5] or ''}", f"train_{dataset}"
     return folder, None
 
 
@@ -206,3 +211,8 @@ def cell(value: Any) -> str:
     if isinstance(value, (dict, list)) and not value:
         return "none"
     return fmt(value) if _scalar(value) else str(value)
+
+
+def metric_cell(value: Any) -> str:
+    """A cell of a metrics table: floats with 4 significant digits (``present.metric``)."""
+    return metric(value) if isinstance(value, float) else cell(value)

@@ -1,10 +1,11 @@
-"""Backfill of the ETL DAG on a real scheduler: one version per interval, published in order.
+"""Backfill of the ETL DAG on a real scheduler: one version per interval, LATEST on the newest.
 
 A fresh Airflow home and PostgreSQL database (SQLite answered "database is locked" to
 ``backfill create`` on a loaded machine), then api-server, scheduler (LocalExecutor) and
 dag-processor as real processes. The test runs the backfill command the README documents over
 three daily intervals and checks, from the metadata DB and storage, one version per interval,
-published in interval order, and LATEST on the newest. Skips without PostgreSQL, but not
+each from its own run, and LATEST on the newest whatever order the concurrent runs published in
+(``publish`` has no ``depends_on_past`` since issue 34: storage keeps the order). Skips without PostgreSQL, but not
 under CI=true. The heavy steps join one shared Dask cluster (``PIPELINE_DASK_ADDRESS``): a
 LocalCluster per heavy task costs more CPU than the ETL on 2 cores (tests/test_cluster.py covers
 those). ``use_job_schedule`` is off, so neither a wall-clock nightly run of ``etl_flights``
@@ -14,7 +15,6 @@ the CLI, not from that loop.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -170,7 +170,7 @@ def _task_logs(home: Path, states: dict[tuple[str, str], tuple[str | None, int]]
     return "\n".join(out)
 
 
-def test_backfill_publishes_one_version_per_interval_in_order(tmp_path: Path, postgres_db: str,
+def test_backfill_publishes_one_version_per_interval(tmp_path: Path, postgres_db: str,
                                                               services) -> None:
     for doc in ("README.md", "docs/AIRFLOW.md"):  # the command users are told to run
         assert "airflow " + " ".join(BACKFILL_ARGS) in (REPO / doc).read_text(), doc
@@ -238,7 +238,7 @@ def test_backfill_publishes_one_version_per_interval_in_order(tmp_path: Path, po
 
 
 def _check_versions(db: MetaDB, root: str) -> None:
-    """One version per interval, each from its own run, published in interval order."""
+    """One version per interval, each from its own run; LATEST on the newest."""
     by_end = sorted(db.runs().items(), key=lambda item: item[1][2])  # by data interval end
     run_ids = [run_id for run_id, _ in by_end]
     states = db.task_states()
@@ -255,20 +255,12 @@ def _check_versions(db: MetaDB, root: str) -> None:
         assert version.startswith(end.replace("-", "") + "T000000Z"), (run_id, end, version)
         assert manifest["version"] == version and manifest["run_id"] == run_id, manifest
         assert manifest["data_interval"]["end"].startswith(end), (manifest, end)
-    created = [m["created_at"] for m in manifests]  # whole seconds: ties happen
-    assert created == sorted(created), f"published out of interval order: {created}"
     assert (ds / "LATEST").read_text().strip() == EXPECTED_VERSIONS[-1]
     sizes = [m["splits"]["train"]["num_examples"] for m in manifests]
     assert 0 < sizes[0] and sizes == sorted(set(sizes)), f"each version adds a day: {sizes}"
-
-    # depends_on_past: each publish started only after the previous interval's had finished.
-    spans = {r: (s, e) for r, s, e in db.rows(
-        "SELECT run_id, start_date, end_date FROM task_instance "
-        "WHERE dag_id = %s AND task_id = 'publish'", DAG_ID)}
-    for earlier, later in itertools.pairwise(run_ids):
-        assert spans[later][0] >= spans[earlier][1], (earlier, later, spans)
-    events = db.rows("SELECT extra, source_run_id FROM asset_event WHERE source_dag_id = %s "
-                     "ORDER BY timestamp, id", DAG_ID)
-    assert [extra["version"] for extra, _ in events] == EXPECTED_VERSIONS, events
-    assert [run_id for _, run_id in events] == run_ids, events
+    # one event per version, from its own run, in whatever order the runs published
+    events = db.rows("SELECT extra, source_run_id FROM asset_event WHERE source_dag_id = %s",
+                     DAG_ID)
+    assert sorted((extra["version"], run_id) for extra, run_id in events) == \
+        list(zip(EXPECTED_VERSIONS, run_ids, strict=True)), events
     assert not db.rows("SELECT run_id FROM dag_run WHERE dag_id = 'train_flights'")

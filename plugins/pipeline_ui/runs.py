@@ -1,0 +1,101 @@
+"""Each dataset's recent DAG runs, from Airflow's metadata database: what storage cannot show.
+
+Storage holds only what was published; a run that failed, was refused or is still waiting for
+late data left nothing there. Inside the api-server the plugin reads the runs of ``etl_<name>``
+and ``train_<name>`` with Airflow's ORM (the session the api-server itself uses), newest first,
+and the task that says why a run is where it is (a deferred ``wait_for_data``, a failed
+``build``, a skipped ``publish``). A dataset with DAGs but nothing published is still listed.
+Standalone (tests, no Airflow) the app gets no run source and shows none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+DAG_PREFIXES = ("etl_", "train_")
+RECENT_RUNS = 10
+# A task in one of these states explains its run's state, most telling first.
+_TELLING = ("deferred", "failed", "up_for_retry", "upstream_failed", "running", "queued",
+            "skipped")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One DAG run as the dataset page lists it."""
+
+    dag_id: str
+    run_id: str
+    run_type: str
+    state: str  # queued / running / deferred / success / failed
+    run_after: datetime | None
+    start: datetime | None
+    end: datetime | None
+    note: str = ""  # e.g. "wait_for_data deferred", "build failed", "publish skipped"
+
+
+class RunSource(Protocol):
+    def dataset_names(self) -> set[str]: ...
+
+    def recent(self, dataset: str, limit: int = RECENT_RUNS) -> list[RunRow]: ...
+
+
+def dataset_of(dag_id: str) -> str | None:
+    """``etl_flights`` / ``train_flights`` -> ``flights``; other DAGs are not ours."""
+    for prefix in DAG_PREFIXES:
+        if dag_id.startswith(prefix) and len(dag_id) > len(prefix):
+            return dag_id[len(prefix):]
+    return None
+
+
+def summarize(state: str, tasks: list[tuple[str, str]]) -> tuple[str, str]:
+    """(state shown, note): a running run whose task is deferred reads "deferred"."""
+    ranked = sorted((t for t in tasks if t[1] in _TELLING), key=lambda t: _TELLING.index(t[1]))
+    note = ", ".join(f"{task} {s.replace('_', ' ')}" for task, s in ranked[:2])
+    if state == "running" and ranked and ranked[0][1] == "deferred":
+        return "deferred", note
+    return state, note
+
+
+class AirflowRuns:
+    """The api-server's metadata DB, read with Airflow's ORM (imported on first use)."""
+
+    def dataset_names(self) -> set[str]:
+        from airflow.models.dag import DagModel
+        from airflow.utils.session import create_session
+        from sqlalchemy import or_, select
+
+        with create_session() as session:
+            ids = session.scalars(select(DagModel.dag_id).where(
+                DagModel.is_stale.is_(False),
+                or_(*(DagModel.dag_id.like(f"{p}%") for p in DAG_PREFIXES)))).all()
+        return {name for name in map(dataset_of, ids) if name}
+
+    def recent(self, dataset: str, limit: int = RECENT_RUNS) -> list[RunRow]:
+        from airflow.models.dagrun import DagRun
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+        from sqlalchemy import select
+
+        dag_ids = [f"{p}{dataset}" for p in DAG_PREFIXES]
+        with create_session() as session:
+            runs = session.execute(
+                select(DagRun.dag_id, DagRun.run_id, DagRun.run_type, DagRun.state,
+                       DagRun.run_after, DagRun.start_date, DagRun.end_date)
+                .where(DagRun.dag_id.in_(dag_ids))
+                .order_by(DagRun.run_after.desc()).limit(limit)).all()
+            tis = session.execute(
+                select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id,
+                       TaskInstance.state)
+                .where(TaskInstance.dag_id.in_(dag_ids),
+                       TaskInstance.run_id.in_([r.run_id for r in runs]))).all()
+        by_run: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for ti in tis:
+            by_run.setdefault((ti.dag_id, ti.run_id), []).append((ti.task_id, str(ti.state)))
+        rows = []
+        for r in runs:
+            state, note = summarize(str(r.state), by_run.get((r.dag_id, r.run_id), []))
+            rows.append(RunRow(r.dag_id, r.run_id, str(r.run_type), state, r.run_after,
+                               r.start_date, r.end_date, note))
+        return rows
