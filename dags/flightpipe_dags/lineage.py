@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from flightpipe_dags import links
+
 log = logging.getLogger(__name__)
 
 PRODUCER = "https://github.com/flightpipe/flightpipe"
@@ -72,17 +74,6 @@ def previous_version(manifest: dict[str, Any], root: str) -> str | None:
         older = [v for v in versions.list_versions(root, name) if v < manifest["version"]]
         vid = older[-1] if older else None
     return storage.join(root, "datasets", name, vid) if vid else None
-
-
-def verdict(manifest: dict[str, Any]) -> str:
-    """``passed`` / ``passed_with_quarantine`` / ``failed`` / ``unknown``: the words of the
-    Asset event's ``verdict`` (helper ops' ``links.verdict``; one of them goes at merge)."""
-    validation = manifest.get("validation") or {}
-    if validation.get("success") is False:
-        return "failed"
-    if validation.get("success") is not True:
-        return "unknown"
-    return "passed_with_quarantine" if validation.get("quarantined_rows") else "passed"
 
 
 def for_version(task: Any, name: str, version_uri: str, root: str) -> None:
@@ -173,7 +164,7 @@ def version_facet(manifest: dict[str, Any], model: dict[str, Any] | None) -> Any
 
     drift = (manifest.get("validation") or {}).get("drift") or {}
     return FlightpipeVersionDatasetFacet(
-        version=str(manifest.get("version")), verdict=verdict(manifest),
+        version=str(manifest.get("version")), verdict=links.verdict(manifest.get("validation")),
         drifted=list(drift.get("drifted") or []),
         splits={k: int(v.get("num_examples") or 0)
                 for k, v in (manifest.get("splits") or {}).items()},
