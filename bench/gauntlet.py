@@ -140,12 +140,19 @@ def _train_and_score(table: Table, root: str, version_uri: str, work: Path,
         result["model"] = {k: float(v) for k, v in metrics["test"].items()
                            if isinstance(v, (int, float))}
         result["examples"] = metrics.get("examples")
-        result["metrics_file"] = metrics
+        result["metrics_file"] = metrics  # read by verdict(), not stored
+        result["gate"] = {k: metrics.get(k) for k in ("family", "family_choice", "blessing")}
     t0 = time.perf_counter()
     result["reference"] = reference(version_uri, table.task)
     result["reference_s"] = round(time.perf_counter() - t0, 2)
     if result.get("model"):
         result.update(compare(result["model"], result["reference"], table.task))
+
+
+def _with_verdict(result: dict[str, Any]) -> dict[str, Any]:
+    """The table's result with its verdict (judged first: it drops the bulky metrics.json)."""
+    judged = verdict(result)
+    return {**result, "verdict": judged}
 
 
 def verdict(result: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +167,8 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
         blessed = gate.get("blessed") if isinstance(gate, dict) else metrics.get("blessed")
         if blessed is None:  # before blessings: a gate that writes only what it passes
             blessed = metrics.get("passed_quality_gate", failed is None)
-        reason = (gate.get("reason") if isinstance(gate, dict) else None) or \
+        reasons = gate.get("reasons") or [gate.get("reason")] if isinstance(gate, dict) else []
+        reason = "; ".join(r for r in reasons if r) or \
             (result[failed].get("message") if failed else None)
         status = "blessed" if blessed else "not blessed"
         harness = {"error": result["error"]["message"]} if result.get("error") else {}
@@ -190,7 +198,7 @@ def run_table(table: Table, work: Path) -> dict[str, Any]:
         where = "spec init"
         spec = _draft(table, root, work, result)
         if spec is None:
-            return {**result, "verdict": verdict(result)}
+            return _with_verdict(result)
         if spec != "flights":
             result["etl_read"] = etl_read(Path(spec), files)
         where = "etl run"
@@ -199,7 +207,7 @@ def run_table(table: Table, work: Path) -> dict[str, Any]:
             "--run-id", RUN, "--json"], work, _env(None if spec == "flights" else work / "specs"))
         if not result["etl_run"]["ok"]:
             result["etl_run"].pop("stdout")
-            return {**result, "verdict": verdict(result)}
+            return _with_verdict(result)
         published = last_json(result["etl_run"].pop("stdout"))
         result["rows"] = sum(published["splits"].values())
         result["splits"] = published["splits"]
@@ -209,7 +217,7 @@ def run_table(table: Table, work: Path) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - recorded; the gauntlet goes on
         result["error"] = {"step": where, "message": f"{type(exc).__name__}: {exc}"[:1000],
                            "traceback": traceback.format_exc()[-3000:]}
-    return {**result, "verdict": verdict(result)}
+    return _with_verdict(result)
 
 
 def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
