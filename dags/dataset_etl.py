@@ -41,7 +41,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Metadata, dag, task
+from airflow.sdk import DAG, Metadata, dag, get_current_context, task
 from flightpipe_dags import (
     DASK_POOL,
     DagSettings,
@@ -50,6 +50,7 @@ from flightpipe_dags import (
     dataset_settings,
     etl_params,
     etl_timetable,
+    lineage,
     links,
     skip_already_published,
     storage_root,
@@ -95,9 +96,6 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
                 skip_already_published(name, result)
             manifest = versions.read_manifest(result["version_uri"])
             links.warn_drift(name, manifest, page)
-            from airflow.sdk import get_current_context
-            from flightpipe_dags import lineage
-
             lineage.for_version(get_current_context()["task"], name, result["version_uri"],
                                 storage_root())
             yield Metadata(asset, extra=links.event_extra(result, manifest, page))

@@ -25,7 +25,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import DAG, dag, task
+from airflow.sdk import DAG, dag, get_current_context, task
 from flightpipe_dags import (
     GPU_POOL,
     GPU_QUEUE,
@@ -34,6 +34,7 @@ from flightpipe_dags import (
     dag_defaults,
     dataset_asset,
     dataset_settings,
+    lineage,
     links,
     metrics_summary,
     run_name,
@@ -93,9 +94,6 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
                                  origin=RunOrigin(f"train_{name}", run_id) if run_id else None)
             links.remember(links.ModelPageLink,  # the task's "Model page" button
                            links.page_url(name, resolved["version"], folder))
-            from airflow.sdk import get_current_context
-            from flightpipe_dags import lineage
-
             summary = metrics_summary(result["metrics"])
             lineage.for_model(get_current_context()["task"], resolved["version_uri"],
                               result["model_uri"], summary)

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 PACKAGES = ("etl", "training", "pipeline_ui")
 CODE_DIRS = ("etl", "training", "dags", "plugins", "bench", "scripts")
-MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 600, 60  # modules sized by concept (issue 35)
 LONG_MARK = "# long:"  # on the def line or the line above: why this one may be longer
 
 

@@ -59,6 +59,19 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
                    help="fix shard order and shuffles (deterministic, slightly slower)")
 
 
+def _add_gate_args(t: argparse.ArgumentParser, d: TrainConfig) -> None:
+    """The gate's knobs: how a model is judged and when it becomes current."""
+    t.add_argument("--gate-confidence", type=float, default=d.gate_confidence,
+                   help="one-sided level of the gate's paired loss test (%(default)s)")
+    t.add_argument("--promote-tolerance", type=float, default=d.promote_tolerance,
+                   help="a new current model may lose this much to the old (%(default)s)")
+    t.add_argument("--min-eval-examples", type=int, default=d.min_eval_examples,
+                   help="fewer test examples refuse the run (%(default)s)")
+    t.add_argument("--fail-unblessed", action="store_true",
+                   help=f"exit {EXIT_NOT_BLESSED} when the model is not blessed (default: exit 0; "
+                        "the model is written either way and only a blessed one becomes current)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -89,15 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--class-weights", choices=["auto", "balanced", "none"], default=d.class_weights,
                    help="auto: balanced when the largest class is 5x the smallest")
     t.add_argument("--lr-schedule", choices=["cosine", "constant"], default=d.model.lr_schedule)
-    t.add_argument("--gate-confidence", type=float, default=d.gate_confidence,
-                   help="one-sided level of the gate's paired loss test (%(default)s)")
-    t.add_argument("--promote-tolerance", type=float, default=d.promote_tolerance,
-                   help="a new current model may lose this much to the old (%(default)s)")
-    t.add_argument("--min-eval-examples", type=int, default=d.min_eval_examples,
-                   help="fewer test examples refuse the run (%(default)s)")
-    t.add_argument("--fail-unblessed", action="store_true",
-                   help=f"exit {EXIT_NOT_BLESSED} when the model is not blessed (default: exit 0; "
-                        "the model is written either way and only a blessed one becomes current)")
+    _add_gate_args(t, d)
     t.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
                    help="model family; auto fits both and keeps the better on eval (%(default)s)")
     s = sub.add_parser("show", help="the dataset's current (blessed) model")
