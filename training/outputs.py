@@ -123,7 +123,7 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
 
 - Code version: `{metrics['code_version']}`
 - Device: {metrics['device']}, precision {metrics['precision']}, {metrics['replicas']} replica(s)
-- Epochs run: {metrics['epochs_run']} (best eval loss at epoch {metrics['best_epoch']}), resumed from epoch {metrics['resumed_from_epoch']}
+- {_fit_line(metrics)}
 - Training throughput: {_num(metrics.get('examples_per_s'))} examples/s; stall ratio {_num(metrics.get('stall_ratio'))}
 
 ## Verdict
@@ -194,6 +194,21 @@ def _pair(metrics: dict[str, Any], name: str) -> str:
                                              if isinstance(base, float) else "")
 
 
+def _fit_line(metrics: dict[str, Any]) -> str:
+    """The card's line on how long the kept family fitted (rounds for trees, epochs else)."""
+    if metrics.get("family") == "trees":
+        return (f"Model family: trees, {metrics['epochs_run']} boosting rounds (best eval loss "
+                f"at round {metrics['best_epoch']})")
+    family = f"Model family: {metrics['family']}, " if metrics.get("family") else ""
+    return (f"{family}Epochs run: {metrics['epochs_run']} (best eval loss at epoch "
+            f"{metrics['best_epoch']}), resumed from epoch {metrics['resumed_from_epoch']}")
+
+
+def _steps_word(metrics: dict[str, Any]) -> str:
+    """What ``epochs_run`` counts: the trees' boosting rounds, else the network's epochs."""
+    return "boosting round(s) (trees)" if metrics.get("family") == "trees" else "epoch(s)"
+
+
 def log_summary(metrics: dict[str, Any], run_uri: str,
                 names: tuple[str, ...] = ("accuracy", "auc")) -> None:
     """The training task's one line: data, epochs, the task's test metrics (``names``)
@@ -202,8 +217,9 @@ def log_summary(metrics: dict[str, Any], run_uri: str,
     run, most = metrics.get("epochs_run"), metrics.get("epochs")
     epochs = f"{run}/{most}" if most else f"{run}"
     device = f" on {metrics['device']}" if metrics.get("device") else ""
-    log.info("train %s on %s: %s epoch(s)%s%s, fit %s -> %s", metrics.get("dataset"),
-             metrics.get("version"), epochs, device, "".join(_pair(metrics, n) for n in names),
+    log.info("train %s on %s: %s %s%s%s, fit %s -> %s", metrics.get("dataset"),
+             metrics.get("version"), epochs, _steps_word(metrics), device,
+             "".join(_pair(metrics, n) for n in names),
              f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?", run_uri)
 
 
