@@ -258,8 +258,8 @@ def test_model_pages_show_blessed_or_not_and_why_and_which_is_current(tmp_path: 
         {"dataset": "flights", "version": version, "run": "run-good", "model_uri": "x",
          "metric": "auc", "value": 0.71, "blessed_at": "2026-01-01T00:00:00Z"}))
     listing = client.get(f"/datasets/flights/versions/{version}").text
-    rows = dict(re.findall(r'<tr class="model-row"><td><a[^>]*>([^<]+)</a></td>(.*?)</tr>',
-                           listing, flags=re.DOTALL))
+    rows = {re.sub(r"<[^>]+>", "", run): cells for run, cells in re.findall(
+        r'<tr class="model-row"><td><a[^>]*>(.*?)</a></td>(.*?)</tr>', listing, flags=re.DOTALL)}
     assert "current</span>" in rows["run-good"] and ">blessed</span>" in rows["run-good"]
     assert ">not blessed</span>" in rows["run-bad"] and "current</span>" not in rows["run-bad"]
     assert "needs &gt;= 0.5100 (margin 0.01)" in rows["run-bad"]  # why, in its title
