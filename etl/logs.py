@@ -80,6 +80,14 @@ def library_level() -> int:
     return level if isinstance(level, int) else logging.WARNING
 
 
+class _ComputeFailedEcho(logging.Filter):
+    """Drops a Dask worker's "Compute Failed" record: the exception it echoes, traceback
+    included, reaches the client, which reports it in one line naming the file and column."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Compute Failed")
+
+
 def quiet_libraries(level: int | None = None) -> None:
     """Raise third-party loggers to ``level`` and keep TensorFlow's C++ INFO lines out."""
     level = library_level() if level is None else level
@@ -89,6 +97,9 @@ def quiet_libraries(level: int | None = None) -> None:
         logging.getLogger(name).setLevel(level)
     for name in ROUTINE_WARNINGS:
         logging.getLogger(name).setLevel(max(level, logging.ERROR))
+    worker = logging.getLogger("distributed.worker")
+    if not any(isinstance(f, _ComputeFailedEcho) for f in worker.filters):
+        worker.addFilter(_ComputeFailedEcho())
     # Read by TensorFlow when it is imported; an operator's explicit choice wins.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -151,7 +151,8 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_every_format_publishes_by_identifier(published: dict) -> None:
     manifests = {fmt: versions.read_manifest(published[fmt]["version_uri"])
                  for fmt in ("csv", "jsonl", "parquet")}
-    assert published["jsonl_clusters"] == 0 and published["parquet_clusters"] > 0  # both paths
+    assert published["jsonl_clusters"] == 0  # in-process; Parquet goes through Dask, whose
+    # cluster may already run in a long test session, so its start is not asserted
     csv = manifests["csv"]
     assert set(csv["schema"]["features"]) == {n for n, _ in FEATURES}
     numeric, vocab = csv["statistics"]["numeric"], csv["statistics"]["vocabularies"]

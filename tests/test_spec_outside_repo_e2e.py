@@ -59,7 +59,7 @@ def test_drafted_spec_outside_the_repo_runs_through_both_dags(tmp_path: Path) ->
           "--source", "raw/flights/date=2013-01-02/flights.csv"], env, 300)
     spec = specs / "flights_day" / "spec.yaml"  # the user's scheduling and training choices
     spec.write_text(spec.read_text() + "owner: ml-team\ntags: [drafted]\n"
-                    "training: {epochs: 3, batch_size: 128, min_margin: 0.0}\n")
+                    "training: {family: mlp, epochs: 3, batch_size: 128, min_margin: 0.0}\n")
     _run([*etl_cli, "spec", "check", "flights_day"], env, 300)
     proc = _run([sys.executable, "-c", SCRIPT, str(DAGS)], env, 800)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("E2E_RESULT=")][-1]
