@@ -435,11 +435,12 @@ def _walk_the_day(page, server: Server, day: dict[str, str], expect, shot: str) 
     page.screenshot(path=str(SHOTS / f"{shot}-dataset-runs.png"), full_page=True)
     frame = _framed(page, f"{server.base}/plugin/pipeline-datasets/pipeline/", expect)
     expect(frame.locator("tr.dataset-row", has_text="digits")).to_contain_text("none yet")
-    # the list's drift column: the one version has nothing before it to be compared with
-    # (tests/test_ui_drift.py renders drifted and steady versions through the same template)
+    # the list's drift column: the README run's version judged against the version before it,
+    # its words linking to that version's drift section (tests/test_ui_drift.py: the values)
     expect(frame.locator("thead")).to_contain_text("Drift (newest)")
-    expect(frame.locator("tr.dataset-row", has_text=uf.DATASET).locator("td.drift")
-           ).to_have_text("not measured")
+    drift = frame.locator("tr.dataset-row", has_text=uf.DATASET).locator("td.drift a")
+    expect(drift).to_have_text(re.compile(r"^(none|\d+ features?)$"))
+    expect(drift).to_have_attribute("href", re.compile(f"/versions/{FIRST_VERSION}#drift$"))
     frame = _framed(page, f"{server.base}/plugin/pipeline-datasets/pipeline/datasets/digits",
                     expect)
     expect(frame.locator("#no-version")).to_contain_text("No version yet")

@@ -101,6 +101,7 @@ def _templates() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(bytes=present.human_bytes, fmt=present.fmt, when=present.when_span,
                        label=views.label, cell=views.cell, breakable=present.breakable,
+                       breakable_ids=present.breakable_ids,
                        metric=present.metric, metric_cell=views.metric_cell,
                        wrap_class=present.wrap_class)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 MAX_FLAT_ROWS = 200
 MAX_VOCAB_SHOWN = 20
@@ -88,6 +88,16 @@ def breakable(value: Any) -> Markup:
     marked ``id``, anywhere if a piece alone is wider than its cell; never a figure or word."""
     return Markup('<span class="id">{}</span>').format(
         Markup("_<wbr>").join(str(value).split("_")))
+
+
+def breakable_ids(text: Any) -> Markup:
+    """Plain text whose long ids (a run or version id inside a sentence: a token with ``_``,
+    over 16 characters) may wrap like ``breakable``; every other word stays whole."""
+    out = []
+    for token in re.split(r"(\s+)", str(text)):
+        long_id = "_" in token and len(token) > 16 and not token.isspace()
+        out.append(breakable(token) if long_id else escape(token))
+    return Markup("").join(out)
 
 
 def when(value: Any) -> str:
