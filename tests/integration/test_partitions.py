@@ -119,11 +119,6 @@ def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each
     models = data.parent.parent / "models" / "flights"
     gate = _train_failures(env, dsn)
     assert tis[train[-1][0]] == "failed" or list(models.glob(f"{versions[-1]}/*/metrics.json"))
-    # issue 34: a model trained by an asset event names the DAG run that trained it (the id
-    # carries Airflow's random suffix, so the UI reads it from metrics.json, not the folder)
-    for stored in (json.loads(p.read_text()) for p in models.glob("*/*/metrics.json")):
-        assert (stored.get("dag_id"), stored.get("run_id") in tis) == ("train_flights", True), \
-            (stored.get("dag_id"), stored.get("run_id"), sorted(tis))
     print(f"\n30 announced days: {len(etl)} ETL runs, {len(train)} training runs "
           f"({len(trained)} trained, {len(gate)} of them failed as not blessed; "
           f"{len(skipped)} skipped as superseded) in {took:.0f} s")
