@@ -2,8 +2,9 @@
 
 The real DAG files run through ``dag.test()`` in a fresh Airflow home with the provider's
 file transport (configured by ``AIRFLOW__OPENLINEAGE__TRANSPORT``, as a deployment would);
-the test reads the events back and checks them against the OpenLineage spec's required
-fields, our custom facet against its JSON schema, and the inputs, outputs and facets.
+the test reads the events back and validates each against the OpenLineage spec's own JSON
+schemas (``openlineage_spec/``), every facet against the schema its ``_schemaURL`` names, then
+checks the inputs, outputs and facets.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from jsonschema import Draft202012Validator, FormatChecker
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 from dagtest import airflow_env, prepare, run_script
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,39 +43,62 @@ def _complete(events: list[dict], task: str) -> dict:
     return done[0]
 
 
-def _check_spec(event: dict) -> None:
-    """The event against the OpenLineage spec as the official client generates it from the
-    spec's JSON schemas (openlineage-python ships the classes, not the schema files): each
-    object rebuilt with the client's classes, whose validators check eventTime, runId,
-    producer and schema URLs; every facet's _producer/_schemaURL, and each known facet rebuilt
-    from its payload under the schema URL its class names."""
-    from openlineage.client import event_v2 as ol
-
-    datasets = [ol.InputDataset(d["namespace"], d["name"]) for d in event.get("inputs", [])]
-    outputs = [ol.OutputDataset(d["namespace"], d["name"]) for d in event.get("outputs", [])]
-    rebuilt = ol.RunEvent(eventType=ol.RunState(event["eventType"]),
-                          eventTime=event["eventTime"], run=ol.Run(runId=event["run"]["runId"]),
-                          job=ol.Job(event["job"]["namespace"], event["job"]["name"]),
-                          producer=event["producer"], inputs=datasets, outputs=outputs)
-    assert event["schemaURL"] == rebuilt.schemaURL
-    for ds in event.get("inputs", []) + event.get("outputs", []):
-        for key, facet in {**ds.get("facets", {}), **ds.get("outputFacets", {})}.items():
-            _check_facet(key, facet)
-    for key, facet in event["run"].get("facets", {}).items():
-        assert facet["_producer"] and facet["_schemaURL"].startswith("https://"), key
+SPEC = Path(__file__).resolve().parent / "openlineage_spec"  # the spec's own schemas (README)
 
 
-def _check_facet(key: str, facet: dict) -> None:
-    from openlineage.client.facet_v2 import output_statistics_output_dataset as stats
-    from openlineage.client.facet_v2 import schema_dataset
+def _registry(events: list[dict]) -> Registry:
+    """Every schema an event may name, by its ``$id``: the spec's event and standard facets
+    (vendored, see openlineage_spec/README.md), ours (docs/openlineage/), and the Airflow
+    provider's facets (shipped in the provider package without an ``$id``, so registered under
+    the schema URLs the events give them)."""
+    docs = [json.loads(p.read_text()) for p in sorted(SPEC.rglob("*.json"))]
+    docs += [json.loads(p.read_text()) for p in (REPO / "docs/openlineage").glob("*.json")]
+    resources = [(d["$id"], Resource.from_contents(d)) for d in docs]
+    import airflow.providers.openlineage as provider
 
-    known = {"schema": lambda f: schema_dataset.SchemaDatasetFacet(fields=[
-                 schema_dataset.SchemaDatasetFacetFields(**x) for x in f["fields"]]),
-             "outputStatistics": lambda f: stats.OutputStatisticsOutputDatasetFacet(
-                 **{k: v for k, v in f.items() if not k.startswith("_")})}
-    assert facet["_producer"].startswith("https://"), key
-    if key in known:
-        assert facet["_schemaURL"] == known[key](facet)._schemaURL, key
+    shipped = {p.name: p for p in (Path(provider.__file__).parent / "facets").glob("*.json")}
+    for url in {_schema_file(f["_schemaURL"]) for f in _facets(events)}:
+        name = url.rsplit("/", 1)[-1]
+        if "openlineage.io" not in url and name in shipped:
+            resources.append((url, Resource.from_contents(
+                json.loads(shipped[name].read_text()), default_specification=DRAFT202012)))
+    return Registry().with_resources(resources)
+
+
+def _schema_file(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
+def _facets(events: list[dict]) -> list[dict]:
+    found = []
+    for event in events:
+        found += event["run"].get("facets", {}).values()
+        found += event["job"].get("facets", {}).values()
+        for ds in event.get("inputs", []) + event.get("outputs", []):
+            for group in ("facets", "inputFacets", "outputFacets"):
+                found += ds.get(group, {}).values()
+    return found
+
+
+def _check_spec(events: list[dict]) -> None:
+    """Each event against the spec's ``RunEvent`` schema (required fields, UUID run id, times,
+    base facet shape), and each facet against the schema its ``_schemaURL`` names."""
+    registry = _registry(events)
+
+    def validate(instance: dict, url: str, what: str) -> None:
+        if _schema_file(url) not in registry:
+            pytest.fail(f"{what}: no schema for {url} among the spec's, the provider's or ours")
+        errors = list(Draft202012Validator({"$ref": url}, registry=registry,
+                                           format_checker=FormatChecker())
+                      .iter_errors(instance))
+        assert not errors, f"{what} against {url}: " + "; ".join(
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
+
+    for event in events:
+        assert event["schemaURL"].endswith("OpenLineage.json#/$defs/RunEvent"), event["schemaURL"]
+        validate(event, event["schemaURL"], f"{event['eventType']} {event['job']['name']}")
+        for facet in _facets([event]):
+            validate(facet, facet["_schemaURL"], f"a facet of {event['job']['name']}")
 
 
 @pytest.mark.e2e
@@ -95,8 +122,7 @@ def test_etl_and_training_runs_emit_lineage_with_inputs_outputs_and_facets(
 
 def _check_events(log: Path, data: Path) -> None:
     events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    for event in events:
-        _check_spec(event)
+    _check_spec(events)
     publish = _complete(events, "publish")
     assert {(i["namespace"], i["name"]) for i in publish["inputs"]} >= {
         ("file", str(data / "raw/flights")), ("file", str(data / "raw/weather/weather.csv"))}
@@ -170,3 +196,26 @@ def test_lineage_that_cannot_be_gathered_is_logged_and_never_fails_the_task(
                         tmp_path.as_uri())
     assert not hasattr(task, "get_openlineage_facets_on_complete")
     assert "OpenLineage: no lineage for" in caplog.text
+
+
+def test_the_spec_check_refuses_what_the_spec_refuses() -> None:
+    """The schema check is not vacuous: a well-formed event passes, each planted defect fails."""
+    url = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+    schema_facet = {"_producer": "https://example.org/p",
+                    "_schemaURL": "https://openlineage.io/spec/facets/1-2-0/"
+                                  "SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet",
+                    "fields": [{"name": "temp", "type": "float32"}]}
+    good = {"eventType": "COMPLETE", "eventTime": "2026-11-25T10:00:00.000000+00:00",
+            "producer": "https://example.org/p", "schemaURL": url,
+            "run": {"runId": "01890f3e-8f5e-7d3a-9a3b-3f2b1c0d4e5f", "facets": {}},
+            "job": {"namespace": "ns", "name": "etl_flights.publish", "facets": {}},
+            "inputs": [], "outputs": [{"namespace": "file", "name": "/d/v1",
+                                       "facets": {"schema": schema_facet}}]}
+    _check_spec([good])
+    bad_facet = {**schema_facet, "fields": [{"type": "float32"}]}  # a field needs its name
+    for bad in ({**good, "run": {"runId": "run-1"}},
+                {k: v for k, v in good.items() if k != "producer"},
+                {**good, "outputs": [{"namespace": "file", "name": "/d/v1",
+                                      "facets": {"schema": bad_facet}}]}):
+        with pytest.raises((AssertionError, pytest.fail.Exception)):
+            _check_spec([bad])
