@@ -119,6 +119,10 @@ def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each
     models = data.parent.parent / "models" / "flights"
     gate = _train_failures(env, dsn)
     assert tis[train[-1][0]] == "failed" or list(models.glob(f"{versions[-1]}/*/metrics.json"))
+    for metrics in models.glob("*/*/metrics.json"):  # each model names the run that trained it
+        stored = json.loads(metrics.read_text())
+        assert stored["dag_id"] == "train_flights" and stored["run_id"] in trained, \
+            (metrics, stored.get("dag_id"), stored.get("run_id"), trained)
     print(f"\n30 announced days: {len(etl)} ETL runs, {len(train)} training runs "
           f"({len(trained)} trained, {len(gate)} of them failed as not blessed; "
           f"{len(skipped)} skipped as superseded) in {took:.0f} s")

@@ -13,13 +13,14 @@ schedule from adding runs of its own. Skips without PostgreSQL, but not under CI
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import urldefrag, urlsplit
+from urllib.parse import quote, urldefrag, urlsplit
 
 import httpx
 import pytest
@@ -145,12 +146,13 @@ def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, p
             wait_for("the triggered ETL run to succeed",
                      lambda: _finished(api, processes, "etl_flights"), WAIT_ETL_S,
                      on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
-            wait_for("train_flights started by the Asset event to succeed",
-                     lambda: _finished(api, processes, "train_flights", "asset_triggered"),
-                     WAIT_TRAIN_S, on_timeout=lambda: api.diagnostics(processes),
-                     retry_on=RETRY_ON)
-            version = _check_published(env)
+            train_run = wait_for(
+                "train_flights started by the Asset event to succeed",
+                lambda: _finished(api, processes, "train_flights", "asset_triggered"),
+                WAIT_TRAIN_S, on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
+            version = _check_published(env, train_run)
             _browse_in_frame(browser, context, api.base, version, expect)
+            _asset_model_links_its_run(browser, context, api.base, version, train_run, expect)
         finally:
             browser.close()
 
@@ -177,8 +179,10 @@ def _log_in_and_trigger(page, base: str, expect) -> None:
     expect(dialog).to_be_hidden()
 
 
-def _check_published(env: dict[str, str]) -> str:
-    """The run's version carries the changed Param; training wrote its metrics beside it."""
+def _check_published(env: dict[str, str], train_run: str) -> str:
+    """The run's version carries the changed Param; training wrote its metrics beside it,
+    naming the asset-triggered run that trained it (its id ends with Airflow's random
+    suffix)."""
     root = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"))
     # the flights spec sets incremental: true: one version, composed of the days' segments
     version, segments = sorted(p.name for p in (root / "datasets" / "flights").iterdir()
@@ -188,7 +192,10 @@ def _check_published(env: dict[str, str]) -> str:
     assert manifest["data_interval"]["end"].startswith(INTERVAL_END_DAY), manifest
     assert version.startswith(INTERVAL_END_DAY.replace("-", "")), version
     assert manifest["run_id"].startswith("manual__")
-    assert list((root / "models" / "flights" / version).glob("*/metrics.json"))
+    [metrics] = (root / "models" / "flights" / version).glob("*/metrics.json")
+    stored = json.loads(metrics.read_text())
+    assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_run), stored
+    assert train_run.startswith("asset_triggered__"), train_run
     return version
 
 
@@ -225,6 +232,33 @@ def _browse_in_frame(browser, context, base: str, version: str, expect) -> None:
         expect(frame.locator("#metric-table")).to_be_visible()
         _links_resolve(page, ctx, base)
         page.screenshot(path=str(SHOTS / f"{mode}-model.png"), full_page=True)
+        ctx.close()
+
+
+def _asset_model_links_its_run(browser, context, base: str, version: str, run_id: str,
+                               expect) -> None:
+    """Issue 34 item 3 on the production path: the model trained by the Asset-triggered run
+    names that run and links it, at 1280 and 1024 px, light and dark; the link opens the run
+    in Airflow's own UI."""
+    token = next(c["value"] for c in context.cookies() if c["name"] == "_token")
+    run_href = f"/dags/train_flights/runs/{quote(run_id, safe='')}"
+    for width, mode in itertools.product((1280, 1024), ("light", "dark")):
+        ctx = browser.new_context(viewport={"width": width, "height": 900})
+        ctx.add_cookies([{"name": "_token", "value": token, "url": base}])
+        ctx.add_init_script(f"localStorage.setItem('theme', '{mode}')")
+        page = ctx.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{base}/plugin/pipeline-datasets/pipeline/datasets/flights/versions/{version}")
+        frame = page.frame_locator("iframe")
+        frame.locator("a.model-link").first.click()
+        page.wait_for_url(re.compile(r"/models/[^/]+$"))
+        expect(frame.locator("main > h1")).to_contain_text(run_id)
+        expect(frame.locator("a.dagrun")).to_have_attribute("href", run_href)
+        _links_resolve(page, ctx, base)
+        page.screenshot(path=str(SHOTS / f"asset-model-{width}-{mode}.png"), full_page=True)
+        frame.locator("a.dagrun").click()
+        page.wait_for_url(re.compile(re.escape(run_href)))
+        expect(page.get_by_text(run_id).first).to_be_visible()
         ctx.close()
 
 
