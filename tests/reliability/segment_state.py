@@ -6,7 +6,7 @@ Shards live in ``datasets/<name>/segments/<id>/``; a segment is finished once it
 
 from __future__ import annotations
 
-from conftest import DATASET
+from tests.reliability.conftest import DATASET
 
 from etl import storage, versions
 from etl.versions import segments

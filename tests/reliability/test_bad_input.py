@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import (
+from tests.reliability.conftest import (
     BASE_VERSION,
     DATASET,
     NEXT_END,
@@ -22,7 +22,7 @@ from conftest import (
     assert_untouched,
     day_file,
 )
-from corpus import BAD_DAY, CASES, Case, Fails
+from tests.reliability.corpus import BAD_DAY, CASES, Case, Fails
 
 from etl import pipeline, storage, versions
 

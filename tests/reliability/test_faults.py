@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import (
+from tests.reliability.conftest import (
     BASE_VERSION,
     DATASET,
     NEXT_END,
@@ -28,8 +28,8 @@ from conftest import (
     NEXT_VERSION,
     assert_untouched,
 )
-from faultproxy import FaultPlan, FaultProxy
-from segment_state import (
+from tests.support.faultproxy import FaultPlan, FaultProxy
+from tests.reliability.segment_state import (
     assert_killed_mid_write,
     assert_one_clean_version,
     segment_lease_taken,
