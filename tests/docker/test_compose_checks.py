@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.support.gcs import GcsEmulator
-from tests.docker.test_compose import SERVICES, interpolate, walk_strings
 
 from etl.write.shards import frame
+from tests.docker.test_compose import SERVICES, interpolate, walk_strings
+from tests.support.gcs import GcsEmulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docker" / "compose-test"))
 import check

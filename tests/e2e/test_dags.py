@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.support.dagtest import airflow_env, prepare, run_script
 
 E2E_SCRIPT = r"""

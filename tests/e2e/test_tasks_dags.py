@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.support.dagtest import airflow_env, prepare, run_script
 
 SCRIPT = r"""

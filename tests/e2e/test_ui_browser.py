@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from tests.support import ui_fixtures as uf
 
 REPO = Path(__file__).resolve().parents[2]

@@ -30,8 +30,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from tests.support import ui_fixtures as uf
-from tests.support import ui_links
+
 from tests.e2e.test_ui_browser import (  # noqa: F401 - fixtures used by name
     CHROMIUM_ARGS,
     REPO,
@@ -41,6 +40,8 @@ from tests.e2e.test_ui_browser import (  # noqa: F401 - fixtures used by name
     airflow,
     chromium,
 )
+from tests.support import ui_fixtures as uf
+from tests.support import ui_links
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 SHOTS = REPO / "ui-screenshots" / "operator"

@@ -20,9 +20,7 @@ from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
-from tests.support import ui_fixtures as uf
-from tests.support import ui_fixtures_tasks as ut
-from tests.support import ui_links
+
 from tests.e2e.test_ui_browser import (  # noqa: F401 - fixtures used by name
     CHROMIUM_ARGS,
     REPO,
@@ -32,6 +30,9 @@ from tests.e2e.test_ui_browser import (  # noqa: F401 - fixtures used by name
     airflow,
     chromium,
 )
+from tests.support import ui_fixtures as uf
+from tests.support import ui_fixtures_tasks as ut
+from tests.support import ui_links
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 SHOTS = REPO / "ui-screenshots" / "pipeline-ui-pages"

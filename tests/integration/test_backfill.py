@@ -27,6 +27,7 @@ from typing import Any
 
 import psutil
 import pytest
+
 from tests.integration.services import api_server_env, free_port, query_rows, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")

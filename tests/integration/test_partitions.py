@@ -20,6 +20,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
+
 from tests.integration.airflow_stack import api, dsn_of, start, task_log
 from tests.integration.services import query_rows, wait_for
 

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from tests.integration.services import api_server_env, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.support.dagtest import airflow_env, prepare
+
 from tests.e2e.test_task_logs import per_task
 from tests.e2e.test_ui_browser import (  # noqa: F401 - the chromium fixture is used by name
     CHROMIUM_ARGS,
@@ -33,6 +33,7 @@ from tests.e2e.test_ui_browser import (  # noqa: F401 - the chromium fixture is 
     api_server,
     chromium,
 )
+from tests.support.dagtest import airflow_env, prepare
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 BIN = Path(sys.executable).parent

@@ -23,6 +23,7 @@ from urllib.parse import urldefrag, urlsplit
 
 import httpx
 import pytest
+
 from tests.integration.airflow_stack import DASK_CLUSTER, airflow_env
 from tests.integration.services import free_port, query_rows, wait_for
 

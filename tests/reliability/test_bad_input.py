@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+from etl import pipeline, storage, versions
 from tests.reliability.conftest import (
     BASE_VERSION,
     DATASET,
@@ -23,8 +25,6 @@ from tests.reliability.conftest import (
     day_file,
 )
 from tests.reliability.corpus import BAD_DAY, CASES, Case, Fails
-
-from etl import pipeline, storage, versions
 
 
 def _run(root: str, run_id: str, **kw: object) -> dict:

@@ -20,6 +20,13 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+
+from etl import pipeline, storage, versions
+from etl.errors import ChecksumMismatchError, StorageError
+from etl.segments import claim
+from etl.storage import fs as storage_fs
+from etl.storage import retry as storage_retry
+from etl.versions import lease
 from tests.reliability.conftest import (
     BASE_VERSION,
     DATASET,
@@ -28,7 +35,6 @@ from tests.reliability.conftest import (
     NEXT_VERSION,
     assert_untouched,
 )
-from tests.support.faultproxy import FaultPlan, FaultProxy
 from tests.reliability.segment_state import (
     assert_killed_mid_write,
     assert_one_clean_version,
@@ -36,13 +42,7 @@ from tests.reliability.segment_state import (
     shard_being_written,
     unfinished,
 )
-
-from etl import pipeline, storage, versions
-from etl.errors import ChecksumMismatchError, StorageError
-from etl.segments import claim
-from etl.storage import fs as storage_fs
-from etl.storage import retry as storage_retry
-from etl.versions import lease
+from tests.support.faultproxy import FaultPlan, FaultProxy
 
 REPO = Path(__file__).resolve().parents[2]
 KILL_WAIT_S = 120.0  # bounded: cold CLI start + extract + validate on a loaded 2-core box

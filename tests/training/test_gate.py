@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.support import training_fixtures as fx
 import yaml
 
 from etl import pipeline, storage
 from etl.__main__ import main as etl_main
+from tests.support import training_fixtures as fx
 from training import gate
 from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main

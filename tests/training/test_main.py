@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.support import training_fixtures as fx
 
+from tests.support import training_fixtures as fx
 from training.__main__ import build_parser, main, models_root
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tests.support import training_fixtures as fx
 
+from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.data.tabular import make_dataset
 from training.train import train

@@ -17,6 +17,7 @@ if str(DAGS) not in sys.path:
 
 import flightpipe_dags as fd
 from flightpipe_dags.arrival import partition_end, run_options
+
 from tests.support.ui_fixtures import write_version
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from tests.support.dagtest import airflow_env, prepare, run_script
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.support import ui_fixtures as uf
 from fastapi.testclient import TestClient
+
+from tests.support import ui_fixtures as uf
 
 REPO = Path(__file__).resolve().parents[3]
 for folder in (REPO / "plugins", REPO / "dags"):

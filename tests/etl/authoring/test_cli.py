@@ -66,12 +66,6 @@ def test_profile_types_key_and_margins() -> None:
     assert widen(2013, 2013, 0.1, integer=True)[0] > 1800  # a constant keeps a sane range
 
 
-def test_repo_example_specs_pass_check() -> None:
-    for name in ("flights", "digits", "wine", "diabetes"):
-        report = check_spec(name)
-        assert report.ok, report.problems
-
-
 def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, specs, capsys):
     """Real flights raw files landed by ``etl land``; the only decision taken is the label."""
     root = f"file://{tmp_path / 'data'}"

@@ -17,12 +17,10 @@ import yaml
 
 from etl import pipeline, versions
 from etl.__main__ import main
-from etl.authoring import DraftOptions, draft_spec
 from etl.authoring.partitions import matching_files
 from etl.authoring.profile import Origin, merge, profile_frame
 from etl.authoring.scan import plan, scan
 from etl.spec import Source
-from etl.spec.fields import check_name, column_identifiers
 from etl.spec.folders import DEFAULT_SPECS_DIR
 
 
@@ -157,19 +155,6 @@ def test_partitions_with_gaps_draft_require_complete_false(tmp_path, specs, caps
     _published_clean("feed", root, end)
 
 
-def test_a_key_is_drafted_only_when_unique_on_every_row(tmp_path) -> None:
-    """Unique on the first 1,000 rows, repeated once at the very end: no key."""
-    path = tmp_path / "k.csv"
-    ids = list(range(1500)) + [7]
-    pd.DataFrame({"order_id": ids, "v": [i % 5 for i in ids], "y": [i % 2 for i in ids]}
-                 ).to_csv(path, index=False)
-    draft = draft_spec(DraftOptions(name="k", source=str(path), root="file:///", label="y"))
-    assert not draft.unique_key and draft.spec["split"]["by"] == "row"
-    path.write_text(path.read_text().rsplit("\n", 2)[0] + "\n")  # the repeat removed
-    draft = draft_spec(DraftOptions(name="k", source=str(path), root="file:///", label="y"))
-    assert draft.unique_key and draft.spec["key"] == ["order_id"]
-
-
 def test_over_the_budget_a_sample_is_spread_across_all_files(tmp_path, specs, capsys):
     """A tiny budget: blocks from files everywhere in the listing, not the newest; no key is
     claimed from a sample, and the sampled draft still publishes."""
@@ -224,18 +209,6 @@ def test_partial_profiles_merge_as_if_profiled_together() -> None:
         assert np.array_equal(a.sketch, b.sketch)
 
 
-def test_column_identifiers_for_any_header() -> None:
-    headers = ["Ship Mode", "Sub-Category", "a.b", "2nd", "Größe", "class", "Price", "price",
-               "a-b", "", "Café Latte", "type"]
-    got = column_identifiers(headers)
-    assert got == {"Ship Mode": "ship_mode", "Sub-Category": "sub_category", "a.b": "a_b",
-                   "2nd": "c_2nd", "Größe": "grosse", "class": "class_", "Price": "price",
-                   "price": "price_2", "a-b": "a_b_2", "": "column_10",
-                   "Café Latte": "cafe_latte", "type": "type_"}
-    assert all(check_name(v, "t") for v in got.values())
-    assert column_identifiers(headers) == got  # deterministic
-
-
 def test_messy_headers_get_identifiers_and_keep_their_source(tmp_path, specs, capsys):
     path = tmp_path / "orders.csv"
     cols = ["Ship Mode", "Sub-Category", "Postal Code", "unit.price", "2nd", "Größe", "class",
@@ -278,22 +251,6 @@ def test_a_draft_with_messy_headers_publishes(tmp_path, specs, capsys, fmt) -> N
     manifest = _published_clean("orders", f"file://{tmp_path / 'data'}")
     assert {"ship_mode", "unit_price", "c_2nd", "grosse", "class_", "sales", "sales_2"} \
         <= set(manifest["schema"]["features"])
-
-
-@pytest.mark.parametrize("rows, classes, fractions, problem", [
-    (5000, None, {"train": 0.8, "eval": 0.1, "test": 0.1}, False),
-    (214, {"1": 70, "2": 76, "3": 17, "5": 13, "6": 9, "7": 29},
-     {"train": 0.6, "eval": 0.2, "test": 0.2}, False),
-    (400, None, {"train": 0.8, "eval": 0.1, "test": 0.1}, False),
-    (200, None, {"train": 0.7, "eval": 0.15, "test": 0.15}, False),
-    (80, None, {"train": 0.6, "eval": 0.2, "test": 0.2}, True),
-    (500, {"a": 497, "b": 3}, {"train": 0.6, "eval": 0.2, "test": 0.2}, True),
-])
-def test_split_shares_follow_rows_and_classes(rows, classes, fractions, problem) -> None:
-    from etl.authoring.fractions import draft_fractions
-
-    got = draft_fractions(rows, classes)
-    assert got.split() == fractions and bool(got.problem) == problem
 
 
 def test_a_small_multiclass_table_drafts_wider_held_out_splits(tmp_path, specs, capsys):

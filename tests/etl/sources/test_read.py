@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from etl.sources.lookups import join_lookups, read_lookups
 from etl.sources.read import SourceReadError, read_source_file
-from etl.spec import Source, load_spec
+from etl.spec import Source
 
 HEADERS = {"ship_mode": "Ship Mode", "postal_code": "Postal.Code", "score": "2nd score",
            "groesse": "Größe", "shipped": "Ship Date"}
@@ -72,37 +70,6 @@ def test_a_quoted_csv_header_is_listed_as_the_reader_sees_it(tmp_path: Path) -> 
                     headers={"ship_mode": "Ship Mode", "postal_code": "Postal Code"})
     with pytest.raises(SourceReadError, match=r"found \['Ship Mode', 'Postal, Code'\]"):
         read_source_file(source.uri, source)
-
-
-def test_lookup_sources_join_by_identifier(tmp_path: Path) -> None:
-    (tmp_path / "raw").mkdir()
-    pd.DataFrame({"Order ID": [1, 2, 3], "Region Code": ["n", "s", "x"]}).to_csv(
-        tmp_path / "raw" / "orders.csv", index=False)
-    pd.DataFrame({"Region Code": ["n", "s"], "Region Name": ["North", "South"]}).to_json(
-        tmp_path / "raw" / "regions.jsonl", orient="records", lines=True)
-    spec = {
-        "name": "orders", "primary": "orders", "key": ["order_id"],
-        "sources": {
-            "orders": {"uri": "raw/orders.csv", "format": "csv", "columns": {
-                "order_id": {"type": "int64", "source": "Order ID"},
-                "region": {"type": "string", "source": "Region Code"}}},
-            "regions": {"uri": "raw/regions.jsonl", "format": "jsonl", "columns": {
-                "region": {"type": "string", "source": "Region Code"},
-                "region_name": {"type": "string", "source": "Region Name"}}}},
-        "joins": [{"source": "regions", "keys": ["region"], "columns": ["region_name"]}],
-        "label": {"name": "late", "source": "order_id", "op": "gt", "value": 1},
-        "features": [{"name": "region_name", "kind": "categorical"}],
-        "split": {"fractions": {"train": 1.0}}, "expectations": "expectations.json"}
-    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    loaded = load_spec(tmp_path / "spec.yaml")
-    root = tmp_path.as_uri()
-    orders = loaded.primary_source
-    rights, dropped, _ = read_lookups(root, loaded)
-    left = read_source_file(f"{root}/{orders.uri}", orders)
-    joined = join_lookups(left, loaded, rights)
-    assert list(joined.columns) == ["order_id", "region", "region_name"]
-    assert joined["region_name"].tolist()[:2] == ["North", "South"]
-    assert pd.isna(joined["region_name"].tolist()[2]) and dropped == {"regions": 0}
 
 
 def test_a_bad_timestamp_names_the_column_and_its_header(tmp_path: Path) -> None:

@@ -9,13 +9,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
-from tests.support.ui_fixtures import write_version
 
 from etl import versions
 from etl.__main__ import main
 from etl.errors import NoVersionError
 from etl.sources.land import land
 from etl.versions import diff, diff_text
+from tests.support.ui_fixtures import write_version
 
 
 def _seg(seg: str, *parts: tuple[str, str], records: int = 10) -> dict:

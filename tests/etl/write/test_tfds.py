@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.support.tfds_fixtures import SPLITS, compose, frame
 
 from etl import storage
 from etl.write import tfds as tfds_meta
+from tests.support.tfds_fixtures import SPLITS, compose, frame
 
 
 def _stock_load(version_dir: Path):

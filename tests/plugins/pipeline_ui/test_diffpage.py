@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+
 from tests.support.ui_fixtures import write_version
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.support import ui_fixtures as uf
 from fastapi.testclient import TestClient
+
+from tests.support import ui_fixtures as uf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from urllib.parse import urldefrag, urljoin
 
 import pytest
-from tests.support import ui_fixtures as uf
 from fastapi.testclient import TestClient
+
+from tests.support import ui_fixtures as uf
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "plugins"))
@@ -196,27 +197,6 @@ def test_unknown_things_are_named_in_the_plugins_own_404(client: TestClient,
     assert "∞" not in r.text
 
 
-def test_validation_rows_read_as_words_and_numbers() -> None:
-    """Issue 29 item 7: GX's raw floats and kwargs JSON, as an operator reads them."""
-    from pipeline_ui.validation import validation_view
-
-    stored = {"results": [
-        {"success": True, "expectation_config": {"type": "expect_column_mean_to_be_between",
-         "kwargs": {"column": "distance", "min_value": 100, "max_value": 5000.5}},
-         "result": {"observed_value": 1039.8759712255855}},
-        {"success": True, "expectation_config": {"type": "expect_column_values_to_be_in_type_list",
-         "kwargs": {"column": "year", "type_list": ["int", "int64"], "mostly": 0.99}},
-         "result": {"element_count": 709, "unexpected_count": 0}},
-        {"success": False, "expectation_config": {"type": "expect_column_stdev_to_be_between",
-         "kwargs": {"column": "x", "min_value": 1e-3}},
-         "result": {"observed_value": 9.403820305149712e-09}}]}
-    rows = {r.columns: r for r in validation_view(stored).rows}
-    assert (rows["distance"].details, rows["distance"].observed) == ("min 100; max 5,000.5", "1,039.9")
-    assert rows["year"].details == "type one of int, int64; for at least 99% of rows"
-    assert rows["year"].observed == "all 709 rows pass"
-    assert rows["x"].observed == "9.404e-09"
-
-
 def test_model_run_id_link_and_hyperparameters_as_a_reader_says_them() -> None:
     """Issue 29 item 6: the folder `run_name` made from an Airflow run id gives the id back."""
     from pipeline_ui import views
@@ -283,13 +263,6 @@ def test_an_image_versions_sources_count_the_folders_files(tmp_path: Path) -> No
     assert views.fingerprint(manifest).count == 1797
 
 
-def test_metrics_read_with_four_significant_digits() -> None:
-    from pipeline_ui import present
-
-    assert [present.metric(v) for v in (0.8, 0.76743, 1.0, 0.0, 13.1, 1234.6, 2e-5, 3)] == [
-        "0.8000", "0.7674", "1.000", "0.000", "13.10", "1235", "2.000e-05", "3"]
-
-
 def test_key_metrics_in_listings_read_evenly(client: TestClient, built: uf.BuiltRoot) -> None:
     html = client.get("/datasets/flights").text
     shown = re.findall(r'<span class="metric"><span class="mname">[^<]+</span> ([^<]+)</span>',
@@ -333,17 +306,3 @@ def test_a_dataset_with_dags_but_no_version_is_listed_with_its_runs(built: uf.Bu
     assert "Recent DAG runs" in client.get("/datasets/flights").text
     assert "Recent DAG runs" not in TestClient(create_app(built.uri)).get(
         "/datasets/flights").text  # standalone: no run source
-
-
-def test_a_runs_state_says_which_task_holds_it() -> None:
-    from pipeline_ui.runs import dataset_of, summarize
-
-    assert summarize("running", [("wait_for_data", "deferred"), ("build", "None")]) == (
-        "deferred", "wait_for_data deferred")
-    assert summarize("failed", [("publish", "upstream_failed"), ("wait_for_data", "failed"),
-                                ("build", "upstream_failed")]) == (
-        "failed", "wait_for_data failed, publish upstream failed")
-    assert summarize("success", [("publish", "skipped"), ("build", "success")]) == (
-        "success", "publish skipped")
-    assert [dataset_of(d) for d in ("etl_flights", "train_wine", "etl_", "other")] == [
-        "flights", "wine", None, None]

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support import training_fixtures as fx
 
 from etl import storage
+from tests.support import training_fixtures as fx
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import make_dataset, shard_files
 from training.train import train

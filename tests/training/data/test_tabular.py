@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
-from tests.support import training_fixtures as fx
 
+from tests.support import training_fixtures as fx
 from training.config import InputConfig
 from training.data.tabular import feature_specs, make_dataset
 

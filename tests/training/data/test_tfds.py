@@ -8,11 +8,11 @@ pointed at the loopback emulator.
 from __future__ import annotations
 
 import pytest
-from tests.support.tfds_fixtures import SPLITS, compose
 
 from etl import storage
 from etl.versions import SEGMENTS_DIR
 from etl.write import tfds as tfds_meta
+from tests.support.tfds_fixtures import SPLITS, compose
 from training.data import tfds as tfds_data
 
 

@@ -8,8 +8,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tests.support import training_fixtures as fx
 
+from tests.support import training_fixtures as fx
 from training.config import ModelConfig
 from training.models.tabular import build_model, build_models, embedding_dim, prior_logit
 

@@ -12,8 +12,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tests.support import training_fixtures as fx
 
+from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.models.trees import Forest, booster_params, compile_forest, fit_booster
 from training.train import train
