@@ -267,7 +267,7 @@ def test_params_have_titles_and_valid_defaults(dagbag) -> None:
 
 
 # The schema holds every range, pattern and choice: create_dagrun refuses these before a run
-# exists (tests/test_trigger_refusals.py does it through the real REST API and form).
+# exists (tests/integration/test_trigger_refusals.py does it through the real REST API and form).
 BAD_ETL = [
     {"window_days": "7"}, {"compression": "zip"}, {"validation_mode": "lenient"},
     {"compression": "gzip"}, {"force_republish": "yes"},

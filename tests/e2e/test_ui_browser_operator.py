@@ -1,6 +1,6 @@
 """What an operator meets after the demo, in Chromium at 1280 and 1024 px, light and dark (issue 29).
 
-A real ``airflow api-server`` (tests/test_ui_browser.py) over a version the real ETL published,
+A real ``airflow api-server`` (tests/e2e/test_ui_browser.py) over a version the real ETL published,
 with a model run stored the way the training DAG stores one (folder named after the Airflow
 run id, multi-class, hyperparameters with "auto" sentinels, intervals, a card that lists the
 hyperparameters too). A small DAG runs through the demo's own ``dag_test`` (scripts/demo.py)
@@ -437,7 +437,7 @@ def _walk_the_day(page, server: Server, day: dict[str, str], expect, shot: str) 
     frame = _framed(page, f"{server.base}/plugin/pipeline-datasets/pipeline/", expect)
     expect(frame.locator("tr.dataset-row", has_text="digits")).to_contain_text("none yet")
     # the list's drift column: the README run's version judged against the version before it,
-    # its words linking to that version's drift section (tests/test_ui_drift.py: the values)
+    # its words linking to that version's drift section (tests/plugins/pipeline_ui/test_trend.py: the values)
     expect(frame.locator("thead")).to_contain_text("Drift (newest)")
     drift = frame.locator("tr.dataset-row", has_text=uf.DATASET).locator("td.drift a")
     expect(drift).to_have_text(re.compile(r"^(none|\d+ features?)$"))

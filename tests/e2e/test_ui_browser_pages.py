@@ -1,10 +1,10 @@
 """Every pipeline UI page for every shipped dataset, in Chromium, light and dark (issue 17).
 
-A real ``airflow api-server`` (see tests/test_ui_browser.py) over versions the real ETL
+A real ``airflow api-server`` (see tests/e2e/test_ui_browser.py) over versions the real ETL
 published for flights (tabular, binary), digits (images), wine (tabular, multi-class) and
 diabetes (tabular, regression); wine and diabetes carry models from a real short training
 run, so their model pages show the task's own metrics and plots. Top level: the pages are
-found from the datasets page on by clicking every link on each (tests/ui_links.py), then
+found from the datasets page on by clicking every link on each (tests/support/ui_links.py), then
 each is opened in light and dark colour schemes and screenshotted, and every image,
 stylesheet and script on it is fetched and must not be 4xx/5xx. Inside the Airflow UI frame:
 every page of every dataset opens through the nav route in Airflow's light and dark mode

@@ -2,7 +2,7 @@
 
 The kill tests run the real command line in its own process group and kill the group as soon
 as a segment of the new version is being written (its first temp or shard file, or on GCS its
-``_WRITER`` lease); the retry must publish one clean version. The storage tests put tests/faultproxy.py (seeded
+``_WRITER`` lease); the retry must publish one clean version. The storage tests put tests/support/faultproxy.py (seeded
 429/503/dropped connections) between gcsfs and the GCS emulator.
 """
 

@@ -1,7 +1,7 @@
 """scripts/dag_test_logs.py: a ``dags test`` output cut into the task log files the UI reads.
 
 The real round trip (a DAG run through ``scripts/demo.py``'s ``dag_test``, its log opened in
-the Airflow UI) is in tests/test_ui_browser_operator.py; this covers retries and mapped tasks.
+the Airflow UI) is in tests/e2e/test_ui_browser_operator.py; this covers retries and mapped tasks.
 """
 
 from __future__ import annotations

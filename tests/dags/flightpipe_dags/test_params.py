@@ -1,7 +1,7 @@
 """The trigger forms as an operator meets them (issues 17, 28): labels, refusals, skipped publish.
 
-Ranges, patterns and choices are JSON schema, refused when a run is created (tests/test_dags.py;
-through the real REST API and form in tests/test_trigger_refusals.py), each as an ``allOf``
+Ranges, patterns and choices are JSON schema, refused when a run is created (tests/dags/test_dag_files.py;
+through the real REST API and form in tests/integration/test_trigger_refusals.py), each as an ``allOf``
 rule so a refusal prints that rule and its words, not the whole Param. What only code can
 check fails the first task at once with one sentence (``ParamError``, Airflow's fail-now).
 """

@@ -118,7 +118,7 @@ def test_failed_validation_publishes_nothing(client, root: str) -> None:
     day1 = Path(root[7:], "raw/flights/date=2013-01-01/flights.csv")
     dup = day1.read_text().splitlines(keepends=True)[1]
     day1.write_text(day1.read_text() + dup)  # the same flight twice (a key across segments:
-    # tests/test_segments.py; here a flight's key fixes its day, so it repeats in its file)
+    # tests/etl/segments/test_build.py; here a flight's key fixes its day, so it repeats in its file)
     with pytest.raises(ValidationFailed, match="expect_compound_columns_to_be_unique"):
         pipeline.run("flights", root, END, run_id="bad")
     assert versions.list_versions(root, "flights") == []

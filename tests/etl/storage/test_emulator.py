@@ -1,7 +1,7 @@
 """The shipped GCS emulator (etl.storage.emulator): preconditions on disk, kept across restarts.
 
 The compose ``gcs-emulator`` service runs it with ``--data-dir`` on a volume, so what the
-tests check in memory (tests/test_storage.py) must hold on disk too, and a restart must keep
+tests check in memory (tests/etl/storage/test_io.py) must hold on disk too, and a restart must keep
 the bucket and its objects.
 """
 

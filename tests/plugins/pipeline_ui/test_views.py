@@ -2,7 +2,7 @@
 
 The crawl starts at the datasets page and follows each link the app itself serves; every one
 must answer 200. Links into the Airflow UI (``/dags/...``) are checked for shape here and
-followed for real in tests/test_ui_browser.py. Then each reported defect, one test each.
+followed for real in tests/e2e/test_ui_browser.py. Then each reported defect, one test each.
 """
 
 from __future__ import annotations
