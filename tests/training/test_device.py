@@ -25,7 +25,7 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import keras
-from tests.support from tests.support import training_fixtures as fx
+from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.train import train
 
