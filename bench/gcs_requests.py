@@ -10,8 +10,8 @@ a run (``HISTORY_STEP``); only the nightly run goes through the proxy.
 (``--quick``: 3 and 7). ``gcs_nightly_wall_s_at_30ms``: on the 30-day bucket, the next night
 (day N+1) with 30 ms added before each request is passed on, beside the 0 ms night's wall.
 
-This is the one module that imports the test doubles (``tests/gcs.py``, ``tests/faultproxy.py``):
-repoint ``_doubles`` when they move.
+This is the one module that imports the test doubles (``tests/support/gcs.py``,
+``tests/support/faultproxy.py``): repoint ``_doubles`` when they move.
 """
 
 from __future__ import annotations
@@ -41,11 +41,10 @@ _LIST = re.compile(r"/b/[^/]+/o/?$")
 
 def _doubles() -> tuple[Any, Any, Any]:
     """(GcsEmulator, FaultProxy, NO_FAULTS) from the tests' doubles."""
-    tests = str(measure.REPO / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    from faultproxy import NO_FAULTS, FaultProxy
-    from gcs import GcsEmulator
+    if str(measure.REPO) not in sys.path:
+        sys.path.insert(0, str(measure.REPO))
+    from tests.support.faultproxy import NO_FAULTS, FaultProxy
+    from tests.support.gcs import GcsEmulator
 
     return GcsEmulator, FaultProxy, NO_FAULTS
 

@@ -1,7 +1,7 @@
 """Issue 25's figures: what building versions from segments costs on data shaped unlike
-flights, per night, and on a bucket. ``make bench`` calls ``figures``; run alone,
-``python -m bench.segments`` takes them on today's code, with the 1x ETL run and its floor
-that the flights ratio needs, into ``bench/results.json`` with their targets judged.
+flights, per night, and on a bucket. ``make bench`` calls ``figures`` (its ``--parts
+scaling,segments --scales 1`` takes them alone, with the 1x ETL run and its floor that the
+flights ratio needs).
 
 Every run is ``python -m etl run``, the one chain (``etl build`` then ``etl publish``):
 
@@ -21,12 +21,10 @@ Every run is ``python -m etl run``, the one chain (``etl build`` then ``etl publ
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
@@ -170,30 +168,3 @@ def commit(*paths: str, at: str = "HEAD") -> str:
         ["git", "rev-parse", at]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=measure.REPO,
                           check=False).stdout.strip()
-
-
-NO_BASELINE = ("--baseline: the one-shot chain it measured is removed (issue 25); "
-               "bench/baseline-oneshot.json keeps the figures it took before, see PERFORMANCE.md")
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", default=".bench", help="scratch folder for the storage roots")
-    parser.add_argument("--quick", action="store_true", help="the small shapes (minutes)")
-    parser.add_argument("--out", default=None,
-                        help="default: bench/results.json (--quick: bench/results-quick.json)")
-    parser.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.baseline:
-        print(NO_BASELINE, file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    from bench.__main__ import run
-
-    run(Path(args.work).resolve(), [1], Path(args.out or ("bench/results-quick.json"
-        if args.quick else "bench/results.json")), [], args.quick, parts=("scaling", "segments"))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,22 +2,20 @@
 
 ``storage_root`` runs a test once per backend (file://, gs://). The gs:// backend is
 the product's emulator (etl.storage.emulator) started once per session on a free loopback
-port by tests/gcs.py; every test gets its own prefix in one bucket, so tests do not collide.
+port by tests/support/gcs.py; every test gets its own prefix in one bucket, so tests do not
+collide.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import gcs` from any rootdir
-
-from gcs import GcsEmulator
+from tests.support.gcs import GcsEmulator
 
 TEST_BUCKET = "pipeline-test"
 

@@ -1,8 +1,12 @@
-"""The package structure holds: layers one way, no import cycles, small modules and functions.
+"""The package structure holds: layers one way, no import cycles, small modules and functions,
+and every module's tests where a reader looks for them.
 
 The layers are declared once, as import-linter contracts in pyproject.toml (docs/ARCHITECTURE.md
 explains them); these tests run the real ``lint-imports`` and show it catching a planted
-upward import, so the contract cannot silently stop checking anything.
+upward import, so the contract cannot silently stop checking anything. The tests mirror the code
+(``etl/segments/build.py`` -> ``tests/etl/segments/test_build.py``); the few modules tested
+elsewhere are listed, each with its reason, in tests/MIRROR.md, and a planted module without a
+test is shown failing the same way.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from pathlib import Path
 import grimp
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("etl", "training", "pipeline_ui")
+PACKAGES = ("etl", "training", "pipeline_ui", "bench", "flightpipe_dags")
 CODE_DIRS = ("etl", "training", "dags", "plugins", "bench", "scripts")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 600, 60  # modules sized by concept (issue 35)
 LONG_MARK = "# long:"  # on the def line or the line above: why this one may be longer
@@ -47,6 +51,8 @@ def test_layers_contract_fails_on_a_planted_upward_import(tmp_path):
     shutil.copy(REPO / "pyproject.toml", tmp_path)
     paths = tmp_path / "etl" / "storage" / "paths.py"
     paths.write_text(paths.read_text() + "\nimport etl.pipeline.steps  # planted: storage -> pipeline\n")
+    shutil.copytree(REPO / "bench", tmp_path / "bench",
+                    ignore=shutil.ignore_patterns("__pycache__", ".*"))
 
     result = _lint_imports(tmp_path)
 
@@ -99,6 +105,8 @@ def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 def test_no_import_cycles(monkeypatch):
     monkeypatch.syspath_prepend(str(REPO / "plugins"))
+    monkeypatch.syspath_prepend(str(REPO / "dags"))
+    monkeypatch.syspath_prepend(str(REPO))
     graph = grimp.build_graph(*PACKAGES, cache_dir=None)
     # A package's __init__ re-exporting its modules is not a cycle a reader has to untangle.
     for module in sorted(graph.modules):
@@ -149,3 +157,70 @@ def test_importing_the_etl_steps_imports_no_great_expectations():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# --- tests mirror the code ----------------------------------------------------------------------
+
+MIRRORED = ("etl", "training", "bench", "plugins", "dags")  # code folders whose tests mirror them
+MIRROR_LIST = Path("tests") / "MIRROR.md"  # the modules tested elsewhere, one line of reason each
+
+
+def _ours(path: Path, root: Path) -> bool:
+    parts = path.relative_to(root).parts
+    return "__pycache__" not in parts and not any(part.startswith(".") for part in parts)
+
+
+def mirrored_test(module: Path) -> Path:
+    """``etl/segments/build.py`` -> ``tests/etl/segments/test_build.py`` (``__main__.py`` ->
+    ``test_main.py``)."""
+    return Path("tests") / module.parent / f"test_{module.stem.strip('_')}.py"
+
+
+def listed_elsewhere(root: Path) -> dict[str, str]:
+    """tests/MIRROR.md's table: module path -> why its tests are not at the mirrored path."""
+    rows = {}
+    for line in (root / MIRROR_LIST).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 2 and cells[0].endswith(".py"):
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def mirror_gaps(root: Path) -> list[str]:
+    """Every module of ``MIRRORED`` has its test file at the mirrored path or a line in
+    tests/MIRROR.md (not both, and no line for a module that is gone); every test folder under
+    tests/<code folder>/ mirrors a package that exists."""
+    listed = listed_elsewhere(root)
+    gaps = []
+    modules = sorted(p.relative_to(root) for d in MIRRORED for p in (root / d).rglob("*.py")
+                     if _ours(p, root) and p.name != "__init__.py")
+    for module in modules:
+        test, reason = mirrored_test(module), listed.pop(module.as_posix(), None)
+        if not (root / test).exists() and reason is None:
+            gaps.append(f"{module}: no test at {test} (or a line saying why in {MIRROR_LIST})")
+        elif (root / test).exists() and reason is not None:
+            gaps.append(f"{module}: has {test}; drop its line from {MIRROR_LIST}")
+    gaps += [f"{MIRROR_LIST}: lists {name}, which is not a module" for name in sorted(listed)]
+    for folder in sorted(p for d in MIRRORED for p in (root / "tests" / d).rglob("*")
+                         if p.is_dir() and _ours(p, root)):
+        code = folder.relative_to(root / "tests")
+        if not (root / code).is_dir():
+            gaps.append(f"{folder.relative_to(root)}: mirrors no code folder ({code} is absent)")
+    return gaps
+
+
+def test_tests_mirror_the_code():
+    assert mirror_gaps(REPO) == []
+
+
+def test_mirror_check_fails_on_a_planted_module_without_a_test(tmp_path):
+    for path in [p for d in (*MIRRORED, "tests") for p in (REPO / d).rglob("*.py")
+                 if _ours(p, REPO)] + [REPO / MIRROR_LIST]:
+        (tmp_path / path.relative_to(REPO)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, tmp_path / path.relative_to(REPO))
+    assert mirror_gaps(tmp_path) == []
+    (tmp_path / "etl" / "segments" / "planted.py").write_text('"""Planted: no test."""\n')
+
+    assert mirror_gaps(tmp_path) == [(
+        "etl/segments/planted.py: no test at tests/etl/segments/test_planted.py "
+        "(or a line saying why in tests/MIRROR.md)")]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from services import api_server_env, free_port, query_rows, wait_for
+from tests.integration.services import api_server_env, free_port, query_rows, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

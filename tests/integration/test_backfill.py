@@ -7,7 +7,7 @@ three daily intervals and checks, from the metadata DB and storage, one version 
 each from its own run, and LATEST on the newest whatever order the concurrent runs published in
 (``publish`` has no ``depends_on_past`` since issue 34: storage keeps the order). Skips without PostgreSQL, but not
 under CI=true. The heavy steps join one shared Dask cluster (``PIPELINE_DASK_ADDRESS``): a
-LocalCluster per heavy task costs more CPU than the ETL on 2 cores (tests/test_cluster.py covers
+LocalCluster per heavy task costs more CPU than the ETL on 2 cores (tests/etl/test_cluster.py covers
 those). ``use_job_schedule`` is off, so neither a wall-clock nightly run of ``etl_flights``
 (catchup is off) nor an Asset-triggered training run gets in the way; backfill runs come from
 the CLI, not from that loop.
@@ -27,7 +27,8 @@ from typing import Any
 
 import psutil
 import pytest
-from services import api_server_env, free_port, query_rows, wait_for
+
+from tests.integration.services import api_server_env, free_port, query_rows, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")
 

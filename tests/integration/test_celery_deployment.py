@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from services import api_server_env, free_port, wait_for
+
+from tests.integration.services import api_server_env, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1080)]
 

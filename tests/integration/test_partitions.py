@@ -20,8 +20,9 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from airflow_stack import api, dsn_of, start, task_log
-from services import query_rows, wait_for
+
+from tests.integration.airflow_stack import api, dsn_of, start, task_log
+from tests.integration.services import query_rows, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(3000)]

@@ -19,7 +19,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from services import api_server_env, free_port, wait_for
+
+from tests.integration.services import api_server_env, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 

@@ -24,8 +24,9 @@ from urllib.parse import quote, urldefrag, urlsplit
 
 import httpx
 import pytest
-from airflow_stack import DASK_CLUSTER, airflow_env
-from services import free_port, query_rows, wait_for
+
+from tests.integration.airflow_stack import DASK_CLUSTER, airflow_env
+from tests.integration.services import free_port, query_rows, wait_for
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]

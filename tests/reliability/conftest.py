@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import corpus`, `import faultproxy`
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 DATASET = "flights"
 BASE_END = "2013-01-02T00:00:00Z"

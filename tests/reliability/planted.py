@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Self
 
-from loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer
 
 # Named so they exist (and are set to DEBUG) before the libraries create them lazily;
 # google-auth silences "google" unless someone configured it, which is what we do here.

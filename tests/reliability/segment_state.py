@@ -6,10 +6,9 @@ Shards live in ``datasets/<name>/segments/<id>/``; a segment is finished once it
 
 from __future__ import annotations
 
-from conftest import DATASET
-
 from etl import storage, versions
 from etl.versions import segments
+from tests.reliability.conftest import DATASET
 
 
 def segments_root(root: str) -> str:

@@ -12,7 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import (
+
+from etl import pipeline, storage, versions
+from tests.reliability.conftest import (
     BASE_VERSION,
     DATASET,
     NEXT_END,
@@ -22,9 +24,7 @@ from conftest import (
     assert_untouched,
     day_file,
 )
-from corpus import BAD_DAY, CASES, Case, Fails
-
-from etl import pipeline, storage, versions
+from tests.reliability.corpus import BAD_DAY, CASES, Case, Fails
 
 
 def _run(root: str, run_id: str, **kw: object) -> dict:

@@ -2,7 +2,7 @@
 
 The kill tests run the real command line in its own process group and kill the group as soon
 as a segment of the new version is being written (its first temp or shard file, or on GCS its
-``_WRITER`` lease); the retry must publish one clean version. The storage tests put tests/faultproxy.py (seeded
+``_WRITER`` lease); the retry must publish one clean version. The storage tests put tests/support/faultproxy.py (seeded
 429/503/dropped connections) between gcsfs and the GCS emulator.
 """
 
@@ -20,22 +20,6 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import (
-    BASE_VERSION,
-    DATASET,
-    NEXT_END,
-    NEXT_START,
-    NEXT_VERSION,
-    assert_untouched,
-)
-from faultproxy import FaultPlan, FaultProxy
-from segment_state import (
-    assert_killed_mid_write,
-    assert_one_clean_version,
-    segment_lease_taken,
-    shard_being_written,
-    unfinished,
-)
 
 from etl import pipeline, storage, versions
 from etl.errors import ChecksumMismatchError, StorageError
@@ -43,6 +27,22 @@ from etl.segments import claim
 from etl.storage import fs as storage_fs
 from etl.storage import retry as storage_retry
 from etl.versions import lease
+from tests.reliability.conftest import (
+    BASE_VERSION,
+    DATASET,
+    NEXT_END,
+    NEXT_START,
+    NEXT_VERSION,
+    assert_untouched,
+)
+from tests.reliability.segment_state import (
+    assert_killed_mid_write,
+    assert_one_clean_version,
+    segment_lease_taken,
+    shard_being_written,
+    unfinished,
+)
+from tests.support.faultproxy import FaultPlan, FaultProxy
 
 REPO = Path(__file__).resolve().parents[2]
 KILL_WAIT_S = 120.0  # bounded: cold CLI start + extract + validate on a loaded 2-core box

@@ -22,12 +22,12 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import DATASET, SHARD_BYTES
-from faultproxy import FaultPlan, FaultProxy
-from planted import TOP_LOGGERS, Planted, TokenServer, every_log_at_debug
 
 from etl import pipeline, storage
 from etl.storage import retry as storage_retry
+from tests.reliability.conftest import DATASET, SHARD_BYTES
+from tests.reliability.planted import TOP_LOGGERS, Planted, TokenServer, every_log_at_debug
+from tests.support.faultproxy import FaultPlan, FaultProxy
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,7 @@
 """No credentials in the repo; values that become paths cannot leave the storage root.
 
 The compose file's localhost binds and environment-supplied admin password are checked in
-tests/test_compose.py (not repeated here).
+tests/docker/test_compose.py (not repeated here).
 """
 
 from __future__ import annotations

@@ -1,0 +1,70 @@
+"""Links from Airflow to the pipeline UI (issue 34): the pages the extra links and the Asset
+event name exist under the plugin's routes, the verdict a downstream DAG gates on, and the
+run id of an asset-triggered model read back from its folder or its metrics.json."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.support import ui_fixtures as uf
+
+REPO = Path(__file__).resolve().parents[3]
+for folder in (REPO / "plugins", REPO / "dags"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+from flightpipe_dags import links
+from pipeline_ui import URL_PREFIX, views
+from pipeline_ui.app import create_app
+
+
+def test_page_urls_open_the_plugin_pages_in_the_airflow_frame(tmp_path: Path) -> None:
+    import pipeline_ui_plugin
+
+    built = uf.build_catalog_root(tmp_path / "store", n_versions=2)
+    version, run = built.versions[-1], built.runs[built.versions[-1]][0]
+    assert links.URL_PREFIX == URL_PREFIX
+    assert pipeline_ui_plugin.NAV_ROUTE == links.NAV_ROUTE.removeprefix("/plugin/")
+    client = TestClient(create_app(built.uri))
+    for url in (links.page_url(uf.DATASET, version, base=""),
+                links.page_url(uf.DATASET, version, run, base="")):
+        assert url.startswith(links.NAV_ROUTE + URL_PREFIX + "/datasets/"), url
+        assert client.get(url.removeprefix(links.NAV_ROUTE + URL_PREFIX)).status_code == 200
+    assert links.page_url("d", "v", base="http://af:8080/x").startswith(
+        "http://af:8080/x/plugin/pipeline-datasets/pipeline/datasets/d/versions/v")
+
+
+@pytest.mark.parametrize(("validation", "word"), [
+    ({"success": True, "quarantined_rows": 0}, "passed"),
+    ({"success": True, "quarantined_rows": 3}, "passed_with_quarantine"),
+    ({"success": False, "quarantined_rows": 9}, "failed"),
+    ({}, "unknown"), (None, "unknown")])
+def test_verdict_is_the_manifests_validation_in_one_word(validation, word) -> None:
+    assert links.verdict(validation) == word
+
+
+def test_event_extra_carries_version_page_and_verdict() -> None:
+    manifest = {"validation": {"success": True, "quarantined_rows": 2, "evaluated_rows": 10}}
+    extra = links.event_extra({"version_uri": "file:///r/datasets/d/v", "version": "v"},
+                              manifest, "/plugin/pipeline-datasets/pipeline/datasets/d/versions/v")
+    assert extra == {"version_uri": "file:///r/datasets/d/v", "version": "v",
+                     "version_page": "/plugin/pipeline-datasets/pipeline/datasets/d/versions/v",
+                     "verdict": "passed_with_quarantine", "quarantined_rows": 2,
+                     "evaluated_rows": 10}
+
+
+def test_asset_triggered_run_folders_and_metrics_name_their_run() -> None:
+    """Airflow adds a random suffix to run ids without a logical date; metrics.json wins."""
+    folder = "asset_triggered__2026-11-24T20_01_02.123456_00_00_Ab12CdEf"
+    assert views.training_run(folder, "flights", None) == (
+        "asset_triggered__2026-11-24T20:01:02.123456+00:00_Ab12CdEf", "train_flights")
+    assert views.training_run("manual__2013-01-02T06_00_00_00_00", "flights", {}) == (
+        "manual__2013-01-02T06:00:00+00:00", "train_flights")
+    stored = {"dag_id": "train_flights", "run_id": "asset_triggered__x:y+00:00_Z"}
+    assert views.training_run("asset_triggered__x_y_00_00_Z", "flights", stored) == (
+        "asset_triggered__x:y+00:00_Z", "train_flights")
+    assert views.training_run("20130102T060000Z", "flights", {}) == ("20130102T060000Z", None)
