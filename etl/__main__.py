@@ -10,7 +10,7 @@
     python -m etl spec init --name wine --source raw/wine/wine.csv --label cultivar
     python -m etl spec check wine
 
-Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/specs).
+Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/examples).
 
 ``run`` does what the spec's ETL DAG does, for every kind of dataset: build the window's
 missing segments and the version's draft, then publish it. Its two steps are also their own

@@ -41,7 +41,7 @@ def test_layers_contract_holds():
 def test_layers_contract_fails_on_a_planted_upward_import(tmp_path):
     for name in ("etl", "training"):
         shutil.copytree(REPO / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "specs"))
+                        ignore=shutil.ignore_patterns("__pycache__", "examples"))
     shutil.copytree(REPO / "plugins", tmp_path / "plugins",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path)

@@ -263,7 +263,7 @@ def test_a_segment_another_run_is_building_is_waited_for(landed: Path, tmp_path:
     held = lease.acquire(storage.join(uri, segments.SEGMENT_LOCK), "other-run")
     monkeypatch.setattr(claim, "POLL_S", 0.05)
     built = []
-    monkeypatch.setattr(segment_build, "_build", lambda *a: built.append(a) or {})
+    monkeypatch.setattr(segment_build, "_record", lambda *a: built.append(a) or {})
 
     def finish_other() -> None:  # the other run publishes the segment, then lets go
         storage.create_if_absent(storage.join(uri, segments.SEGMENT_FILE), body)
@@ -471,10 +471,10 @@ def test_two_concurrent_runs_of_one_window_both_succeed_with_one_version(
 def test_a_window_is_planned_from_the_previous_manifest_and_one_listing(tmp_path: Path) -> None:
     """cover() uses a known segment wherever its partitions (with digests) match, and new
     partitions are chunked by bytes; a changed digest matches nothing."""
-    from etl.segments.window import Part
+    from etl.sources.extract import RawPartition
 
-    def part(label: str, digest: str, size: int) -> Part:
-        return Part(label, f"u/{label}", None, None, None, {"size": size}, digest)
+    def part(label: str, digest: str, size: int) -> RawPartition:
+        return RawPartition(label, f"u/{label}", None, None, None, {"size": size}, digest)
 
     parts = [part("d1", "a", 10), part("d2", "b", 10), part("d3", "c", 10), part("d4", "d", 50),
              part("d5", "e", 10)]

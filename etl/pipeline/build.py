@@ -19,7 +19,7 @@ from etl import kinds, storage, versions
 from etl.pipeline import summary
 from etl.pipeline.publish import acquire_writer, clear_unpublished, target_version
 from etl.pipeline.record import RunOptions, RunRecord
-from etl.segments.window import BuildRequest, Window
+from etl.segments.request import BuildRequest, Window
 
 log = logging.getLogger("etl.pipeline")
 

@@ -31,6 +31,7 @@ from etl.validation import partials as vpartials
 from etl.versions import lease, segments
 from etl.write import shards
 from etl.write import tfds as tfds_meta
+from etl.write.writer import split_entry
 
 log = logging.getLogger("etl.pipeline")
 
@@ -139,12 +140,7 @@ def _copy_split(uris: list[str], run: list[dict[str, Any]], split: str, out_uri:
         name = shards.shard_filename(dataset, split, i, count, compression)
         part = (framed for _, framed in records[i * per:(i + 1) * per])
         entries.append(shards.write_framed(storage.join(out_uri, name), part, compression))
-    digests = [digest for digest, _ in records]
-    return {"num_examples": sum(e["records"] for e in entries),
-            "num_bytes": sum(e["bytes"] for e in entries),
-            "content_hash": segments.content_hash(digests),
-            "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                       for e in entries]}
+    return split_entry(entries, [digest for digest, _ in records])
 
 
 def _merge(root: str, dataset: str, seg: str, uri: str, run: list[dict[str, Any]],
@@ -184,7 +180,7 @@ def _merged_facts(uris: list[str], run: list[dict[str, Any]]) -> dict[str, Any]:
     for m in run:
         for reason, n in m.get("dropped_rows", {}).items():
             dropped[reason] = dropped.get(reason, 0) + int(n)
-    rows = [list(p) for p in zip(*(m["validation"]["row_partials"] for m in run))]
+    rows = [list(c) for c in zip(*(m["validation"]["row_partials"] for m in run))]
     return {
         "statistics_partial": stats_mod.merge_all(m["statistics_partial"] for m in run),
         "dropped_rows": dropped,
@@ -199,15 +195,15 @@ def _merged_facts(uris: list[str], run: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _sum_row(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _sum_row(counts: list[dict[str, Any]]) -> dict[str, Any]:
     from etl.validation.gx import PARTIAL_COUNT
 
-    errors = [p["error"] for p in parts if p.get("error")]
-    return {"element_count": sum(p["element_count"] for p in parts),
-            "missing_count": sum(p["missing_count"] for p in parts),
-            "unexpected_count": sum(p["unexpected_count"] for p in parts),
-            "values": [v for p in parts for v in p["values"]][:PARTIAL_COUNT],
-            "examples": [e for p in parts for e in p["examples"]][:PARTIAL_COUNT],
+    errors = [p["error"] for p in counts if p.get("error")]
+    return {"element_count": sum(p["element_count"] for p in counts),
+            "missing_count": sum(p["missing_count"] for p in counts),
+            "unexpected_count": sum(p["unexpected_count"] for p in counts),
+            "values": [v for p in counts for v in p["values"]][:PARTIAL_COUNT],
+            "examples": [e for p in counts for e in p["examples"]][:PARTIAL_COUNT],
             "error": errors[0] if errors else None}
 
 

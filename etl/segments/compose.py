@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from etl.provenance import code_version
-from etl.segments.window import Metas
+from etl.segments.request import Metas
 from etl.spec import Spec
 from etl.transform import stats as stats_mod
 from etl.transform.tabular import finalize_partial
@@ -31,13 +31,13 @@ def compose_splits(spec: Spec, metas: Metas) -> dict[str, Any]:
     """The manifest's ``splits``: every segment's shards (named by segment), in window order."""
     out = {}
     for split, _ in spec.split.fractions:
-        parts = [(m["segment"], m["splits"].get(split) or {}) for _, m in metas]
+        entries = [(m["segment"], m["splits"].get(split) or {}) for _, m in metas]
         out[split] = {
-            "num_examples": sum(p.get("num_examples", 0) for _, p in parts),
-            "num_bytes": sum(p.get("num_bytes", 0) for _, p in parts),
-            "content_hash": segments.combine_content(p["content_hash"] for _, p in parts
+            "num_examples": sum(p.get("num_examples", 0) for _, p in entries),
+            "num_bytes": sum(p.get("num_bytes", 0) for _, p in entries),
+            "content_hash": segments.combine_content(p["content_hash"] for _, p in entries
                                                      if p.get("content_hash")),
-            "shards": [{**shard, "segment": seg} for seg, p in parts
+            "shards": [{**shard, "segment": seg} for seg, p in entries
                        for shard in p.get("shards", [])],
         }
     return out

@@ -22,7 +22,7 @@ from etl import storage
 from etl.errors import ValidationFailed
 from etl.provenance import code_version, iso
 from etl.segments.claim import claim
-from etl.segments.window import BuildRequest, Judged, Window, known_segments, new_segments
+from etl.segments.request import BuildRequest, Judged, Window, known_segments, new_segments
 from etl.versions import lease, segments
 
 log = logging.getLogger("etl.pipeline")
@@ -44,17 +44,18 @@ def build(request: BuildRequest) -> Window:
                                f"({', '.join(spec.source.extensions)})")
     material = {"dataset": spec.name, "spec": hashlib.sha256(spec.path.read_bytes()).hexdigest(),
                 "files": fingerprint["sha256"]}
-    part = ["all", hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]]
+    digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+    partition = ["all", digest]
     seg = next((k["segment"] for k in known_segments(request.previous)
-                if k.get("partitions") == [part]), None) or \
-        segments.segment_id("all", {"partitions": [part]})
+                if k.get("partitions") == [partition]), None) or \
+        segments.segment_id("all", {"partitions": [partition]})
     uri = segments.segment_uri(request.root, spec.name, seg)
     meta, held = claim(uri, request.run_id)
     if meta is None:
         with lease.Heartbeat(held) as beat:
             try:
                 storage.clear_dir(uri, keep=segments.SEGMENT_LOCK)  # a killed build's
-                meta = _build(request, seg, uri, part, listing, fingerprint)
+                meta = _build(request, seg, uri, partition, listing, fingerprint)
                 beat.check()  # still ours: only then does the segment become visible
                 storage.create_if_absent(storage.join(uri, segments.SEGMENT_FILE),
                                          storage.json_bytes(meta))
@@ -70,7 +71,7 @@ def build(request: BuildRequest) -> Window:
                   previous=request.previous)
 
 
-def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: Any,
+def _build(request: BuildRequest, seg: str, uri: str, partition: list[str], listing: Any,
            fingerprint: dict[str, Any]) -> dict[str, Any]:
     """Check, split and write every image into the segment folder; its ``segment.json``."""
     import dask.dataframe as dd
@@ -98,7 +99,7 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
     bad = outcome.summary["quarantined_rows"]
     meta = {
         "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name, "segment": seg,
-        "partition": "all", "partitions": [part], "level": 0,
+        "partition": "all", "partitions": [partition], "level": 0,
         "data_interval": {"start": None, "end": None},
         "created_at": iso(datetime.now(UTC)), "run_id": request.run_id,
         "code_version": code_version(), "compression": request.write.compression,
@@ -118,14 +119,11 @@ def _split_entry(uri: str, entries: list[dict[str, Any]], compression: str | Non
                  ) -> dict[str, Any]:
     """A split's shards with the content hash of their records (read back once)."""
     from etl.write.shards import iter_records
+    from etl.write.writer import split_entry
 
-    digests = [segments.record_digest(rec) for e in entries
-               for rec in iter_records(storage.join(uri, e["file"]), compression)]
-    return {"num_examples": sum(e["records"] for e in entries),
-            "num_bytes": sum(e["bytes"] for e in entries),
-            "content_hash": segments.content_hash(digests),
-            "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                       for e in entries]}
+    return split_entry(entries, [segments.record_digest(rec) for e in entries
+                                 for rec in iter_records(storage.join(uri, e["file"]),
+                                                         compression)])
 
 
 def judge(window: Window, mode: str, results_uri: str) -> Judged:

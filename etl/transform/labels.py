@@ -129,6 +129,6 @@ TASKS: dict[str, LabelTask] = {
 }
 
 
-def task_of(label: Label) -> LabelTask:
+def label_task(label: Label) -> LabelTask:
     """The task object of a spec's label (the spec loader has checked the name)."""
     return TASKS[label.task]

@@ -1,4 +1,4 @@
-"""What a kind's segment builder is given and returns: one request in, one window out.
+"""What a kind's segment builder is asked and answers: one request in, one window out.
 
 Every dataset kind builds a version the same way -- plan the window, build its missing
 segments, judge the window -- and only the how differs (``etl.segments.tabular``,
@@ -16,50 +16,6 @@ if TYPE_CHECKING:
     from etl.write.writer import WriteConfig
 
 Metas = list[tuple[str, dict[str, Any]]]  # (segment URI, segment.json), in window order
-
-
-@dataclass(frozen=True)
-class Part:
-    """One raw partition of a segment: its file and the part of the window it holds."""
-
-    label: str  # 20130101 (its period), or "all" for an unpartitioned source
-    uri: str
-    start: datetime | None  # the part of the window it holds (None: unbounded)
-    end: datetime | None
-    period: tuple[datetime, datetime] | None  # the partition's own span, if partitioned
-    file: dict[str, Any]  # storage.stat of its file: size, generation or mtime
-    digest: str  # of everything its rows' bytes depend on (etl.segments.plan)
-    piece: tuple[int, int] | None = None  # (i, k): the i-th of k row ranges of a large file
-
-    @property
-    def size(self) -> int:
-        whole = int(self.file.get("size") or 0)
-        return whole if self.piece is None else whole // self.piece[1]
-
-    @property
-    def key(self) -> str:
-        """How a segment lists it: the partition's label, with its piece if it is one."""
-        return self.label if self.piece is None else \
-            f"{self.label}.{self.piece[0] + 1}of{self.piece[1]}"
-
-
-@dataclass(frozen=True)
-class SegmentTask:
-    """One segment of the window: its id and folder and the consecutive partitions it holds."""
-
-    segment: str
-    uri: str
-    partition: str  # the label of its partitions: 20130101, or 20130101_20130131
-    parts: tuple[Part, ...]
-    fingerprint: dict[str, Any]
-
-    @property
-    def raw_bytes(self) -> int:
-        return sum(p.size for p in self.parts)
-
-    @property
-    def interval(self) -> tuple[datetime | None, datetime | None]:
-        return self.parts[0].start, self.parts[-1].end
 
 
 @dataclass(frozen=True)
@@ -85,7 +41,7 @@ class BuildRequest:
 @dataclass
 class Window:
     """The window's segments, built or found, in order; ``context`` is the kind's own
-    (what its ``judge`` needs: the suite and checks, for tabular data)."""
+    (what its ``judge`` needs: the suite and its checks, for tabular data)."""
 
     spec: Any  # the spec with its label resolved (classes fixed for this version)
     metas: Metas
@@ -107,11 +63,11 @@ class Judged:
 
 
 def known_segments(previous: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The ``segments`` entries (id, partitions) of the previous manifest."""
+    """The ``segments`` entries (id, raw partitions) of the previous manifest."""
     return list((previous or {}).get("segments") or [])
 
 
 def new_segments(metas: Metas, previous: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Segments holding a partition (by digest) the previous version did not hold."""
+    """Segments holding a raw partition (by digest) the previous version did not hold."""
     seen = {tuple(p) for seg in known_segments(previous) for p in seg.get("partitions") or []}
     return [m for _, m in metas if not {tuple(p) for p in m["partitions"]} <= seen]
