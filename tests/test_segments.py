@@ -487,3 +487,26 @@ def test_a_window_is_planned_from_the_previous_manifest_and_one_listing(tmp_path
     assert [[p.label for p in c] for c in chunks] == [["d3"], ["d4"], ["d5"]]
     assert [[p.label for p in c] for c in plan.chunk_by_bytes(parts, 30)] == [
         ["d1", "d2", "d3"], ["d4"], ["d5"]]
+
+
+def test_planning_is_pure_a_listing_and_the_previous_manifest_in_segment_tasks_out() -> None:
+    """No storage is touched: the same listing, digests and manifest give the same tasks, and
+    a previous manifest holding the first two days makes them one reused segment."""
+    from datetime import UTC, datetime
+
+    from etl.segments.plan import Digests, plan_window
+    from etl.spec import load_spec
+
+    spec = load_spec("flights")
+    listing = [(datetime(2013, 1, d, tzinfo=UTC),
+                {"uri": f"gs://nowhere/raw/flights/date=2013-01-0{d}/flights.csv", "size": 100,
+                 "mtime": d}) for d in (1, 2, 3)]
+    end, digests = datetime(2013, 1, 4, tzinfo=UTC), Digests("spec", None, None)
+    fresh = plan_window("gs://nowhere", spec, None, end, listing, digests)
+    assert fresh == plan_window("gs://nowhere", spec, None, end, listing, digests)
+    assert [t.label for t in fresh.tasks] == ["20130101_20130103"] and not fresh.known
+    held = [[p.key, p.digest] for p in fresh.tasks[0].partitions[:2]]
+    previous = {"version": "v", "segments": [{"segment": "S12", "partitions": held}]}
+    again = plan_window("gs://nowhere", spec, None, end, listing, digests, previous)
+    assert [t.segment for t in again.tasks][0] == "S12" and again.known == {"S12"}
+    assert [t.label for t in again.tasks][1] == "20130103"

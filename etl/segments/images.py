@@ -22,7 +22,8 @@ from etl import storage
 from etl.errors import ValidationFailed
 from etl.provenance import code_version, iso
 from etl.segments.claim import claim
-from etl.segments.request import BuildRequest, Judged, Window, known_segments, new_segments
+from etl.segments.plan import known_segments
+from etl.segments.request import BuildRequest, Judged, Window, new_segments
 from etl.versions import lease, segments
 
 log = logging.getLogger("etl.pipeline")

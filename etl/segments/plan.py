@@ -27,7 +27,6 @@ from datetime import datetime
 from typing import Any
 
 from etl.provenance import iso
-from etl.segments.request import known_segments
 from etl.sources.extract import RawPartition, period_end
 from etl.spec import Spec
 from etl.versions import segments
@@ -98,6 +97,11 @@ def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
             tasks.append(_task(root, spec, run, digests.lookups, seg))
             reused.add(seg)
     return WindowPlan(tuple(tasks), frozenset(reused))
+
+
+def known_segments(previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``segments`` entries (id, raw partitions) of the previous manifest."""
+    return list((previous or {}).get("segments") or [])
 
 
 def spec_digest(spec: Spec) -> str:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from etl.segments.plan import known_segments
+
 if TYPE_CHECKING:
     from etl.write.writer import WriteConfig
 
@@ -60,11 +62,6 @@ class Judged:
     summary: dict[str, Any]
     statistics: dict[str, Any]
     drift: dict[str, Any] | None = None
-
-
-def known_segments(previous: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The ``segments`` entries (id, raw partitions) of the previous manifest."""
-    return list((previous or {}).get("segments") or [])
 
 
 def new_segments(metas: Metas, previous: dict[str, Any] | None) -> list[dict[str, Any]]:
