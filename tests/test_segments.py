@@ -508,5 +508,5 @@ def test_planning_is_pure_a_listing_and_the_previous_manifest_in_segment_tasks_o
     held = [[p.key, p.digest] for p in fresh.tasks[0].partitions[:2]]
     previous = {"version": "v", "segments": [{"segment": "S12", "partitions": held}]}
     again = plan_window("gs://nowhere", spec, None, end, listing, digests, previous)
-    assert [t.segment for t in again.tasks][0] == "S12" and again.known == {"S12"}
-    assert [t.label for t in again.tasks][1] == "20130103"
+    assert [t.label for t in again.tasks] == ["20130101_20130102", "20130103"]
+    assert again.tasks[0].segment == "S12" and again.known == {"S12"}

@@ -15,10 +15,18 @@ import yaml
 from etl import pipeline, versions
 from etl.__main__ import main
 from etl.authoring.check import check_spec
-from etl.authoring.columns import profile_column
+from etl.authoring.columns import ColumnProfile, column_profiles, null_tokens
+from etl.authoring.profile import Origin, profile_frame
 from etl.authoring.suite import widen
 from etl.kinds import land
 from etl.spec.folders import DEFAULT_SPECS_DIR
+
+
+def profile_column(name: str, values: pd.Series) -> ColumnProfile:
+    """One column of text values profiled on its own, as ``spec init`` profiles a table."""
+    frame = pd.DataFrame({name: values.astype("string[pyarrow]")})
+    table = profile_frame(frame, Origin.one("", len(frame)), seed=0)
+    return column_profiles(table, {name: name}, null_tokens(table))[name]
 
 
 @pytest.fixture
