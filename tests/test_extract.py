@@ -202,7 +202,7 @@ def test_parquet_and_jsonl_give_the_same_strings(root: str, tmp_path: Path) -> N
 
 
 def test_groups_follow_sizes() -> None:
-    """How segment builds are batched into Dask tasks (etl.segments.tabular)."""
+    """How segment builds are batched into Dask tasks (etl.segments.build.batches)."""
     sizes = [5, 5, 5, 20, 1, 1]
     assert extract.group_by_size(range(6), sizes.__getitem__, 10) == [[0, 1], [2, 3], [4, 5]]
     assert extract.group_by_size(range(6), sizes.__getitem__, 10**9) == [list(range(6))]
