@@ -6,5 +6,5 @@ small neighbours a level up (``compact``), judged as a window from stored partia
 (``judge``) and listed in a version's manifest (``compose``). Each dataset kind has its
 builder here (``tabular``, ``images``); ``window`` holds what they take and return, and
 ``files`` a segment's one side file. Where segments live and how they are named and deleted
-is ``etl.versions.segments`` (readers need it without any of this).
+is ``etl.versions.segment`` (readers need it without any of this).
 """

@@ -36,7 +36,15 @@ from etl.validation import partition as vpart
 from etl.validation.parts import validate_parts
 from etl.validation.report import jsonable, write_parquet
 from etl.validation.types import typed_frame
-from etl.versions import lease, segments
+from etl.versions import lease, segment
+from etl.versions.segment import (
+    Interval,
+    RowPartial,
+    SegmentChecks,
+    SegmentMeta,
+    SourceFiles,
+    SplitInfo,
+)
 from etl.write import tfds as tfds_meta
 from etl.write import writer
 
@@ -65,11 +73,11 @@ class BuildContext:
 
 
 def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
-                rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
+                rights: list[pd.DataFrame]) -> dict[str, SegmentMeta]:
     """Consecutive segments in one Dask task, their rows validated by one GX run
     (``etl.validation.parts``); segments another run is building are waited for after, and
     built here only if that run dies."""
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, SegmentMeta] = {}
     held, deferred = [], []
     for task in tasks:
         meta, ours = try_claim(task.uri, ctx.run_id)
@@ -88,19 +96,19 @@ def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
 
 
 def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
-                rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
+                rights: list[pd.DataFrame]) -> dict[str, SegmentMeta]:
     """Build the segments whose leases we hold; each becomes visible (segment.json) only
     while its lease is still ours, and every lease is released, whatever happens."""
     beats = [(task, lease.Heartbeat(h).start()) for task, h in held]
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, SegmentMeta] = {}
     try:
         todo = []
         for task, beat in beats:
-            meta = segments.read_segment(task.uri)  # finished while we took the lease
+            meta = segment.read_segment(task.uri)  # finished while we took the lease
             if meta is not None:
                 done[task.segment] = meta
             else:
-                storage.clear_dir(task.uri, keep=segments.SEGMENT_LOCK)  # a killed build's
+                storage.clear_dir(task.uri, keep=segment.SEGMENT_LOCK)  # a killed build's
                 todo.append((task, beat))
         if todo:
             t0, cpu0 = time.monotonic(), time.process_time()
@@ -126,12 +134,10 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
             share = _share(t0, cpu0, len(todo))
             for (task, beat), meta in zip(todo, metas):
                 beat.check()  # still ours: only then does the segment become visible
-                body = storage.json_bytes({**meta, "timings": share})
-                if not storage.create_if_absent(storage.join(task.uri, segments.SEGMENT_FILE),
-                                                body):
+                if not segment.write_segment(task.uri, replace(meta, timings=share)):
                     log.warning("%s: another builder published it first; using theirs",
                                 task.uri)
-                done[task.segment] = segments.read_segment(task.uri)
+                done[task.segment] = segment.read_segment(task.uri)
     finally:
         for _, beat in beats:
             lease.release(beat.stop())
@@ -193,7 +199,7 @@ def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
 
 def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: dict,
            stats: dict[str, Any], final: pd.DataFrame, report: vpart.PartitionReport,
-           misfiled: int) -> dict[str, Any]:
+           misfiled: int) -> SegmentMeta:
     """Everything after row-level validation, the feature transform and encoding: stored
     partials, shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
     spec = ctx.spec
@@ -201,43 +207,40 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
     write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays,
                    typed[list(ctx.key_columns)] if ctx.key_columns else None)
     splits = _write_splits(task, ctx, final)
-    meta = {
-        "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
-        "segment": task.segment, "partition": task.partition,
-        "partitions": [[p.key, p.digest] for p in task.parts],
-        "data_interval": {"start": iso(task.interval[0]), "end": iso(task.interval[1])},
-        "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
-        "code_version": code_version(), "compression": ctx.write.compression,
-        "schema": ctx.schema, "splits": splits, "source_fingerprint": task.fingerprint,
-        "built_from": ctx.material,
-        "validation": {
-            "rows": report.rows + misfiled,
-            "quarantined_rows": len(report.bad_positions) + misfiled, "misfiled_rows": misfiled,
-            "quarantine_files": [f"quarantine/{name}" for name in (
-                MISFILED if misfiled else None, report.quarantine_file) if name],
-            "row_partials": [jsonable(asdict(p)) for p in report.partials],
-            "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
-            "keys": bool(ctx.key_columns),
-        },
-        "statistics_partial": stats,
-        "dropped_rows": {spec.label.drop_reason: int(len(typed) - len(final))},
-    }
+    meta = SegmentMeta.of(
+        format_version=segment.SEGMENT_FORMAT, dataset=spec.name,
+        segment=task.segment, partition=task.partition,
+        partitions=tuple((p.key, p.digest) for p in task.parts),
+        data_interval=Interval.of(start=iso(task.interval[0]), end=iso(task.interval[1])),
+        created_at=iso(datetime.now(UTC)), run_id=ctx.run_id,
+        code_version=code_version(), compression=ctx.write.compression,
+        schema=ctx.schema, splits=splits, source_fingerprint=SourceFiles.of(**task.fingerprint),
+        built_from=ctx.material,
+        validation=SegmentChecks.of(
+            rows=report.rows + misfiled,
+            quarantined_rows=len(report.bad_positions) + misfiled, misfiled_rows=misfiled,
+            quarantine_files=tuple(f"quarantine/{name}" for name in (
+                MISFILED if misfiled else None, report.quarantine_file) if name),
+            row_partials=tuple(RowPartial.of(**jsonable(asdict(p))) for p in report.partials),
+            metric_partials=entries, metric_arrays=PARTIALS_NPZ,
+            keys=bool(ctx.key_columns),
+        ),
+        statistics_partial=stats,
+        dropped_rows={spec.label.drop_reason: int(len(typed) - len(final))},
+    )
     tfds_meta.write_dataset_info(task.uri, meta)  # stock TFDS reads the folder
     return meta
 
 
-def _write_splits(task: SegmentTask, ctx: BuildContext, final: pd.DataFrame) -> dict[str, Any]:
+def _write_splits(task: SegmentTask, ctx: BuildContext, final: pd.DataFrame
+                  ) -> dict[str, SplitInfo]:
     """The segment's shards; per split its records, bytes, content hash and shard entries."""
     digests: dict[str, list[int]] = {}
     written = writer.write_frame(
         final, ctx.spec.name, task.uri, ctx.schema, [s for s, _ in ctx.spec.split.fractions],
         ctx.write,
-        lambda split, rec: digests.setdefault(split, []).append(segments.record_digest(rec)))
-    return {split: {"num_examples": sum(e["records"] for e in entries),
-                    "num_bytes": sum(e["bytes"] for e in entries),
-                    "content_hash": segments.content_hash(digests.get(split, [])),
-                    "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                               for e in entries]}
+        lambda split, rec: digests.setdefault(split, []).append(segment.record_digest(rec)))
+    return {split: segment.split_info(entries, segment.content_hash(digests.get(split, [])))
             for split, entries in written.items()}
 
 

@@ -35,7 +35,8 @@ from etl.transform.labels import task_of
 from etl.validation import gx as vgx
 from etl.validation.tabular import ValidationSpec, check_dataset_metrics
 from etl.validation.window import DatasetChecks, dataset_checks
-from etl.versions import segments
+from etl.versions import segment
+from etl.versions.manifest import Manifest, SegmentEntry
 from etl.write.writer import WriteConfig
 
 # Raw bytes one segment is built from: what one GX run validates in one Dask task, so a bulk
@@ -75,7 +76,7 @@ def resolved_spec(spec: Spec, previous_label: dict[str, Any] | None) -> Spec:
 
 def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
                 label_schema: dict[str, Any] | None,
-                known: Sequence[dict[str, Any]] = ()) -> WindowPlan:
+                known: Sequence[SegmentEntry] = ()) -> WindowPlan:
     """The window's segments: ``known`` ones (``segments`` entries of the previous manifest)
     wherever their partitions match, new ones of at most ``SEGMENT_RAW_BYTES`` elsewhere.
     ``label_schema`` None while the classes are still unknown (the digests are provisional)."""
@@ -122,23 +123,22 @@ def window_parts(root: str, spec: Spec, start: datetime | None, end: datetime,
     return parts
 
 
-def cover(parts: list[Part], known: Sequence[dict[str, Any]]
+def cover(parts: list[Part], known: Sequence[SegmentEntry]
           ) -> list[tuple[str | None, list[Part]]]:
     """The window as consecutive runs: ``(segment id, its parts)`` where a known segment
     holds exactly those partitions (the longest one that fits), ``(None, parts)`` for runs
     no segment holds."""
-    by_first: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_first: dict[tuple[str, str], list[SegmentEntry]] = {}
     for seg in known:
-        listed = [tuple(p) for p in seg.get("partitions") or []]
-        if listed:
-            by_first.setdefault(listed[0], []).append({**seg, "partitions": listed})
+        if seg.partitions:
+            by_first.setdefault(seg.partitions[0], []).append(seg)
     out: list[tuple[str | None, list[Part]]] = []
     i = 0
     while i < len(parts):
         here = [(p.key, p.digest) for p in parts[i:]]
         fits = [s for s in by_first.get(here[0], [])
-                if here[:len(s["partitions"])] == s["partitions"]]
-        best = max(fits, key=lambda s: len(s["partitions"]), default=None)
+                if tuple(here[:len(s.partitions)]) == s.partitions]
+        best = max(fits, key=lambda s: len(s.partitions), default=None)
         if best is None:
             if out and out[-1][0] is None:
                 out[-1][1].append(parts[i])
@@ -146,8 +146,8 @@ def cover(parts: list[Part], known: Sequence[dict[str, Any]]
                 out.append((None, [parts[i]]))
             i += 1
         else:
-            n = len(best["partitions"])
-            out.append((best["segment"], parts[i:i + n]))
+            n = len(best.partitions)
+            out.append((best.segment, parts[i:i + n]))
             i += n
     return out
 
@@ -184,9 +184,9 @@ def partitions_of(parts: Sequence[Part]) -> list[list[str]]:
 def _task(root: str, spec: Spec, parts: list[Part], lookups: str | None,
           seg: str | None = None) -> SegmentTask:
     label = parts[0].key if len(parts) == 1 else f"{parts[0].key}_{parts[-1].key}"
-    seg = seg or segments.segment_id(label, {"partitions": partitions_of(parts)})
+    seg = seg or segment.segment_id(label, {"partitions": partitions_of(parts)})
     files = _relative(root, [p.file for p in parts])
-    return SegmentTask(seg, segments.segment_uri(root, spec.name, seg), label, tuple(parts),
+    return SegmentTask(seg, segment.segment_uri(root, spec.name, seg), label, tuple(parts),
                        {"files": files, "lookups": lookups})
 
 
@@ -212,16 +212,17 @@ def context(spec: Spec, plan: WindowPlan, label_schema: dict[str, Any], config: 
         write=config, run_id=run_id, material={"spec": spec_digest(spec)})
 
 
-def late_partitions(root: str, plan: WindowPlan, previous: dict[str, Any] | None
+def late_partitions(root: str, plan: WindowPlan, previous: Manifest | None
                     ) -> tuple[list[str], list[str]]:
     """(re-delivered, landed late): partitions of the window whose file differs from the one
     the previous version was built from, and partitions older than that version's newest one
     that it did not hold (they landed after it was published). Their segments are new
     (their digests changed), so this run builds them; the lists only say why."""
-    files = {f["uri"]: f for f in ((previous or {}).get("source_fingerprint") or {})
-             .get("files") or [] if isinstance(f, dict) and "uri" in f}
-    held = [p[0] for seg in (previous or {}).get("segments") or []
-            for p in seg.get("partitions") or []]
+    if previous is None:
+        return [], []
+    listed = previous.sources.files if isinstance(previous.sources.files, list) else []
+    files = {f["uri"]: f for f in listed if isinstance(f, dict) and "uri" in f}
+    held = [p[0] for seg in previous.segments for p in seg.partitions]
     if not files or not held:
         return [], []
     newest, redelivered, late = max(held), [], []
@@ -239,4 +240,4 @@ def missing(plan: WindowPlan) -> list[SegmentTask]:
     """The window's new segments not yet built (no ``segment.json``): a segment the previous
     version lists is known to exist; a new one may have been built by an earlier attempt."""
     return [t for t in plan.tasks if t.segment not in plan.known
-            and not storage.exists(storage.join(t.uri, segments.SEGMENT_FILE))]
+            and not storage.exists(storage.join(t.uri, segment.SEGMENT_FILE))]

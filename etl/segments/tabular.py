@@ -19,6 +19,7 @@ from typing import Any
 from etl import storage
 from etl.errors import PipelineError
 from etl.segments.window import BuildRequest, Judged, Window, known_segments, new_segments
+from etl.versions.segment import SegmentMeta
 
 log = logging.getLogger("etl.pipeline")
 
@@ -31,12 +32,12 @@ def build(request: BuildRequest) -> Window:
     from etl.segments.compact import compact_window
     from etl.segments.plan import context, late_partitions, missing, plan_window, resolved_spec
     from etl.transform.labels import task_of
-    from etl.versions import segments
+    from etl.versions import segment
 
     t0 = time.monotonic()
-    previous = request.previous or {}
-    label = previous.get("schema", {}).get("label")
-    spec = resolved_spec(request.spec, {**label, "version": previous["version"]}
+    previous = request.previous
+    label = previous.label() if previous is not None else None
+    spec = resolved_spec(request.spec, {**label, "version": previous.version}
                          if label else None)
     label_schema = spec.label.schema()
     if not task_of(spec.label).fixed(spec.label):
@@ -45,8 +46,8 @@ def build(request: BuildRequest) -> Window:
                        known_segments(request.previous))
     ctx = context(spec, plan, label_schema, request.write, request.run_id)
     _say_late(spec.name, *late_partitions(request.root, plan, request.previous),
-              (request.previous or {}).get("version"))
-    found = {t.segment: segments.read_segment(t.uri) for t in plan.tasks
+              previous.version if previous is not None else None)
+    found = {t.segment: segment.read_segment(t.uri) for t in plan.tasks
              if t.segment in plan.known}  # the previous version's: read for judging anyway
     unbuilt = {t.segment for t in missing(plan)}  # a listed one gone (killed, deleted) too
     todo = [t for t in plan.tasks if t.segment in unbuilt or (
@@ -54,19 +55,19 @@ def build(request: BuildRequest) -> Window:
     log.info("plan %s: %d partition(s) in the window, held by %d segment(s): %d to build, "
              "%d already built -> %s", spec.name, sum(len(t.parts) for t in plan.tasks),
              len(plan.tasks), len(todo), len(plan.tasks) - len(todo),
-             segments.segments_uri(request.root, spec.name))
+             segment.segments_uri(request.root, spec.name))
     built: dict[str, Any] = {}
     for part in _compute(build_batch, _batches(todo), ctx, plan.rights, request.dask_address):
         built.update(part)
     metas = [(t.uri, built.get(t.segment) or found.get(t.segment)
-              or segments.read_segment(t.uri)) for t in plan.tasks]
+              or segment.read_segment(t.uri)) for t in plan.tasks]
     gone = [uri for uri, meta in metas if meta is None]
     if gone:
         raise PipelineError(f"{len(gone)} segment(s) of the window vanished during the run "
                             f"(deleted by gc or retain?): {gone[:3]}")
     merged = compact_window(request.root, spec.name, [m for _, m in metas],
                             request.write.target_bytes, request.run_id)
-    metas = [(segments.segment_uri(request.root, spec.name, m["segment"]), m) for m in merged]
+    metas = [(segment.segment_uri(request.root, spec.name, m.segment), m) for m in merged]
     seconds = round(time.monotonic() - t0, 3)
     _log_built(spec.name, [built[t.segment] for t in todo], seconds, request)
     return Window(spec, metas, new_segments(metas, request.previous), len(todo), plan,
@@ -106,11 +107,11 @@ def _drift(window: Window) -> dict[str, Any] | None:
     if previous is None or not window.new:
         return None
     stats = merged_statistics(window.spec, window.new)
-    report = compare(stats, previous.get("statistics", {}), previous["version"],
-                     [m["segment"] for m in window.new], window.spec.drift,
+    report = compare(stats, previous.statistics or {}, previous.version,
+                     [m.segment for m in window.new], window.spec.drift,
                      calendar_features(window.spec), _peers(window, stats["num_examples"]),
-                     ((previous.get("validation") or {}).get("drift") or {}).get("history"))
-    name, against, rows = window.spec.name, previous["version"], f"{report['rows']:,}"
+                     previous.verdict.drift_history)
+    name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
     if report["drifted"]:
         log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "
                     "%s); see the version page's Drift section", name,
@@ -127,10 +128,9 @@ def _peers(window: Window, rows: int) -> list[dict[str, Any]]:
     from etl.segments.compose import merged_statistics
     from etl.transform.drift import PEER_SIZE
 
-    new = {m["segment"] for m in window.new}
+    new = {m.segment for m in window.new}
     return [merged_statistics(window.spec, [m]) for _, m in window.metas
-            if m["segment"] not in new
-            and 0 < (m["statistics_partial"].get("train") or {}).get("rows", 0) <= PEER_SIZE * rows]
+            if m.segment not in new and 0 < m.train_rows <= PEER_SIZE * rows]
 
 
 def _batches(tasks: list) -> list[list]:
@@ -181,9 +181,10 @@ def _learn_classes(request: BuildRequest) -> tuple[Any, dict[str, Any]]:
     return replace(spec, label=label), schema
 
 
-def _log_built(dataset: str, metas: list[dict], seconds: float, request: BuildRequest) -> None:
-    rows = sum(m["validation"]["rows"] for m in metas)
-    bad = sum(m["validation"]["quarantined_rows"] for m in metas)
+def _log_built(dataset: str, metas: list[SegmentMeta], seconds: float,
+               request: BuildRequest) -> None:
+    rows = sum(m.checks.rows for m in metas)
+    bad = sum(m.checks.quarantined_rows for m in metas)
     log.info("build %s: %d segment(s) built, %s rows read, %s quarantined, %.1f s -> %s",
              dataset, len(metas), f"{rows:,}", f"{bad:,}", seconds,
              request.spec.primary_source.uri)
