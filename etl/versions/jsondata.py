@@ -92,13 +92,19 @@ def pairs() -> Codec:
 def key(kind: type | tuple[type, ...] = object, codec: Codec | None = None, *,
         required: bool = False, default: Any = None) -> Any:
     """A field held under its own name as a JSON key: ``required`` ones must be present
-    (and not null); others default to ``default`` when absent."""
+    (and not null); others default to ``default`` when absent (``{}``: a new empty dict)."""
     meta = {"kind": kind, "codec": codec, "required": required}
     if required:
         return field(metadata=meta)
+    if default == {}:
+        return field(default_factory=dict, metadata=meta)
     if isinstance(default, (list, dict)):
         raise TypeError("a mutable default would be shared: use a tuple")
     return field(default=default, metadata=meta)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +149,7 @@ class JsonObject:
         fields = {f.name: f for f in self._keys()}
         order = list(self.json_order) or [n for n in fields if getattr(self, n) is not None]
         order += [n for n, f in fields.items() if n not in order
-                  and getattr(self, n) != f.default and getattr(self, n) is not None]
+                  and getattr(self, n) != _default(f) and getattr(self, n) is not None]
         order += [k for k in self.json_extra if k not in order]
         out: dict[str, Any] = {}
         for name in order:

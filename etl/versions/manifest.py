@@ -11,7 +11,6 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from etl import storage
@@ -21,7 +20,6 @@ from etl.versions.jsondata import JsonObject, key, list_of, mapping_of, nested, 
 from etl.versions.segment import Interval, SplitInfo, folders, referenced, shard_uri
 
 FORMAT_VERSION = 1
-_NONE: Mapping[str, Any] = MappingProxyType({})
 VOLATILE_MANIFEST_KEYS = ("created_at", "run_id")  # differ between otherwise equal runs
 _HASH_CHUNK = 8 * 2**20
 
@@ -94,7 +92,7 @@ class Manifest(JsonObject):
     dag_id: str | None = key(str)
     code_version: str | None = key(str)
     compression: str | None = key(str)
-    splits: Mapping[str, SplitInfo] = key(dict, mapping_of(SplitInfo), default=_NONE)
+    splits: Mapping[str, SplitInfo] = key(dict, mapping_of(SplitInfo), default={})
     schema: Mapping[str, Any] | None = key(dict)
     statistics: Mapping[str, Any] | None = key(dict)
     segments: tuple[SegmentEntry, ...] = key(list, list_of(SegmentEntry), default=())
