@@ -105,7 +105,7 @@ class SegmentMeta(JsonObject):
     """A segment's ``segment.json``. ``format_version`` 1 (before ``dataset_info.json``) and
     2 read alike; a segment built by compaction has a ``level`` and ``compacted_from``."""
 
-    format_version: int = key(int, required=True)
+    format_version: int | None = key(int)  # read_segment refuses a file without one
     dataset: str | None = key(str)
     segment: str | None = key(str)
     partition: str | None = key(str)  # its partitions' label: 20130101 or 20130101_20130131
