@@ -39,8 +39,9 @@ class VersionSources(JsonObject):
     """``source_fingerprint``: the digest of the raw files and lookups a version holds."""
 
     sha256: str | None = key(str)
-    files: list | int = key((list, int), default=())  # an old images version: a file count
+    files: list | int | None = key((list, int))  # an old images version: a file count
     lookups_sha256: list | None = key(list)
+    source: str | None = key(str)  # an old images version: the folder counted
 
 
 @dataclass(frozen=True, kw_only=True)
