@@ -128,7 +128,7 @@ class JsonObject:
     def from_json(cls, obj: Any, where: str, at: str = "") -> Self:
         """``where``: the file named by any error; ``at``: the key path of ``obj`` in it."""
         _check(obj, dict, where, at)
-        values = {}
+        values, nulls = {}, {}
         for f in cls._keys():
             path = f"{at}.{f.name}" if at else f.name
             if f.name not in obj or obj[f.name] is None:
@@ -136,13 +136,15 @@ class JsonObject:
                     raise ValueError(f"{where}: {_named(path)}expected "
                                      f"{_kind_name(f.metadata['kind'])}, the key is "
                                      f"{'null' if f.name in obj else 'missing'}")
+                if f.name in obj and _default(f) is not None:
+                    nulls[f.name] = None  # read as its default, written back as null
                 continue
             value = _check(obj[f.name], f.metadata["kind"], where, path)
             codec = f.metadata["codec"]
             values[f.name] = codec.load(value, where, path) if codec else value
         known = {f.name for f in cls._keys()}
-        return cls(json_order=tuple(obj), json_extra={k: v for k, v in obj.items()
-                                                      if k not in known}, **values)
+        return cls(json_order=tuple(obj), json_extra={
+            **{k: v for k, v in obj.items() if k not in known}, **nulls}, **values)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object: the keys read or named, then any field set since, then extras."""
@@ -153,7 +155,8 @@ class JsonObject:
         order += [k for k in self.json_extra if k not in order]
         out: dict[str, Any] = {}
         for name in order:
-            if name not in fields:
+            if name not in fields or (name in self.json_extra
+                                      and getattr(self, name) == _default(fields[name])):
                 out[name] = self.json_extra[name]
                 continue
             value, codec = getattr(self, name), fields[name].metadata["codec"]

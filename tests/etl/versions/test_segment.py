@@ -122,3 +122,10 @@ def test_shard_locations_and_folders() -> None:
     assert segment.referenced(splits) == {"s1", "s0"}
     assert segment.folders("file:///r/datasets/d/v1", ["s1"], splits) == [
         "file:///r/datasets/d/segments/s1", "file:///r/datasets/d/segments/s0"]
+
+
+def test_a_null_where_a_list_is_expected_reads_empty_and_writes_back_null() -> None:
+    body = {**FORMAT_1, "splits": {"train": {"num_examples": 0, "shards": None}}}
+    meta = SegmentMeta.from_json(body, "segment.json")
+    assert meta.splits["train"].shards == ()
+    assert meta.to_json() == body
