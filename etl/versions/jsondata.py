@@ -110,7 +110,8 @@ def _default(f: dataclasses.Field) -> Any:
 @dataclass(frozen=True, kw_only=True)
 class JsonObject:
     """Base of the typed JSON objects: ``json_order`` holds the keys as read (or as a writer
-    named them with ``of``), ``json_extra`` the keys this code does not know."""
+    named them with ``of``), ``json_extra`` the keys this code does not know (and a null read
+    where a field has an empty default, so that it is written back as null)."""
 
     json_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
     json_extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
