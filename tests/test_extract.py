@@ -129,8 +129,8 @@ def test_unbounded_window_lists_every_day_and_rows_are_cut_on_event_time(root: s
     assert 0 < on_day3 < _upstream_day_count(root, "2013-01-03")
     result = pipeline.run("flights", root, end, run_id="noon")
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest["validation"]["evaluated_rows"] == before
-    assert manifest["validation"]["quarantined_rows"] == 0  # cut rows are not misfiled
+    assert manifest.verdict.evaluated_rows == before
+    assert manifest.verdict.quarantined_rows == 0  # cut rows are not misfiled
 
 
 def test_missing_partition_is_named(root: str) -> None:

@@ -116,7 +116,7 @@ def test_the_split_is_the_same_on_another_machine(tmp_path):
 
 
 def _record_hashes(manifest: dict) -> dict[str, str]:
-    return {s: manifest["splits"][s]["content_hash"] for s in ("train", "eval", "test")}
+    return {s: manifest.splits[s].content_hash for s in ("train", "eval", "test")}
 
 
 @pytest.mark.usefixtures("client")
@@ -145,6 +145,6 @@ def test_day_by_day_and_bulk_builds_split_alike(tmp_path, monkeypatch):
     bulk = pipeline.run("seattle_weather", roots["bulk"].as_uri(), "2012-01-09", run_id="bulk")
     a, b = (versions.read_manifest(r["version_uri"]) for r in (res, bulk))
     assert _record_hashes(a) == _record_hashes(b)
-    assert sum(a["splits"][s]["num_examples"] for s in a["splits"]) == 9  # 8 days + the copy
-    assert json.dumps(a["statistics"]["label_counts"], sort_keys=True) == \
-        json.dumps(b["statistics"]["label_counts"], sort_keys=True)
+    assert sum(a.splits[s].num_examples for s in a.splits) == 9  # 8 days + the copy
+    assert json.dumps(a.statistics["label_counts"], sort_keys=True) == \
+        json.dumps(b.statistics["label_counts"], sort_keys=True)

@@ -65,11 +65,12 @@ def build_version(spec_name: str, root: str, interval_end: str | datetime,
                                     judged.statistics)
         record.writer_lock = {"owner": lock.owner}
         versions.hand_off_writer_lock(heartbeat.stop(),
-                                      {"manifest": manifest, "run": record.to_json()})
+                                      {"manifest": manifest.to_json(),
+                                       "run": record.to_json()})
     except BaseException:
         versions.release_writer_lock(heartbeat.stop())  # a killed process's lease expires
         raise
-    summary.written(spec.name, manifest["splits"], record.timings["build_s"], vuri)
+    summary.written(spec.name, manifest, record.timings["build_s"], vuri)
     return vuri
 
 
@@ -84,7 +85,7 @@ def _judge(kind: kinds.DatasetKind, window: Window, record: RunRecord, vuri: str
     return judged
 
 
-def _previous(root: str, dataset: str) -> dict | None:
+def _previous(root: str, dataset: str) -> versions.Manifest | None:
     """The newest published manifest (what it holds is what this run may reuse)."""
     latest = versions.latest_version(root, dataset)
     return None if latest is None else \

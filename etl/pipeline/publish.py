@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -113,15 +114,20 @@ def publish(written_uri: str) -> dict[str, Any]:
         lock = None  # a builder's lease; unless the version is published, refused below
     if lock is None or not isinstance(lock.payload, dict):
         return _already_published(written_uri)
-    manifest, run = lock.payload["manifest"], lock.payload["run"]
+    manifest = versions.Manifest.from_json(
+        lock.payload["manifest"], f"{written_uri}/{versions.WRITER_LOCK} (the draft)")
+    run = lock.payload["run"]
     _check_shards(written_uri, manifest)
-    manifest["created_at"] = iso(datetime.now(UTC))
+    manifest = replace(manifest, created_at=iso(datetime.now(UTC)))
     created = versions.publish_manifest(written_uri, manifest, lock=lock)
     _drop_staging(run["run_dir"])
     summary.published(run["dataset"], manifest, created, written_uri)
-    return {"version_uri": written_uri, "version": manifest["version"], "created": created,
-            "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()},
-            "timings": run.get("timings", {})}
+    return {"version_uri": written_uri, "version": manifest.version, "created": created,
+            "splits": _split_rows(manifest), "timings": run.get("timings", {})}
+
+
+def _split_rows(manifest: versions.Manifest) -> dict[str, int]:
+    return {s: v.num_examples for s, v in manifest.splits.items()}
 
 
 def _already_published(written_uri: str) -> dict[str, Any]:
@@ -131,19 +137,19 @@ def _already_published(written_uri: str) -> dict[str, Any]:
         if holder:
             raise VersionLockedError(written_uri, holder)
     manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
-    summary.published(manifest["dataset"], manifest, False, written_uri)
-    return {"version_uri": written_uri, "version": manifest["version"], "created": False,
-            "splits": {s: v["num_examples"] for s, v in manifest["splits"].items()}}
+    summary.published(str(manifest.dataset), manifest, False, written_uri)
+    return {"version_uri": written_uri, "version": manifest.version, "created": False,
+            "splits": _split_rows(manifest)}
 
 
-def _check_shards(written_uri: str, manifest: dict[str, Any]) -> None:
+def _check_shards(written_uri: str, manifest: versions.Manifest) -> None:
     """Every shard the version holds itself has its written size (a segment's were checked
     before its segment.json existed; segments are immutable)."""
-    for info in manifest["splits"].values():
-        for shard in info["shards"]:
-            if shard.get("segment"):
+    for info in manifest.splits.values():
+        for shard in info.shards:
+            if shard.segment:
                 continue
             size = storage.stat(versions.shard_uri(written_uri, shard))["size"]
-            if size != shard["bytes"]:
-                raise PipelineError(f"{written_uri}/{shard['file']}: {size} bytes stored, "
-                                    f"{shard['bytes']} written; not publishing")
+            if size != shard.bytes:
+                raise PipelineError(f"{written_uri}/{shard.file}: {size} bytes stored, "
+                                    f"{shard.bytes} written; not publishing")

@@ -8,6 +8,6 @@ missing segment as six coarse calls into the stage packages under its lease (``b
 ``claim``), merges small neighbours a level up (``compact``), judges the window from stored
 partials (``judge``) and lists it in a version's manifest (``compose``). ``request`` holds
 what a kind's build is asked and answers, ``files`` a segment's one side file. Where segments
-live and how they are named and deleted is ``etl.versions.segments`` (readers need it without
+live and how they are named and deleted is ``etl.versions.segment`` (readers need it without
 any of this).
 """

@@ -7,7 +7,7 @@ window's rows of their raw partitions read with the lookups joined
 expectations -- rejected rows go to the segment's quarantine -- and the dataset-level metric
 partials the window needs later taken (``_check_rows``), the rows prepared
 (``etl.transform.tabular.prepare``: features, label, split, statistics), the shards written
-(``etl.write.writer.write_segment``) and, last, ``segment.json`` recorded: created only if
+(``etl.write.writer.write_shards``) and, last, ``segment.json`` recorded: created only if
 absent, and only while the segment's lease is still ours. Two runs that need the same
 segment build it once; a killed build leaves a folder without ``segment.json``, which no
 reader trusts and the next builder clears.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,9 +40,17 @@ from etl.validation import partition as vpart
 from etl.validation.parts import validate_parts
 from etl.validation.report import jsonable, write_parquet
 from etl.validation.types import typed_frame
-from etl.versions import lease, segments
+from etl.versions import lease, segment
+from etl.versions.segment import (
+    Interval,
+    RowPartial,
+    SegmentChecks,
+    SegmentMeta,
+    SourceFiles,
+    SplitInfo,
+)
 from etl.write import tfds as tfds_meta
-from etl.write.writer import WriteConfig, write_segment
+from etl.write.writer import WriteConfig, write_shards
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +100,10 @@ def batches(tasks: list[SegmentTask]) -> list[list[SegmentTask]]:
 
 
 def build_segments(tasks: list[SegmentTask], ctx: BuildContext,
-                   lookups: list[pd.DataFrame]) -> list[dict[str, Any]]:
+                   lookups: list[pd.DataFrame]) -> list[SegmentMeta]:
     """Each segment's ``segment.json``: found, built here under its lease, or -- while a live
     run builds it -- waited for after the others, and built here only if that run dies."""
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, SegmentMeta] = {}
     held, deferred = [], []
     for task in tasks:
         meta, ours = try_claim(task.uri, ctx.run_id)
@@ -114,15 +122,15 @@ def build_segments(tasks: list[SegmentTask], ctx: BuildContext,
 
 
 def _build(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
-           lookups: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
+           lookups: list[pd.DataFrame]) -> dict[str, SegmentMeta]:
     """Read, check, prepare, write and record the segments whose leases we hold; each
     becomes visible only while its lease is still ours, and every lease is released."""
     beats = [(task, lease.Heartbeat(h).start()) for task, h in held]
     try:
-        done = {t.segment: m for t, _ in beats if (m := segments.read_segment(t.uri))}
+        done = {t.segment: m for t, _ in beats if (m := segment.read_segment(t.uri))}
         todo = [(t, b) for t, b in beats if t.segment not in done]  # else: finished meanwhile
         for task, _ in todo:
-            storage.clear_dir(task.uri, keep=segments.SEGMENT_LOCK)  # a killed build's
+            storage.clear_dir(task.uri, keep=segment.SEGMENT_LOCK)  # a killed build's
         if not todo:
             return done
         t0, cpu0 = time.monotonic(), time.process_time()
@@ -130,7 +138,7 @@ def _build(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
         checked = _check_rows(rows, ctx, [storage.join(t.uri, "quarantine") for t, _ in todo])
         for (task, beat), found in zip(todo, checked):
             prepared = prepare(found.valid, ctx.spec, ctx.label_schema, task.uri)
-            splits = write_segment(prepared.rows, ctx.spec.name, task.uri, ctx.schema,
+            splits = write_shards(prepared.rows, ctx.spec.name, task.uri, ctx.schema,
                                    [s for s, _ in ctx.spec.split.fractions], ctx.write)
             done[task.segment] = _record(task, ctx, found, prepared, splits, beat,
                                          _share(t0, cpu0, len(todo)))
@@ -171,40 +179,39 @@ def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
 
 
 def _record(task: SegmentTask, ctx: BuildContext, checked: Checked, prepared: Prepared,
-            splits: dict[str, Any], beat: lease.Heartbeat, timings: dict[str, Any]
-            ) -> dict[str, Any]:
+            splits: dict[str, SplitInfo], beat: lease.Heartbeat, timings: dict[str, Any]
+            ) -> SegmentMeta:
     """The segment's side files (metric partials and keys, TFDS metadata) and, last, its
     ``segment.json`` -- created only if absent, and only while its lease is still ours."""
     spec, report, misfiled = ctx.spec, checked.report, checked.misfiled
     entries, arrays = vpartials.to_stored(checked.metric_partials)
     write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays, checked.keys)
-    meta = {
-        "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
-        "segment": task.segment, "partition": task.label,
-        "partitions": [[p.key, p.digest] for p in task.partitions],
-        "data_interval": {"start": iso(task.interval[0]), "end": iso(task.interval[1])},
-        "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
-        "code_version": code_version(), "compression": ctx.write.compression,
-        "schema": ctx.schema, "splits": splits, "source_fingerprint": task.fingerprint,
-        "built_from": ctx.material,
-        "validation": {
-            "rows": report.rows + misfiled,
-            "quarantined_rows": len(report.bad_positions) + misfiled, "misfiled_rows": misfiled,
-            "quarantine_files": [f"quarantine/{name}" for name in (
-                MISFILED if misfiled else None, report.quarantine_file) if name],
-            "row_partials": [jsonable(asdict(p)) for p in report.partials],
-            "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
-            "keys": bool(ctx.key_columns),
-        },
-        "statistics_partial": prepared.statistics,
-        "dropped_rows": {spec.label.drop_reason: prepared.dropped},
-    }
+    meta = SegmentMeta.of(
+        format_version=segment.SEGMENT_FORMAT, dataset=spec.name,
+        segment=task.segment, partition=task.label,
+        partitions=tuple((p.key, p.digest) for p in task.partitions),
+        data_interval=Interval.of(start=iso(task.interval[0]), end=iso(task.interval[1])),
+        created_at=iso(datetime.now(UTC)), run_id=ctx.run_id,
+        code_version=code_version(), compression=ctx.write.compression,
+        schema=ctx.schema, splits=splits, source_fingerprint=SourceFiles.of(**task.fingerprint),
+        built_from=ctx.material,
+        validation=SegmentChecks.of(
+            rows=report.rows + misfiled,
+            quarantined_rows=len(report.bad_positions) + misfiled, misfiled_rows=misfiled,
+            quarantine_files=tuple(f"quarantine/{name}" for name in (
+                MISFILED if misfiled else None, report.quarantine_file) if name),
+            row_partials=tuple(RowPartial.of(**jsonable(asdict(p))) for p in report.partials),
+            metric_partials=entries, metric_arrays=PARTIALS_NPZ,
+            keys=bool(ctx.key_columns),
+        ),
+        statistics_partial=prepared.statistics,
+        dropped_rows={spec.label.drop_reason: prepared.dropped},
+    )
     tfds_meta.write_dataset_info(task.uri, meta)  # stock TFDS reads the folder
     beat.check()  # still ours: only then does the segment become visible
-    if not storage.create_if_absent(storage.join(task.uri, segments.SEGMENT_FILE),
-                                    storage.json_bytes({**meta, "timings": timings})):
+    if not segment.write_segment(task.uri, replace(meta, timings=timings)):
         log.warning("%s: another builder published it first; using theirs", task.uri)
-    return segments.read_segment(task.uri)
+    return segment.read_segment(task.uri)
 
 
 def probe_statistics(task: SegmentTask, ctx: BuildContext, lookups: list[pd.DataFrame],

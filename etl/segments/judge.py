@@ -17,11 +17,14 @@ from etl.spec import Spec
 from etl.validation import partition as vpart
 from etl.validation.report import failure_message, finish
 from etl.validation.window import judge_window
+from etl.versions.segment import SegmentMeta
 
 
-def _row_partials(meta: dict[str, Any]) -> list[vpart.Partial]:
-    return [vpart.Partial(**{**p, "values": tuple(p["values"]), "examples": tuple(p["examples"])})
-            for p in meta["validation"]["row_partials"]]
+def _row_partials(meta: SegmentMeta) -> list[vpart.Partial]:
+    return [vpart.Partial(element_count=p.element_count, missing_count=p.missing_count,
+                          unexpected_count=p.unexpected_count, values=tuple(p.values or ()),
+                          examples=tuple(p.examples or ()), error=p.error)
+            for p in meta.checks.row_partials]
 
 
 def _examples(metas: Metas) -> Any:
@@ -54,12 +57,12 @@ def judge(spec: Spec, suite: Any, checks: Any, metas: Metas, mode: str,
                                    [read_partials(uri, m)[0] for uri, m in metas])
     built = [m for _, m in metas]
     counts = {
-        "evaluated_rows": sum(m["validation"]["rows"] for m in built),
-        "quarantined_rows": sum(m["validation"]["quarantined_rows"] for m in built),
+        "evaluated_rows": sum(m.checks.rows for m in built),
+        "quarantined_rows": sum(m.checks.quarantined_rows for m in built),
         "partitions": len(built),
         "segments": len(built),
-        "quarantine_files": [f"segments/{m['segment']}/{name}" for m in built
-                             for name in m["validation"].get("quarantine_files", [])],
+        "quarantine_files": [f"segments/{m.segment}/{name}" for m in built
+                             for name in m.checks.quarantine_files],
     }
     summary = finish(spec.name, suite.name, mode, results, levels, counts, results_uri)
     if not summary["success"]:

@@ -29,7 +29,8 @@ from typing import Any
 from etl.provenance import iso
 from etl.sources.extract import RawPartition, period_end
 from etl.spec import Spec
-from etl.versions import segments
+from etl.versions import segment
+from etl.versions.manifest import Manifest, SegmentEntry
 
 # Raw bytes one segment is built from: what one GX run validates in one Dask task, so a bulk
 # build still spreads over the workers (a year of flights is a few segments, not one).
@@ -81,7 +82,7 @@ class WindowPlan:
 
 def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
                 listing: Listing, digests: Digests,
-                previous: dict[str, Any] | None = None) -> WindowPlan:
+                previous: Manifest | None = None) -> WindowPlan:
     """The window's segments: the ``previous`` manifest's wherever their raw partitions
     match, new ones of at most ``SEGMENT_RAW_BYTES`` elsewhere."""
     shared = {"dataset": spec.name, "spec": digests.spec, "lookups": digests.lookups,
@@ -99,9 +100,9 @@ def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
     return WindowPlan(tuple(tasks), frozenset(reused))
 
 
-def known_segments(previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+def known_segments(previous: Manifest | None) -> list[SegmentEntry]:
     """The ``segments`` entries (id, raw partitions) of the previous manifest."""
-    return list((previous or {}).get("segments") or [])
+    return list(previous.segments) if previous is not None else []
 
 
 def spec_digest(spec: Spec) -> str:
@@ -141,23 +142,22 @@ def window_partitions(root: str, spec: Spec, start: datetime | None, end: dateti
     return partitions
 
 
-def cover(partitions: list[RawPartition], known: Sequence[dict[str, Any]]
+def cover(partitions: list[RawPartition], known: Sequence[SegmentEntry]
           ) -> list[tuple[str | None, list[RawPartition]]]:
     """The window as consecutive runs: ``(segment id, its raw partitions)`` where a known
     segment holds exactly those (the longest one that fits), ``(None, partitions)`` for runs no
     segment holds."""
-    by_first: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_first: dict[tuple[str, str], list[SegmentEntry]] = {}
     for seg in known:
-        listed = [tuple(p) for p in seg.get("partitions") or []]
-        if listed:
-            by_first.setdefault(listed[0], []).append({**seg, "partitions": listed})
+        if seg.partitions:
+            by_first.setdefault(seg.partitions[0], []).append(seg)
     out: list[tuple[str | None, list[RawPartition]]] = []
     i = 0
     while i < len(partitions):
         here = [(p.key, p.digest) for p in partitions[i:]]
         fits = [s for s in by_first.get(here[0], [])
-                if here[:len(s["partitions"])] == s["partitions"]]
-        best = max(fits, key=lambda s: len(s["partitions"]), default=None)
+                if tuple(here[:len(s.partitions)]) == s.partitions]
+        best = max(fits, key=lambda s: len(s.partitions), default=None)
         if best is None:
             if out and out[-1][0] is None:
                 out[-1][1].append(partitions[i])
@@ -165,8 +165,8 @@ def cover(partitions: list[RawPartition], known: Sequence[dict[str, Any]]
                 out.append((None, [partitions[i]]))
             i += 1
         else:
-            n = len(best["partitions"])
-            out.append((best["segment"], partitions[i:i + n]))
+            n = len(best.partitions)
+            out.append((best.segment, partitions[i:i + n]))
             i += n
     return out
 
@@ -201,9 +201,9 @@ def _task(root: str, spec: Spec, partitions: list[RawPartition], lookups: str | 
           seg: str | None = None) -> SegmentTask:
     first, last = partitions[0].key, partitions[-1].key
     label = first if len(partitions) == 1 else f"{first}_{last}"
-    seg = seg or segments.segment_id(label, {"partitions": [[p.key, p.digest] for p in partitions]})
+    seg = seg or segment.segment_id(label, {"partitions": [[p.key, p.digest] for p in partitions]})
     files = _relative(root, [p.file for p in partitions])
-    return SegmentTask(seg, segments.segment_uri(root, spec.name, seg), label, tuple(partitions),
+    return SegmentTask(seg, segment.segment_uri(root, spec.name, seg), label, tuple(partitions),
                        {"files": files, "lookups": lookups})
 
 
@@ -217,16 +217,17 @@ def _relative(root: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**f, "uri": f["uri"].removeprefix(base)} for f in files]
 
 
-def late_partitions(root: str, plan: WindowPlan, previous: dict[str, Any] | None
+def late_partitions(root: str, plan: WindowPlan, previous: Manifest | None
                     ) -> tuple[list[str], list[str]]:
     """(re-delivered, landed late): partitions of the window whose file differs from the one
     the previous version was built from, and partitions older than that version's newest one
     that it did not hold (they landed after it was published). Their segments are new
     (their digests changed), so this run builds them; the lists only say why."""
-    files = {f["uri"]: f for f in ((previous or {}).get("source_fingerprint") or {})
-             .get("files") or [] if isinstance(f, dict) and "uri" in f}
-    held = [p[0] for seg in (previous or {}).get("segments") or []
-            for p in seg.get("partitions") or []]
+    if previous is None:
+        return [], []
+    listed = previous.sources.files if isinstance(previous.sources.files, list) else []
+    files = {f["uri"]: f for f in listed if isinstance(f, dict) and "uri" in f}
+    held = [p[0] for seg in previous.segments for p in seg.partitions]
     if not files or not held:
         return [], []
     newest, redelivered, late = max(held), [], []

@@ -13,11 +13,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from etl.segments.plan import known_segments
+from etl.versions.manifest import Manifest
+from etl.versions.segment import SegmentMeta
 
 if TYPE_CHECKING:
     from etl.write.writer import WriteConfig
 
-Metas = list[tuple[str, dict[str, Any]]]  # (segment URI, segment.json), in window order
+Metas = list[tuple[str, SegmentMeta]]  # (segment URI, segment.json), in window order
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class BuildRequest:
     write: WriteConfig
     dask_address: str | None
     scratch_uri: str
-    previous: dict[str, Any] | None = None
+    previous: Manifest | None = None
 
 
 @dataclass
@@ -47,11 +49,11 @@ class Window:
 
     spec: Any  # the spec with its label resolved (classes fixed for this version)
     metas: Metas
-    new: list[dict[str, Any]]  # segments holding partitions the previous version did not
+    new: list[SegmentMeta]  # segments holding partitions the previous version did not
     built: int  # segments this run built (compactions not counted)
     context: Any = None
     timings: dict[str, float] = field(default_factory=dict)
-    previous: dict[str, Any] | None = None  # the request's: what drift is measured against
+    previous: Manifest | None = None  # the request's: what drift is measured against
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class Judged:
     drift: dict[str, Any] | None = None
 
 
-def new_segments(metas: Metas, previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+def new_segments(metas: Metas, previous: Manifest | None) -> list[SegmentMeta]:
     """Segments holding a raw partition (by digest) the previous version did not hold."""
-    seen = {tuple(p) for seg in known_segments(previous) for p in seg.get("partitions") or []}
-    return [m for _, m in metas if not {tuple(p) for p in m["partitions"]} <= seen]
+    seen = {p for seg in known_segments(previous) for p in seg.partitions}
+    return [m for _, m in metas if not set(m.partitions) <= seen]

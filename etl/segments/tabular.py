@@ -22,6 +22,7 @@ from typing import Any
 from etl import storage
 from etl.errors import PipelineError
 from etl.segments.request import BuildRequest, Judged, Window, new_segments
+from etl.versions.segment import SegmentMeta
 
 log = logging.getLogger("etl.pipeline")
 
@@ -45,7 +46,7 @@ def build(request: BuildRequest) -> Window:
     from etl.segments.build import batches, build_segments
     from etl.segments.compact import compact_window
     from etl.segments.plan import late_partitions
-    from etl.versions import segments
+    from etl.versions import segment
 
     t0 = time.monotonic()
     spec = _resolved_spec(request)
@@ -56,27 +57,27 @@ def build(request: BuildRequest) -> Window:
     plan = _plan(request, spec, inputs, label_schema)
     ctx = _context(spec, inputs, label_schema, request)
     _say_late(spec.name, *late_partitions(request.root, plan, request.previous),
-              (request.previous or {}).get("version"))
-    found = {t.segment: segments.read_segment(t.uri) for t in plan.tasks
+              request.previous.version if request.previous is not None else None)
+    found = {t.segment: segment.read_segment(t.uri) for t in plan.tasks
              if t.segment in plan.known}  # the previous version's: read for judging anyway
     todo = [t for t in plan.tasks if _missing(t, found)]
     log.info("plan %s: %d partition(s) in the window, held by %d segment(s): %d to build, "
              "%d already built -> %s", spec.name, sum(len(t.partitions) for t in plan.tasks),
              len(plan.tasks), len(todo), len(plan.tasks) - len(todo),
-             segments.segments_uri(request.root, spec.name))
+             segment.segments_uri(request.root, spec.name))
     groups = batches(todo)
     built = {t.segment: meta for group, metas in zip(groups, _compute(
         build_segments, groups, ctx, inputs.lookups, request.dask_address))
         for t, meta in zip(group, metas)}
     metas = [(t.uri, built.get(t.segment) or found.get(t.segment)
-              or segments.read_segment(t.uri)) for t in plan.tasks]
+              or segment.read_segment(t.uri)) for t in plan.tasks]
     gone = [uri for uri, meta in metas if meta is None]
     if gone:
         raise PipelineError(f"{len(gone)} segment(s) of the window vanished during the run "
                             f"(deleted by gc or retain?): {gone[:3]}")
     merged = compact_window(request.root, spec.name, [m for _, m in metas],
                             request.write.target_bytes, request.run_id)
-    metas = [(segments.segment_uri(request.root, spec.name, m["segment"]), m) for m in merged]
+    metas = [(segment.segment_uri(request.root, spec.name, m.segment), m) for m in merged]
     seconds = round(time.monotonic() - t0, 3)
     _log_built(spec.name, [built[t.segment] for t in todo], seconds, request)
     return Window(spec, metas, new_segments(metas, request.previous), len(todo), inputs,
@@ -86,19 +87,20 @@ def build(request: BuildRequest) -> Window:
 def _missing(task: Any, found: dict[str, Any]) -> bool:
     """A segment to build: one the previous version lists whose ``segment.json`` is gone
     (killed, deleted), or a new one no earlier attempt finished."""
-    from etl.versions import segments
+    from etl.versions import segment
 
     if task.segment in found:
         return found[task.segment] is None
-    return not storage.exists(storage.join(task.uri, segments.SEGMENT_FILE))
+    return not storage.exists(storage.join(task.uri, segment.SEGMENT_FILE))
 
 
 def _resolved_spec(request: BuildRequest) -> Any:
     """The spec with the label this version uses (classes inherited from the last version)."""
     from etl.transform.labels import label_task
 
-    spec, label = request.spec, ((request.previous or {}).get("schema") or {}).get("label")
-    previous = {**label, "version": request.previous["version"]} if label else None
+    spec, previous = request.spec, request.previous
+    label = previous.label() if previous is not None else None
+    previous = {**label, "version": previous.version} if label else None
     return replace(spec, label=label_task(spec.label).inherit(spec.label, previous))
 
 
@@ -190,11 +192,11 @@ def _drift(window: Window) -> dict[str, Any] | None:
     if previous is None or not window.new:
         return None
     stats = merged_statistics(window.spec, window.new)
-    report = compare(stats, previous.get("statistics", {}), previous["version"],
-                     [m["segment"] for m in window.new], window.spec.drift,
+    report = compare(stats, previous.statistics or {}, previous.version,
+                     [m.segment for m in window.new], window.spec.drift,
                      calendar_features(window.spec), _peers(window, stats["num_examples"]),
-                     ((previous.get("validation") or {}).get("drift") or {}).get("history"))
-    name, against, rows = window.spec.name, previous["version"], f"{report['rows']:,}"
+                     previous.verdict.drift_history)
+    name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
     if report["drifted"]:
         log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "
                     "%s); see the version page's Drift section", name,
@@ -211,10 +213,9 @@ def _peers(window: Window, rows: int) -> list[dict[str, Any]]:
     from etl.segments.compose import merged_statistics
     from etl.transform.drift import PEER_SIZE
 
-    new = {m["segment"] for m in window.new}
+    new = {m.segment for m in window.new}
     return [merged_statistics(window.spec, [m]) for _, m in window.metas
-            if m["segment"] not in new
-            and 0 < (m["statistics_partial"].get("train") or {}).get("rows", 0) <= PEER_SIZE * rows]
+            if m.segment not in new and 0 < m.train_rows <= PEER_SIZE * rows]
 
 
 def _compute(fn: Any, items: list, ctx: Any, lookups: Any, dask_address: str | None,
@@ -258,9 +259,10 @@ def _learn_classes(request: BuildRequest, inputs: RunInputs) -> tuple[Any, dict[
     return replace(spec, label=label), schema
 
 
-def _log_built(dataset: str, metas: list[dict], seconds: float, request: BuildRequest) -> None:
-    rows = sum(m["validation"]["rows"] for m in metas)
-    bad = sum(m["validation"]["quarantined_rows"] for m in metas)
+def _log_built(dataset: str, metas: list[SegmentMeta], seconds: float,
+               request: BuildRequest) -> None:
+    rows = sum(m.checks.rows for m in metas)
+    bad = sum(m.checks.quarantined_rows for m in metas)
     log.info("build %s: %d segment(s) built, %s rows read, %s quarantined, %.1f s -> %s",
              dataset, len(metas), f"{rows:,}", f"{bad:,}", seconds,
              request.spec.primary_source.uri)

@@ -1,4 +1,4 @@
-"""Shard writing: a segment's shards by this process (``write_segment``), or a frame's on Dask,
+"""Shard writing: a segment's shards by this process (``write_shards``), or a frame's on Dask,
 one shard per Dask partition written by a worker straight to storage (images).
 
 The plan is pure arithmetic (``plan_shards``): bytes per record are measured by encoding a
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gzip
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,8 @@ import pandas as pd
 from etl import storage
 from etl.spec import DEFAULT_SHARD_BYTES
 from etl.transform.split import HASH_COL, SPLIT_COL
-from etl.versions import segments
+from etl.versions import segment
+from etl.versions.segment import SplitInfo
 from etl.write import encode, shards
 
 log = logging.getLogger(__name__)
@@ -231,27 +232,17 @@ def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict
     return out
 
 
-def write_segment(rows: pd.DataFrame, dataset: str, uri: str, schema: dict[str, Any],
-                  splits: list[str], config: WriteConfig) -> dict[str, Any]:
+def write_shards(rows: pd.DataFrame, dataset: str, uri: str, schema: dict[str, Any],
+                 splits: list[str], config: WriteConfig) -> dict[str, SplitInfo]:
     """A segment's shards from its Example-ready rows (``etl.transform.tabular.prepare``),
     written by this process; per split its records, bytes, content hash and shard entries
     (what ``segment.json`` lists)."""
     digests: dict[str, list[int]] = {}
     written = write_frame(
         encode_rows(rows, schema, config), dataset, uri, schema, splits, config,
-        lambda split, rec: digests.setdefault(split, []).append(segments.record_digest(rec)))
-    return {split: split_entry(entries, digests.get(split, []))
+        lambda split, rec: digests.setdefault(split, []).append(segment.record_digest(rec)))
+    return {split: segment.split_info(entries, segment.content_hash(digests.get(split, [])))
             for split, entries in written.items()}
-
-
-def split_entry(entries: list[dict[str, Any]], digests: Iterable[int]) -> dict[str, Any]:
-    """A split as ``segment.json`` lists it: its shards and the content hash of the records'
-    ``digests`` (``etl.versions.segments.record_digest``)."""
-    return {"num_examples": sum(e["records"] for e in entries),
-            "num_bytes": sum(e["bytes"] for e in entries),
-            "content_hash": segments.content_hash(digests),
-            "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                       for e in entries]}
 
 
 def encode_rows(frame: pd.DataFrame, schema: dict[str, Any], config: WriteConfig) -> pd.DataFrame:
