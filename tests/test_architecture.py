@@ -47,13 +47,13 @@ def test_layers_contract_fails_on_a_planted_upward_import(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path)
     paths = tmp_path / "etl" / "storage" / "paths.py"
-    paths.write_text(paths.read_text() + "\nimport etl.pipeline.steps  # planted: storage -> pipeline\n")
+    paths.write_text(paths.read_text() + "\nimport etl.pipeline.chain  # planted: storage -> pipeline\n")
 
     result = _lint_imports(tmp_path)
 
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
-    assert "etl.storage.paths -> etl.pipeline.steps" in result.stdout
+    assert "etl.storage.paths -> etl.pipeline.chain" in result.stdout
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
