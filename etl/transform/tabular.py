@@ -97,7 +97,7 @@ class Prepared:
     out for a null label."""
 
     rows: pd.DataFrame
-    statistics: stats_mod.Partial
+    statistics: stats_mod.StatisticsPartial
     dropped: int
 
 
@@ -187,13 +187,13 @@ def _feature_names(spec: Spec) -> tuple[list[str], list[str]]:
             [f.name for f in spec.features if f.kind == "categorical"])
 
 
-def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.Partial:
+def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.StatisticsPartial:
     """The mergeable statistics of one frame of prepared rows, per split."""
     return split_partials(prepared, np.zeros(len(prepared), dtype=np.int64), 1, spec)[0]
 
 
 def split_partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
-                   spec: Spec) -> list[stats_mod.Partial]:
+                   spec: Spec) -> list[stats_mod.StatisticsPartial]:
     """``split_partial`` of each group of rows (``groups[i]``: row i's group), in one pass."""
     numeric, categorical = _feature_names(spec)
     return stats_mod.partials(prepared, groups, n_groups, [s for s, _ in spec.split.fractions],
@@ -201,7 +201,7 @@ def split_partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
                               missing=(MISSING_COL, filled(spec)))
 
 
-def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
+def finalize_partial(merged: stats_mod.StatisticsPartial, spec: Spec) -> dict[str, Any]:
     """The manifest's statistics (train split) from merged partials.
 
     ``label_schema`` is the manifest's ``schema.label`` with the classes resolved (raises
@@ -220,7 +220,7 @@ def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
     return stats
 
 
-def resolve_label(partial: stats_mod.Partial, spec: Spec, where: str | None = None
+def resolve_label(partial: stats_mod.StatisticsPartial, spec: Spec, where: str | None = None
                   ) -> dict[str, Any]:
     """The label's schema with its classes resolved from a partial's label counts; raises
     ValidationFailed naming a class value outside the classes (``where``: the spec's path)."""
