@@ -1,4 +1,4 @@
-"""Planning a run: the window's partitions, the segments that already hold them, what to build.
+"""Planning a run: the window's raw partitions, the segments that already hold them, what to build.
 
 A segment is one build over a contiguous run of raw partitions (days of a day-partitioned
 source, the whole of an unpartitioned one), bounded by raw bytes: a nightly run that adds a few

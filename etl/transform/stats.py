@@ -1,4 +1,4 @@
-"""Split statistics as mergeable partials: computed per partition, merged without the rows.
+"""Split statistics as mergeable partials: computed per segment, merged without the rows.
 
 A partial holds, per split: the row count, label counts (a classification label) or the
 label's count/mean/M2/min/max (``label_moments``, a regression label), and per numeric column

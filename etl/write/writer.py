@@ -4,7 +4,7 @@ one shard per Dask partition written by a worker straight to storage (images).
 The plan is pure arithmetic (``plan_shards``): bytes per record are measured by encoding a
 sample, each split gets ``num_shards_for(records * bytes, target)`` shards, and a row's shard
 is the high 32 bits of its key hash modulo that count (the split used the low bits). A shuffle
-(``set_index`` on the global shard id with known divisions) makes every shard one partition;
+(``set_index`` on the global shard id with known divisions) makes every shard one Dask partition;
 inside it rows are sorted by key hash, so the same rows always give the same bytes. Workers
 encode in chunks (numpy/Arrow, byte-deterministic) and stream records to ``write_shard``: the client never
 holds records.
