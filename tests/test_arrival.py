@@ -156,14 +156,17 @@ def test_a_day_landing_after_its_version_is_named_a_re_delivery() -> None:
     from types import SimpleNamespace
 
     from etl.segments.plan import late_partitions
+    from etl.versions import Manifest
 
     def part(label: str, size: int) -> SimpleNamespace:
         return SimpleNamespace(label=label, file={"uri": f"file:///r/raw/{label}.csv",
                                                   "size": size})
 
-    previous = {"source_fingerprint": {"files": [{"uri": "raw/0101.csv", "size": 1},
-                                                 {"uri": "raw/0103.csv", "size": 3}]},
-                "segments": [{"partitions": [["0101", "a"], ["0103", "c"]]}]}
+    previous = Manifest.from_json(
+        {"source_fingerprint": {"files": [{"uri": "raw/0101.csv", "size": 1},
+                                          {"uri": "raw/0103.csv", "size": 3}]},
+         "segments": [{"segment": "s", "partitions": [["0101", "a"], ["0103", "c"]]}]},
+        "manifest.json")
     window = SimpleNamespace(tasks=[SimpleNamespace(partitions=[
         part("0101", 1), part("0102", 2), part("0103", 4), part("0104", 5)])])
     # 0102 landed after the version holding 0101 and 0103; 0103 changed; 0104 is simply new

@@ -356,4 +356,4 @@ def test_a_day_whose_busiest_carriers_tie_passes(tmp_path):
     day = df[df["day"] == "4"].reset_index(drop=True)
     counts = day["carrier"].value_counts()
     assert set(counts[counts == counts.max()].index) == {"B6", "UA"}
-    assert run(tmp_path, day)["validation"]["success"]
+    assert run(tmp_path, day).verdict.success
