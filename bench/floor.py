@@ -1,7 +1,7 @@
 """The ETL's floor: one process doing only what any ETL of the spec must do, no validation.
 
 pyarrow reads the landed CSVs of the window (typed as the spec says), the spec's lookup joins
-run in Arrow, the project's feature code (``etl.transform.tabular.prepare_partition``: derived
+run in Arrow, the project's feature code (``etl.transform.tabular.prepare_rows``: derived
 features, constant fills, label, split) makes the Examples' columns, the project's vectorized
 encoder serializes them and the project's streaming TFRecord writer writes one file per split
 and group of files (``GROUP_BYTES`` of CSV at a time, so memory stays bounded at 16x).
@@ -31,7 +31,7 @@ from etl.sources.extract import group_by_size, window_files
 from etl.sources.read import source_uri
 from etl.spec import Source, Spec, load_spec
 from etl.transform.split import SPLIT_COL
-from etl.transform.tabular import prepare_partition
+from etl.transform.tabular import prepare_rows
 from etl.write import encode, shards
 
 ARROW = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
@@ -118,7 +118,7 @@ def run(root: str, dataset: str, out_dir: str, interval_end: str,
         table = extract(group, spec, lookups, start, end)
         source_rows += table.num_rows
         marks.append(time.perf_counter())
-        frame = prepare_partition(table.to_pandas(), spec)
+        frame = prepare_rows(table.to_pandas(), spec)
         marks.append(time.perf_counter())
         for split in splits:
             part = frame[frame[SPLIT_COL] == split]

@@ -68,7 +68,7 @@ def step(name: str, module: str, args: list[str], work: Path, env: dict[str, str
 
 def _env(specs: Path | None) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PIPELINE_SPECS_PATH":
-           str(specs) if specs else str(REPO / "etl" / "specs")}
+           str(specs) if specs else str(REPO / "etl" / "examples")}
     env.pop("PIPELINE_STORAGE_ROOT", None)
     return env
 

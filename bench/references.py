@@ -26,7 +26,7 @@ def split_frame(version_uri: str, split: str) -> tuple[pd.DataFrame, np.ndarray]
     from training.data.tabular import compression_type, feature_specs, shard_files
 
     manifest = versions.read_manifest(version_uri)
-    specs, label = feature_specs(manifest), manifest["schema"]["label"]["name"]
+    specs, label = feature_specs(manifest), manifest.schema["label"]["name"]
     ds = tf.data.TFRecordDataset(shard_files(version_uri, split, manifest),
                                  compression_type=compression_type(manifest))
     cols: dict[str, list[np.ndarray]] = {}
@@ -36,7 +36,7 @@ def split_frame(version_uri: str, split: str) -> tuple[pd.DataFrame, np.ndarray]
     data = {k: np.concatenate(v) for k, v in cols.items()}
     y = data.pop(label)
     frame = pd.DataFrame(data)
-    for name, feat in manifest["schema"]["features"].items():
+    for name, feat in manifest.schema["features"].items():
         if feat["kind"] == "categorical":
             frame[name] = frame[name].map(
                 lambda v: v.decode() if isinstance(v, bytes) else str(v)).astype("category")

@@ -54,10 +54,10 @@ def shard_files(version_uri: str) -> dict[str, Any]:
     """Shard files a version lists per split: what its training opens."""
     from etl.versions import read_manifest
 
-    splits = read_manifest(version_uri)["splits"]
-    per = {name: len(info.get("shards", [])) for name, info in splits.items()}
+    splits = read_manifest(version_uri).splits
+    per = {name: len(info.shards) for name, info in splits.items()}
     return {"per_split": per, "total": sum(per.values()),
-            "bytes": sum(info.get("num_bytes", 0) for info in splits.values())}
+            "bytes": sum(info.num_bytes for info in splits.values())}
 
 
 def tiny_bulk(work: Path, days: int) -> dict[str, Any]:

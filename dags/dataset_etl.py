@@ -1,7 +1,7 @@
 """# Dataset ETL: raw zone -> validated, versioned TFRecord shards
 
 One DAG per dataset spec (`<folder>/<name>/spec.yaml` on `PIPELINE_SPECS_PATH`, by default
-`etl/specs`), id `etl_<name>`. The spec may set `schedule`, `start_date`, `catchup`, `owner`
+`etl/examples`), id `etl_<name>`. The spec may set `schedule`, `start_date`, `catchup`, `owner`
 and `tags`; `PIPELINE_ETL_SCHEDULE` overrides every spec's schedule.
 
 Each run publishes the version for its data interval: the window of raw data that ends at
@@ -55,7 +55,7 @@ from flightpipe_dags import (
     skip_already_published,
     storage_root,
 )
-from flightpipe_dags.arrival import WaitForData, run_options
+from flightpipe_dags.wait import WaitForData, run_options
 
 
 def build_etl_dag(name: str, settings: DagSettings) -> DAG:

@@ -74,9 +74,9 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             manifest = versions.read_manifest(version_uri)  # raises on an incomplete version
             newest = versions.latest_version(storage_root(), name)
             if events and newest and versions.parse_version_id(newest).sort_key > \
-                    versions.parse_version_id(manifest["version"]).sort_key:
-                skip_superseded(name, manifest["version"], newest)
-            return {"version": manifest["version"], "version_uri": version_uri}
+                    versions.parse_version_id(manifest.version).sort_key:
+                skip_superseded(name, manifest.version, newest)
+            return {"version": manifest.version, "version_uri": version_uri}
 
         @task(queue=GPU_QUEUE, pool=GPU_POOL, execution_timeout=timedelta(hours=6))
         def train(resolved: dict, params: Any = None, run_id: str | None = None) -> dict:

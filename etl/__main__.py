@@ -10,7 +10,7 @@
     python -m etl spec init --name wine --source raw/wine/wine.csv --label cultivar
     python -m etl spec check wine
 
-Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/specs).
+Specs are found by name in the folders of $PIPELINE_SPECS_PATH (default: etl/examples).
 
 ``run`` does what the spec's ETL DAG does, for every kind of dataset: build the window's
 missing segments and the version's draft, then publish it. Its two steps are also their own
@@ -149,15 +149,14 @@ def _show(root: str, dataset: str, version: str, as_json: bool) -> None:
     version_uri = versions.resolve(root, dataset, version)
     manifest = versions.read_manifest(version_uri)
     if as_json:
-        print(json.dumps(manifest, indent=2))
+        print(json.dumps(manifest.to_json(), indent=2))
         return
     print(f"version URI: {version_uri}")
-    interval = manifest["data_interval"]
-    print(f"interval: [{interval['start'] or 'unbounded'}, {interval['end']})  run: "
-          f"{manifest['run_id']}  code: {manifest['code_version']}")
-    val = manifest.get("validation", {})
-    print(f"validation: success={val.get('success')} evaluated={val.get('evaluated_rows')} "
-          f"quarantined={val.get('quarantined_rows')}")
+    interval, val = manifest.interval, manifest.verdict
+    print(f"interval: [{interval.start or 'unbounded'}, {interval.end})  run: "
+          f"{manifest.run_id}  code: {manifest.code_version}")
+    print(f"validation: success={val.success} evaluated={val.evaluated_rows} "
+          f"quarantined={val.quarantined_rows}")
     print(format_shards(manifest))
 
 

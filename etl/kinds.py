@@ -16,7 +16,7 @@ from typing import Any
 
 from etl.segments import images as image_segments
 from etl.segments import tabular as tabular_segments
-from etl.segments.window import BuildRequest, Judged, Window
+from etl.segments.request import BuildRequest, Judged, Window
 from etl.sources import images as image_sources
 from etl.sources import land as tabular_sources
 from etl.spec import images as image_spec

@@ -1,6 +1,6 @@
 """The trigger that waits for a run's late partitions in the triggerer, holding no worker.
 
-``wait_for_data`` (``flightpipe_dags.arrival``) defers to ``PartitionsLandedTrigger`` when its
+``wait_for_data`` (``flightpipe_dags.wait``) defers to ``PartitionsLandedTrigger`` when its
 window misses partitions. The triggerer imports this module by path, so it lives in the
 plugins folder (on every Airflow component's ``sys.path``) and imports only Airflow's trigger
 base at the top; the listing (``etl.pipeline.arrival``, no Dask, GX or TensorFlow) is imported

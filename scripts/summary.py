@@ -35,7 +35,7 @@ def summarize(root: str, dataset: str) -> None:
     print(f"\n=== dataset {dataset}")
     print(f"version URI: {version_uri}")
     print(format_shards(manifest))  # a version of segments: one line per split
-    found = _latest_model_metrics(root, dataset, manifest["version"])
+    found = _latest_model_metrics(root, dataset, manifest.version)
     if found is None:
         print("no trained model for this version yet")
         return

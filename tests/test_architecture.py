@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,12 +46,12 @@ def test_layers_contract_holds():
 def test_layers_contract_fails_on_a_planted_upward_import(tmp_path):
     for name in ("etl", "training"):
         shutil.copytree(REPO / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "specs"))
+                        ignore=shutil.ignore_patterns("__pycache__", "examples"))
     shutil.copytree(REPO / "plugins", tmp_path / "plugins",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path)
     paths = tmp_path / "etl" / "storage" / "paths.py"
-    paths.write_text(paths.read_text() + "\nimport etl.pipeline.steps  # planted: storage -> pipeline\n")
+    paths.write_text(paths.read_text() + "\nimport etl.pipeline.chain  # planted: storage -> pipeline\n")
     shutil.copytree(REPO / "bench", tmp_path / "bench",
                     ignore=shutil.ignore_patterns("__pycache__", ".*"))
 
@@ -58,7 +59,7 @@ def test_layers_contract_fails_on_a_planted_upward_import(tmp_path):
 
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
-    assert "etl.storage.paths -> etl.pipeline.steps" in result.stdout
+    assert "etl.storage.paths -> etl.pipeline.chain" in result.stdout
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -224,3 +225,101 @@ def test_mirror_check_fails_on_a_planted_module_without_a_test(tmp_path):
     assert mirror_gaps(tmp_path) == [(
         "etl/segments/planted.py: no test at tests/etl/segments/test_planted.py "
         "(or a line saying why in tests/MIRROR.md)")]
+
+
+# ---- manifest.json and segment.json are read through their types, never by string key ------
+
+TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py", "etl/versions/jsondata.py"}
+
+
+def _json_keys() -> dict[str, frozenset[str]]:
+    """What a name suggests it holds -> the JSON keys its type reads (from the types)."""
+    import dataclasses
+
+    from etl.versions import manifest, segment
+
+    def keys(*types: type) -> frozenset[str]:
+        return frozenset(f.name for t in types for f in dataclasses.fields(t)
+                         if not f.name.startswith("json_"))
+
+    whole = keys(manifest.Manifest, segment.SegmentMeta, manifest.SegmentEntry)
+    return {"whole": whole, "split": keys(segment.SplitInfo), "shard": keys(segment.Shard)}
+
+
+def _holds(name: str) -> str | None:
+    """Which typed object a variable's name says it holds (the names the readers use)."""
+    low = name.lower()
+    if "manifest" in low or low in ("meta", "metas", "m", "ma", "mb", "first", "last") \
+            or low.startswith(("seg", "meta_")):
+        return "whole"
+    if low in ("info", "split", "split_info"):
+        return "split"
+    if low in ("shard", "shards"):
+        return "shard"
+    return None
+
+
+def string_key_reads(source: str, keys: dict[str, frozenset[str]]) -> list[str]:
+    """``x["splits"]`` / ``x.get("content_hash")`` where ``x``'s name says it is a manifest,
+    a segment.json, a split or a shard entry and the key is one its type holds."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript):
+            target, key = node.value, node.slice
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "get" and node.args:
+            target, key = node.func.value, node.args[0]
+        else:
+            continue
+        name = target.id if isinstance(target, ast.Name) else \
+            target.attr if isinstance(target, ast.Attribute) else None
+        kind = _holds(name) if name else None
+        if kind and isinstance(key, ast.Constant) and key.value in keys[kind]:
+            found.append((node.lineno, node.col_offset, f"line {node.lineno}: {ast.unparse(node)}"))
+    return [text for *_, text in sorted(found)]
+
+
+def _template_reads(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()
+            if re.search(r"\b(manifest|validation|split|summary)(\.get\(|\[')", line)]
+
+
+def test_manifest_and_segment_json_are_read_through_their_types():
+    keys = _json_keys()
+    bad, scanned = {}, 0
+    for path in _code_files():
+        rel = str(path.relative_to(REPO))
+        if rel in TYPES_MODULES:
+            continue
+        scanned += 1
+        if found := string_key_reads(path.read_text(encoding="utf-8"), keys):
+            bad[rel] = found
+    for path in sorted((REPO / "plugins" / "pipeline_ui" / "templates").glob("*.html")):
+        if found := _template_reads(path.read_text(encoding="utf-8")):
+            bad[str(path.relative_to(REPO))] = found
+    assert scanned > 100  # the whole tree, not an empty glob
+    assert bad == {}, "read these through Manifest / SegmentMeta, not by string key: " + \
+        repr(bad)
+
+
+def test_the_string_key_check_catches_a_planted_read():
+    """The check above is not vacuous: each kind of planted read is caught, typed reads and
+    look-alikes (a spec's ``key``, a writer's entry) are not."""
+    keys = _json_keys()
+    planted = '''
+def f(manifest, meta, seg, info, shard, spec, e):
+    a = manifest["splits"]
+    b = meta.get("statistics_partial")
+    c = seg["partitions"]
+    d = info["num_examples"]
+    g = shard.get("sha256")
+    h = self.manifest["version"]
+    ok = (manifest.splits, meta.split("train").content_hash, spec["key"], e["file"],
+          manifest.schema["label"], info.num_examples)
+'''
+    found = string_key_reads(planted, keys)
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "manifest['splits']", "meta.get('statistics_partial')", "seg['partitions']",
+        "info['num_examples']", "shard.get('sha256')", "self.manifest['version']"]
+    assert _template_reads("{{ manifest.get('splits') }}\n{{ manifest.splits }}") == [
+        "{{ manifest.get('splits') }}"]

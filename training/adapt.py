@@ -22,6 +22,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from etl.versions import Manifest
 from training.config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPOCHS,
@@ -49,10 +50,10 @@ def _pow2_floor(x: float) -> int:
     return 2 ** math.floor(math.log2(max(x, 1.0)))
 
 
-def spec_overrides(config: TrainConfig, manifest: dict[str, Any]) -> TrainConfig:
+def spec_overrides(config: TrainConfig, manifest: Manifest) -> TrainConfig:
     """The spec's ``training:`` settings (carried in ``schema.training``) where ``config``
     still holds the defaults; a CLI flag or DAG Param that changed a value wins."""
-    wanted = (manifest.get("schema") or {}).get("training") or {}
+    wanted = (manifest.schema or {}).get("training") or {}
     base, current = TrainConfig(), {}
     for key, value in wanted.items():
         mine, default = _lookup(config, key), _lookup(base, key)
@@ -68,16 +69,16 @@ def _lookup(config: TrainConfig, key: str) -> Any:
     return None
 
 
-def plan(config: TrainConfig, manifest: dict[str, Any]) -> tuple[TrainConfig, list[str]]:
+def plan(config: TrainConfig, manifest: Manifest) -> tuple[TrainConfig, list[str]]:
     """``config`` with the data-dependent settings filled in, and one line per choice."""
-    n = int(manifest["splits"]["train"]["num_examples"])
+    n = int(manifest.splits["train"].num_examples)
     lines, batch = [], config.input.batch_size
     chosen = batch == DEFAULT_BATCH_SIZE  # the batch (and so the rate) is ours to choose
     if chosen:
         batch = max(MIN_BATCH, min(DEFAULT_BATCH_SIZE, _pow2_floor(n / STEPS_PER_PASS)))
         lines.append(f"batch_size {batch}: {n:,} train examples, >= {STEPS_PER_PASS} steps a pass")
     per_pass = max(1, math.ceil(n / batch))
-    regression = manifest["schema"]["label"].get("task") == "regression"
+    regression = manifest.schema["label"].get("task") == "regression"
     passes = MAX_PASSES if regression else MAX_CLASS_PASSES
     budget, why = _budget(config, per_pass, passes, chosen and batch < DEFAULT_BATCH_SIZE)
     lines.append(f"step_budget {budget:,}: {why}")
@@ -133,11 +134,11 @@ def _evaluations(config: TrainConfig, budget: int, per_pass: int) -> tuple[int, 
     return period, max(1, math.ceil(budget / period))
 
 
-def class_weight(config: TrainConfig, manifest: dict[str, Any]) -> tuple[dict[int, float] | None, str]:
+def class_weight(config: TrainConfig, manifest: Manifest) -> tuple[dict[int, float] | None, str]:
     """Keras ``class_weight`` (inverse train frequency, mean 1) or None, and why."""
-    label = manifest["schema"]["label"]
+    label = manifest.schema["label"]
     counts = {int(k): int(v) for k, v in
-              (manifest["statistics"].get("label_counts") or {}).items() if int(v) > 0}
+              (manifest.statistics.get("label_counts") or {}).items() if int(v) > 0}
     if label.get("task", "binary") == "regression" or len(counts) < 2:
         return None, "class weights: none"
     ratio = max(counts.values()) / min(counts.values())

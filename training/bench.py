@@ -32,6 +32,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from etl.versions import Manifest
 from training.config import BenchConfig, InputConfig, ModelConfig, TrainConfig
 from training.data.tabular import (
     compression_type,
@@ -72,7 +73,7 @@ def ceiling_dataset(files: list[str], compression: str | None, config: InputConf
     return ds.repeat().rebatch(config.batch_size).prefetch(tf.data.AUTOTUNE)
 
 
-def parse_ceiling_dataset(files: list[str], manifest: dict[str, Any],
+def parse_ceiling_dataset(files: list[str], manifest: Manifest,
                           config: InputConfig) -> tf.data.Dataset:
     """Bare interleave -> batch -> ``parse_example``: parsing's ceiling over these shards."""
     ds = read_chunks(files, compression_type(manifest), config, training=False,
@@ -82,7 +83,7 @@ def parse_ceiling_dataset(files: list[str], manifest: dict[str, Any],
         tf.data.AUTOTUNE)
 
 
-def naive_dataset(files: list[str], manifest: dict[str, Any], batch_size: int) -> tf.data.Dataset:
+def naive_dataset(files: list[str], manifest: Manifest, batch_size: int) -> tf.data.Dataset:
     """The textbook slow path: sequential files, per-record parse, batch, nothing async."""
     specs, split_label = feature_specs(manifest), feature_map(manifest)
     compression = compression_type(manifest)
@@ -119,7 +120,7 @@ def bench_input(
     version_uri: str,
     config: BenchConfig | None = None,
     input_config: InputConfig | None = None,
-    manifest: dict[str, Any] | None = None,
+    manifest: Manifest | None = None,
 ) -> dict[str, Any]:
     """Measure ceiling, ours, naive and the stall ratio on one version; returns the figures."""
     config = config or BenchConfig()
@@ -166,7 +167,7 @@ def bench_input(
         "batch_size": bs, "batches": n, "warmup_batches": warm, "naive_batches": config.naive_batches,
         "repeats": config.repeats,
         "stall_batches": config.stall_batches, "split": config.split, "shards": len(files),
-        "examples_in_split": manifest["splits"][config.split]["num_examples"],
+        "examples_in_split": manifest.splits[config.split].num_examples,
         "device": "GPU" if tf.config.list_physical_devices("GPU") else "CPU",
         "cores": len(os.sched_getaffinity(0)),
         "version_uri": version_uri,

@@ -25,6 +25,7 @@ import keras
 import numpy as np
 
 from etl import storage
+from etl.versions import Manifest
 from training import outputs
 from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndRestore
 from training.config import TrainConfig
@@ -51,7 +52,7 @@ class FitRun(NamedTuple):
     """What every family needs to fit one version."""
 
     version_uri: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     run_uri: str
     setup: DeviceSetup
     config: TrainConfig
@@ -84,13 +85,13 @@ def fit_trees(run: FitRun) -> Fitted:
     train, held = _arrays(datasets[0]), _arrays(datasets[1])
     weights = None if run.weights is None else np.asarray(
         [run.weights.get(int(c), 1.0) for c in train[1]], np.float64)
-    classes = int(manifest["schema"]["label"].get("classes", 2))
+    classes = int(manifest.schema["label"].get("classes", 2))
     params = booster_params(config.model, task.name, classes, len(train[1]), config.seed)
     booster, history = fit_booster(train, held, params, inputs.categorical, config.model,
                                    weights)
     fit_s = time.perf_counter() - start
     log.info("train %s: trees: %d rounds kept of %d, %d leaves, %s rows, %.1f s (LightGBM, "
-             "CPU)", manifest["dataset"], booster.best_iteration or len(history["loss"]),
+             "CPU)", manifest.dataset, booster.best_iteration or len(history["loss"]),
              len(history["loss"]), params["num_leaves"], f"{len(train[1]):,}", fit_s)
     parts = assemble(manifest, inputs, forest_of(booster, task.name), task.serve)
     model = compile_model(parts.core, config.model, loss=task.loss(), metrics=task.metrics())
@@ -162,7 +163,7 @@ def choose(run: FitRun) -> tuple[Fitted, dict[str, Any]]:
                            if name != best.family)
         why = (f"{best.family} has the better eval {metric} ({scores[best.family]:.4f} vs "
                f"{others}; {'higher' if metric == 'auc' else 'lower'} is better)")
-    log.info("train %s: model family %s: %s", run.manifest["dataset"], best.family, why)
+    log.info("train %s: model family %s: %s", run.manifest.dataset, best.family, why)
     return best, {"chosen": best.family, "metric": metric, "eval": scores, "why": why}
 
 
@@ -177,7 +178,7 @@ def _datasets(run: FitRun, preprocess: keras.Model,
               train_once: bool = False) -> tuple[Any, Any, Any]:
     """Train, eval and test batches through ``preprocess``; train shuffled and repeating
     unless ``train_once`` (one pass in order, to hold in memory)."""
-    target = run.task.target(run.manifest["schema"]["label"])
+    target = run.task.target(run.manifest.schema["label"])
     return tuple(make_dataset(run.version_uri, split, run.manifest, run.config.input,
                               training=False if train_once else None, preprocess=preprocess,
                               target=target)
@@ -193,7 +194,7 @@ def _arrays(ds: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(xs), np.concatenate(ys)
 
 
-def epoch_steps(manifest: dict[str, Any], config: TrainConfig,
+def epoch_steps(manifest: Manifest, config: TrainConfig,
                 replicas: int = 1) -> tuple[int, int]:
     """(steps per epoch, steps per execution): an epoch is a whole number of executions,
     since Keras runs every execution in full (13 steps at 16 per call would run 16).
@@ -203,7 +204,7 @@ def epoch_steps(manifest: dict[str, Any], config: TrainConfig,
     its own call there; tests/test_training_gpu_paths.py shows the failure and the fix.
     """
     steps = config.steps_per_epoch or max(
-        1, math.ceil(manifest["splits"]["train"]["num_examples"] / config.input.batch_size))
+        1, math.ceil(manifest.splits["train"].num_examples / config.input.batch_size))
     per_call = min(config.steps_per_execution, steps)
     if replicas > 1 and per_call > 1:
         log.warning("%d replicas: one train step per call instead of %d (keras-team/keras#19246)",

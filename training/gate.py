@@ -37,6 +37,7 @@ import numpy as np
 
 from etl import storage
 from etl.errors import PipelineError
+from etl.versions import Manifest
 from training.config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -250,7 +251,7 @@ class ModelNotBlessedError(PipelineError):
                          "set, so this run fails")
 
 
-def judge(task: Any, manifest: dict[str, Any], test: dict[str, Any], base: dict[str, Any],
+def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
           evidence: tuple[np.ndarray, np.ndarray], rules: GateRules, models_root: str,
           score: Callable[[Any], Scores]) -> tuple[Blessing, str | None]:
     """The verdict on a model from its test outputs (``evidence``: labels and core outputs,
@@ -262,7 +263,7 @@ def judge(task: Any, manifest: dict[str, Any], test: dict[str, Any], base: dict[
     checks = baseline_checks(task.gate, test, base, rules.margin, task.baseline_name)
     checks.append(noise_check(*example_losses(task.name, manifest, y, out), rules.confidence,
                               task.baseline_name))
-    current, token = read_current(models_root, manifest["dataset"])
+    current, token = read_current(models_root, manifest.dataset)
     if current is None:
         checks.append(Check("current", True, "no current model yet"))
     else:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from etl import storage
+from etl.versions import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,6 @@ def _num(value: Any) -> str:
         f"{value:.3f}" if isinstance(value, float) else "not measured")
 
 
-def run_uri_for(models_root: str, manifest: dict[str, Any], run_name: str) -> str:
+def run_uri_for(models_root: str, manifest: Manifest, run_name: str) -> str:
     """``<models_root>/<dataset>/<version>/<run>``; the run name may not leave that folder."""
-    return storage.safe_join(models_root, manifest["dataset"], manifest["version"], run_name)
+    return storage.safe_join(models_root, manifest.dataset, manifest.version, run_name)

@@ -11,26 +11,26 @@ is trained, and its verdict carries intervals (``training.intervals``, ``trainin
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from etl.errors import PipelineError
+from etl.versions import Manifest
 
 
 class EvaluationSplitError(PipelineError):
     """A test split too small or missing classes that train has, or no eval rows."""
 
 
-def check_splits(manifest: dict[str, Any], labels: dict[str, np.ndarray],
+def check_splits(manifest: Manifest, labels: dict[str, np.ndarray],
                  min_examples: int) -> None:
     """Raise EvaluationSplitError naming split sizes, classes and the spec fields to change.
 
     labels: the stored labels of the test split (classification) or any values; ``eval``
     too where given (its classes are only reported).
     """
-    sizes = {s: int(manifest["splits"][s]["num_examples"]) for s in ("train", "eval", "test")}
-    total, label = sum(sizes.values()), manifest["schema"]["label"]
+    sizes = {s: int(manifest.splits[s].num_examples) for s in ("train", "eval", "test")}
+    total, label = sum(sizes.values()), manifest.schema["label"]
     problems, fixes = [], []
     if sizes["test"] < min_examples:
         share = math.ceil(100 * min_examples / max(total, 1)) / 100
@@ -44,7 +44,7 @@ def check_splits(manifest: dict[str, Any], labels: dict[str, np.ndarray],
     classes = ""
     if label.get("task", "binary") != "regression":
         names = [str(n) for n in label.get("names") or range(int(label.get("classes", 2)))]
-        train = {int(k) for k, v in (manifest["statistics"].get("label_counts") or {}).items()
+        train = {int(k) for k, v in (manifest.statistics.get("label_counts") or {}).items()
                  if int(v) > 0}
         counts = {s: np.bincount(labels[s].astype(np.int64), minlength=len(names))
                   for s in ("eval", "test") if s in labels}
@@ -58,7 +58,7 @@ def check_splits(manifest: dict[str, Any], labels: dict[str, np.ndarray],
             f"{s} {dict(zip(names, map(int, c), strict=True))}" for s, c in counts.items())
     if problems:
         raise EvaluationSplitError(
-            f"{manifest['dataset']}/{manifest['version']}: the held-out evaluation would mean "
+            f"{manifest.dataset}/{manifest.version}: the held-out evaluation would mean "
             f"nothing: " + "; ".join(problems) + f" (split sizes {sizes}{classes}). Change the "
             f"spec: " + "; ".join(fixes) + "; or training.min_eval_examples. Nothing was "
             "trained.")

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from etl.versions import Manifest
 from training import evaluate, outputs, plots
 from training.config import ModelConfig
 from training.intervals import intervals, scorer
@@ -60,28 +61,28 @@ class Task:
 
 
 
-def task_of(manifest: dict[str, Any]) -> Task:
+def task_of(manifest: Manifest) -> Task:
     """The task a version's label declares."""
-    name = manifest["schema"]["label"].get("task", BINARY)
+    name = manifest.schema["label"].get("task", BINARY)
     if name not in TASKS:
-        raise ValueError(f"manifest {manifest.get('dataset')}/{manifest.get('version')}: label "
+        raise ValueError(f"manifest {manifest.dataset}/{manifest.version}: label "
                          f"task {name!r} is not one of {sorted(TASKS)}")
     return TASKS[name]
 
 
-def _names(manifest: dict[str, Any]) -> list[str]:
-    label = manifest["schema"]["label"]
+def _names(manifest: Manifest) -> list[str]:
+    label = manifest.schema["label"]
     return [str(n) for n in label.get("names") or range(int(label.get("classes", 2)))]
 
 
 # --- binary ---------------------------------------------------------------------------------
 
-def _binary_report(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+def _binary_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
     del manifest
     return {"confusion_matrix": evaluate.confusion(y, out[:, 0] >= 0.5, 2).tolist()}
 
 
-def _binary_plots(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any],
+def _binary_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                   folder: Path) -> list[Path]:
     matrix = evaluate.confusion(y, out[:, 0] >= 0.5, 2).tolist()
     return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
@@ -104,20 +105,20 @@ def _softmax_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
                               bias_initializer=keras.initializers.Constant(priors))(x)
 
 
-def _multi_report(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+def _multi_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
     return {**evaluate.class_report(y, out.argmax(axis=1), _names(manifest)),
             "auc": evaluate.macro_auc(y, out)}
 
 
-def _multi_baseline(y: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+def _multi_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
     base = evaluate.majority_baseline(y.astype(np.int64),
-                                      manifest["statistics"].get("label_counts", {}))
+                                      manifest.statistics.get("label_counts", {}))
     majority = np.full(len(y), base["majority_class"])
     base["macro_f1"] = evaluate.class_report(y, majority, _names(manifest))["macro_f1"]
     return base
 
 
-def _multi_plots(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any],
+def _multi_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                  folder: Path) -> list[Path]:
     matrix = evaluate.confusion(y, out.argmax(axis=1), len(_names(manifest))).tolist()
     return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
@@ -164,21 +165,21 @@ def _serve_units(out: Any, label: dict[str, Any]) -> Any:
     return found[1](out) if found else out
 
 
-def _units(values: np.ndarray, manifest: dict[str, Any]) -> np.ndarray:
-    found = _transform(manifest["schema"]["label"])
+def _units(values: np.ndarray, manifest: Manifest) -> np.ndarray:
+    found = _transform(manifest.schema["label"])
     return found[2](values) if found else values
 
 
-def _reg_report(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
+def _reg_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
     return evaluate.regression_report(_units(y, manifest), _units(out[:, 0], manifest))
 
 
-def _reg_baseline(y: np.ndarray, manifest: dict[str, Any]) -> dict[str, Any]:
-    mean = float((manifest["statistics"].get("label") or {}).get("mean", float("nan")))
+def _reg_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
+    mean = float((manifest.statistics.get("label") or {}).get("mean", float("nan")))
     return evaluate.mean_baseline(_units(y, manifest), mean)
 
 
-def _reg_plots(y: np.ndarray, out: np.ndarray, manifest: dict[str, Any],
+def _reg_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                folder: Path) -> list[Path]:
     return plots.plot_regression(_units(y, manifest), _units(out[:, 0], manifest), folder)
 
@@ -205,7 +206,7 @@ TASKS: dict[str, Task] = {
         BINARY, binary_head, keras.losses.BinaryCrossentropy,
         lambda: [keras.metrics.AUC(name="auc"), keras.metrics.BinaryAccuracy(name="accuracy")],
         _binary_report, lambda y, m: evaluate.baseline(
-            y.astype(np.int64), m["statistics"].get("label_counts", {})),
+            y.astype(np.int64), m.statistics.get("label_counts", {})),
         "majority-class", {"accuracy": "higher", "auc": "higher"}, _binary_plots,
         outputs.binary_card, ("auc", "accuracy", "loss"),
         "probability of class 1", curves=("loss", "auc", "accuracy")),
@@ -225,11 +226,11 @@ TASKS: dict[str, Task] = {
 
 
 
-def baseline_outputs(manifest: dict[str, Any], n: int, task: str | None = None) -> np.ndarray:
+def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.ndarray:
     """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
     the learned space), so ``training.intervals`` scores both on the same resamples.
     ``task``: the run's, where the label does not say (an image label is multi-class)."""
-    label, stats = manifest["schema"]["label"], manifest["statistics"]
+    label, stats = manifest.schema["label"], manifest.statistics
     task = task or label.get("task", BINARY)
     if task == REGRESSION:
         mean = float((stats.get("label") or {}).get("mean", 0.0))
@@ -244,7 +245,7 @@ def baseline_outputs(manifest: dict[str, Any], n: int, task: str | None = None) 
     return out
 
 
-def metric_intervals(manifest: dict[str, Any], y: np.ndarray, out: np.ndarray) -> dict[str, Any]:
+def metric_intervals(manifest: Manifest, y: np.ndarray, out: np.ndarray) -> dict[str, Any]:
     """Bootstrap intervals of the test metrics and of the lead over the baseline."""
     task = task_of(manifest)
     score = scorer(task.name, len(_names(manifest)), lambda v: _units(v, manifest))
@@ -252,7 +253,7 @@ def metric_intervals(manifest: dict[str, Any], y: np.ndarray, out: np.ndarray) -
     return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
 
 
-def gate_scores(task: str, manifest: dict[str, Any], y: np.ndarray, out: np.ndarray,
+def gate_scores(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray,
                 served: bool = False) -> dict[str, float]:
     """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
     ``served`` of the exported model's (the target's units, labels as stored), so a model
@@ -263,13 +264,13 @@ def gate_scores(task: str, manifest: dict[str, Any], y: np.ndarray, out: np.ndar
     return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
 
 
-def example_losses(task: str, manifest: dict[str, Any], y: np.ndarray,
+def example_losses(task: str, manifest: Manifest, y: np.ndarray,
                    out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
     """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
     absolute error in the target's units for a regression (its differences are bounded by
     the answers' spread, not the target's tail), log loss against the train class
     frequencies for a classifier."""
-    stats = manifest["statistics"]
+    stats = manifest.statistics
     if task == REGRESSION:
         truth = _units(y, manifest)
         base = _units(baseline_outputs(manifest, len(y), task)[:, 0], manifest)

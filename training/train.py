@@ -23,6 +23,7 @@ import keras
 
 from etl import storage, versions
 from etl.provenance import code_version
+from etl.versions import Manifest
 from training import adapt, families, gate, outputs
 from training.callbacks import delete_backup
 from training.config import RunOrigin, TrainConfig
@@ -101,7 +102,7 @@ def train(
                          token, task_of(manifest).card_metrics[0], config.fail_unblessed)
 
 
-def _judge(version_uri: str, manifest: dict[str, Any], models_root: str, config: TrainConfig,
+def _judge(version_uri: str, manifest: Manifest, models_root: str, config: TrainConfig,
            metrics: dict[str, Any], evidence: tuple[Any, Any]) -> tuple[gate.Blessing, str | None]:
     """The verdict; the current model is scored on this version's raw test rows, through its
     own preprocessing, exactly as it would serve them."""
@@ -116,17 +117,17 @@ def _judge(version_uri: str, manifest: dict[str, Any], models_root: str, config:
 
 
 def _adapted(config: TrainConfig,
-             manifest: dict[str, Any]) -> tuple[TrainConfig, dict[int, float] | None]:
+             manifest: Manifest) -> tuple[TrainConfig, dict[int, float] | None]:
     """The spec's training settings, then the data-dependent choices, each logged once."""
     config, lines = adapt.plan(adapt.spec_overrides(config, manifest), manifest)
     weights, why = adapt.class_weight(config, manifest)
     for line in [*lines, why]:
-        log.info("train %s: %s", manifest["dataset"], line)
+        log.info("train %s: %s", manifest.dataset, line)
     return config, weights
 
 
 def _fit_and_evaluate(
-    version_uri: str, manifest: dict[str, Any], run_uri: str, setup: DeviceSetup,
+    version_uri: str, manifest: Manifest, run_uri: str, setup: DeviceSetup,
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
     weights: dict[int, float] | None = None,
 ) -> tuple[dict[str, Any], tuple[Any, Any]]:
@@ -150,18 +151,18 @@ def _fit_and_evaluate(
         (labels, out)
 
 
-def _metrics(manifest: dict[str, Any], version_uri: str, setup: DeviceSetup, config: TrainConfig,
+def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: TrainConfig,
              fitted: families.Fitted, choice: dict[str, Any], test: dict, ev: dict,
              base: dict) -> dict[str, Any]:
     """metrics.json: the run's figures and the kept family's own (epochs or boosting
     rounds, history, fit time) with why it was kept."""
-    label = manifest["schema"]["label"]
+    label = manifest.schema["label"]
     return {
-        "dataset": manifest["dataset"], "version": manifest["version"], "version_uri": version_uri,
+        "dataset": manifest.dataset, "version": manifest.version, "version_uri": version_uri,
         "label": label["name"], "task": task_of(manifest).name, "classes": label.get("names"),
         "transform": label.get("transform"), "split": TEST_SPLIT,
         "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
-        "examples": {s: manifest["splits"][s]["num_examples"] for s in ("train", EVAL_SPLIT, TEST_SPLIT)},
+        "examples": {s: manifest.splits[s].num_examples for s in ("train", EVAL_SPLIT, TEST_SPLIT)},
         "device": setup.device, "precision": setup.precision, "replicas": setup.replicas,
         "family": fitted.family, "family_choice": choice, **fitted.details,
         "code_version": code_version(),  # the same stamp the ETL puts in manifests

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from etl import storage
 from etl.provenance import code_version
+from etl.versions import Manifest
 from training import gate, outputs
 from training.config import ImageTrainConfig, RunOrigin, TrainConfig
 from training.data.images import image_feature, make_image_dataset
@@ -35,7 +36,7 @@ TASK: Task = TASKS[MULTICLASS]
 INPUTS = "It takes float32 images in [0, 1] of the manifest's shape; decoding is the caller's."
 
 
-def fit(version_uri: str, manifest: dict[str, Any], config: ImageTrainConfig) -> tuple[
+def fit(version_uri: str, manifest: Manifest, config: ImageTrainConfig) -> tuple[
         keras.Model, dict[str, Any]]:
     """Train with early stopping on eval loss; the model and its metrics (test report by the
     task, eval metrics, history)."""
@@ -47,7 +48,7 @@ def fit(version_uri: str, manifest: dict[str, Any], config: ImageTrainConfig) ->
                   metrics=TASK.metrics())
     train_ds, eval_ds, test_ds = (make_image_dataset(version_uri, s, manifest, config)
                                   for s in ("train", "eval", "test"))
-    steps = max(1, math.ceil(manifest["splits"]["train"]["num_examples"] / config.batch_size))
+    steps = max(1, math.ceil(manifest.splits["train"].num_examples / config.batch_size))
     stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.patience,
                                             restore_best_weights=True)
     start = time.perf_counter()
@@ -66,7 +67,7 @@ def fit(version_uri: str, manifest: dict[str, Any], config: ImageTrainConfig) ->
         "examples_per_s": steps * epochs_run * config.batch_size / fit_s if fit_s else None}
 
 
-def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, run_name: str,
+def train_images(version_uri: str, manifest: Manifest, models_root: str, run_name: str,
                  config: TrainConfig | None = None,
                  origin: RunOrigin | None = None) -> dict[str, Any]:
     """What ``training.train.train`` does for an image version: fit, judge, publish the run."""
@@ -101,17 +102,17 @@ def train_images(version_uri: str, manifest: dict[str, Any], models_root: str, r
                          token, TASK.card_metrics[0], config.fail_unblessed)
 
 
-def _metrics(version_uri: str, manifest: dict[str, Any], run_name: str, run_uri: str,
+def _metrics(version_uri: str, manifest: Manifest, run_name: str, run_uri: str,
              config: ImageTrainConfig, base: dict[str, Any],
              result: dict[str, Any]) -> dict[str, Any]:
-    label = manifest["schema"]["label"]
+    label = manifest.schema["label"]
     sha = hashlib.sha256(storage.read_bytes(storage.join(version_uri, "manifest.json")))
-    return {"dataset": manifest["dataset"], "version": manifest["version"],
+    return {"dataset": manifest.dataset, "version": manifest.version,
             "version_uri": version_uri, "label": label["name"], "kind": "image",
             "task": TASK.name, "classes": label.get("names"), "transform": None, "split": "test",
             "baseline": base, "min_margin": config.min_margin,
             "run": run_name, "model_uri": run_uri, "manifest_sha256": sha.hexdigest(),
-            "examples": {s: v["num_examples"] for s, v in manifest["splits"].items()},
+            "examples": {s: v.num_examples for s, v in manifest.splits.items()},
             "device": "GPU" if tf.config.list_logical_devices("GPU") else "CPU",
             "precision": "float32", "replicas": 1, "stall_ratio": None,
             "code_version": code_version(), "hyperparameters": dataclasses.asdict(config),

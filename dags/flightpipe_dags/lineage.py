@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flightpipe_dags import links
+
+if TYPE_CHECKING:  # parse time stays light: the type only annotates
+    from etl.versions.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +36,7 @@ class Lineage:
 
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
-    manifest: dict[str, Any] | None = None  # the version's: schema, rows, verdict
+    manifest: Manifest | None = None  # the version's: schema, rows, verdict
     model: dict[str, Any] | None = None  # training: {"uri", "metrics"}
 
 
@@ -64,14 +67,14 @@ def raw_sources(spec_name: str, root: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def previous_version(manifest: dict[str, Any], root: str) -> str | None:
+def previous_version(manifest: Manifest, root: str) -> str | None:
     """The URI of the version this one followed (what its drift was measured against)."""
     from etl import storage, versions
 
-    drift = (manifest.get("validation") or {}).get("drift") or {}
-    name, vid = manifest["dataset"], drift.get("against")
+    drift = manifest.verdict.drift or {}
+    name, vid = str(manifest.dataset), drift.get("against")
     if not vid:
-        older = [v for v in versions.list_versions(root, name) if v < manifest["version"]]
+        older = [v for v in versions.list_versions(root, name) if v < str(manifest.version)]
         vid = older[-1] if older else None
     return storage.join(root, "datasets", name, vid) if vid else None
 
@@ -124,10 +127,12 @@ def _facets(lineage: Lineage, uri: str) -> tuple[dict[str, Any], dict[str, Any]]
     from openlineage.client.facet_v2 import output_statistics_output_dataset as stats
     from openlineage.client.facet_v2 import schema_dataset
 
-    manifest = lineage.manifest or {}
+    from etl.versions.manifest import Manifest
+
+    manifest = lineage.manifest or Manifest()
     if lineage.model is not None and uri == lineage.model["uri"]:
         return {"flightpipe_version": version_facet(manifest, lineage.model)}, {}
-    schema = manifest.get("schema") or {}
+    schema = manifest.schema or {}
     fields = [schema_dataset.SchemaDatasetFacetFields(name=n, type=str(f.get("dtype")),
                                                       description=f.get("kind"))
               for n, f in (schema.get("features") or {}).items()]
@@ -135,17 +140,14 @@ def _facets(lineage: Lineage, uri: str) -> tuple[dict[str, Any], dict[str, Any]]
     if label.get("name"):
         fields.append(schema_dataset.SchemaDatasetFacetFields(
             name=label["name"], type=str(label.get("dtype")), description="label"))
-    splits = (manifest.get("splits") or {}).values()
-    rows = sum(int(s.get("num_examples") or 0) for s in splits)
-    size = sum(int(s.get("num_bytes") or 0) for s in splits)
-    files = sum(len(s.get("shards") or []) for s in splits)
+    rows, size, files = manifest.num_examples, manifest.num_bytes, manifest.num_shards
     return ({"schema": schema_dataset.SchemaDatasetFacet(fields=fields),
              "flightpipe_version": version_facet(manifest, None)},
             {"outputStatistics": stats.OutputStatisticsOutputDatasetFacet(
                 rowCount=rows, size=size, fileCount=files)})
 
 
-def version_facet(manifest: dict[str, Any], model: dict[str, Any] | None) -> Any:
+def version_facet(manifest: Manifest, model: dict[str, Any] | None) -> Any:
     """The custom ``flightpipe_version`` facet: version id, verdict, drift, rows per split."""
     import attr
     from openlineage.client.facet_v2 import DatasetFacet
@@ -162,10 +164,9 @@ def version_facet(manifest: dict[str, Any], model: dict[str, Any] | None) -> Any
         def _get_schema() -> str:
             return VERSION_FACET_SCHEMA
 
-    drift = (manifest.get("validation") or {}).get("drift") or {}
+    drift = manifest.verdict.drift or {}
     return FlightpipeVersionDatasetFacet(
-        version=str(manifest.get("version")), verdict=links.verdict(manifest.get("validation")),
+        version=str(manifest.version), verdict=links.verdict(manifest.validation),
         drifted=list(drift.get("drifted") or []),
-        splits={k: int(v.get("num_examples") or 0)
-                for k, v in (manifest.get("splits") or {}).items()},
+        splits={k: v.num_examples for k, v in manifest.splits.items()},
         metrics=(model or {}).get("metrics"), producer=PRODUCER)

@@ -15,10 +15,13 @@ Import-light like the package: ``airflow.sdk`` and the standard library.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from airflow.sdk import BaseOperatorLink
+
+if TYPE_CHECKING:  # parse time stays light: the types only annotate
+    from etl.versions.manifest import Manifest, Verdict
 
 NAV_ROUTE = "/plugin/pipeline-datasets"  # the plugin's external view in the Airflow UI
 URL_PREFIX = "/pipeline"  # where the plugin's app is mounted
@@ -82,35 +85,33 @@ def attach(task_output: Any, *links: _PageLink) -> Any:
     return task_output
 
 
-def verdict(validation: Any) -> str:
+def verdict(validation: Verdict | None) -> str:
     """The manifest's validation summary in one word a downstream DAG can gate on:
     ``passed``, ``passed_with_quarantine`` (rows set aside within the limits), ``failed``
     or ``unknown`` (no summary)."""
-    validation = validation if isinstance(validation, dict) else {}
-    success = validation.get("success")
+    success = validation.success if validation is not None else None
     if success is False:
         return "failed"
     if success is not True:
         return "unknown"
-    return "passed_with_quarantine" if validation.get("quarantined_rows") else "passed"
+    return "passed_with_quarantine" if validation.quarantined_rows else "passed"
 
 
-def event_extra(result: dict[str, Any], manifest: dict[str, Any], page: str) -> dict[str, Any]:
+def event_extra(result: dict[str, Any], manifest: Manifest, page: str) -> dict[str, Any]:
     """The dataset Asset event's ``extra``: what a consumer needs without reading storage."""
-    validation = manifest.get("validation") if isinstance(manifest.get("validation"), dict) \
-        else {}
+    validation = manifest.verdict
     return {"version_uri": result["version_uri"], "version": result["version"],
             "version_page": page, "verdict": verdict(validation),
-            "quarantined_rows": validation.get("quarantined_rows"),
-            "evaluated_rows": validation.get("evaluated_rows")}
+            "quarantined_rows": validation.quarantined_rows,
+            "evaluated_rows": validation.evaluated_rows}
 
 
-def warn_drift(dataset: str, manifest: dict[str, Any], page: str) -> None:
+def warn_drift(dataset: str, manifest: Manifest, page: str) -> None:
     """The drift WARNING again, now with the page that shows it (the build's cannot link:
     the version is not published yet when it is logged)."""
     import logging
 
-    drift = (manifest.get("validation") or {}).get("drift")
+    drift = manifest.verdict.drift
     drifted = drift.get("drifted") if isinstance(drift, dict) else None
     if drifted:
         logging.getLogger("airflow.task").warning(

@@ -10,7 +10,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from etl.authoring.profile import (
     ISO,
@@ -18,10 +17,8 @@ from etl.authoring.profile import (
     SKETCH_K,
     TIME_FORMATS,
     ColumnPartial,
-    Origin,
     TablePartial,
     distinct_of,
-    profile_frame,
 )
 
 MAX_KEY_COLUMNS = 3
@@ -153,11 +150,3 @@ def group_candidates(profiles: dict[str, ColumnProfile], skip: set[str]) -> list
     return [p.name for p in profiles.values()
             if p.name not in skip and _ID_NAME.search(p.name) and p.type in ("int64", "string")
             and p.nulls == 0 and not p.unique and p.distinct >= MIN_GROUPS]
-
-
-def profile_column(name: str, values: pd.Series) -> ColumnProfile:
-    """One column of text values profiled on its own (null tokens read as nulls if it is
-    numeric but for them): what ``spec init`` would declare for it."""
-    frame = pd.DataFrame({name: values.astype("string[pyarrow]")})
-    table = profile_frame(frame, Origin.one("", len(frame)), seed=0)
-    return column_profiles(table, {name: name}, null_tokens(table))[name]

@@ -70,7 +70,7 @@ def format_of(uri: str, given: str | None = None) -> str:
         raise SpecError(f"--source {uri}: cannot tell the format from {suffix or 'no suffix'!r}; "
                         f"expected one of {sorted(FORMATS)} or --format csv|parquet|jsonl "
                         f"(spec init drafts tabular specs; a folder of images needs an image "
-                        f"spec, kind: images, written by hand like etl/specs/digits/spec.yaml)")
+                        f"spec, kind: images, written by hand like etl/examples/digits/spec.yaml)")
     return FORMATS[suffix]
 
 

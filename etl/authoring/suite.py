@@ -14,7 +14,7 @@ from typing import Any
 
 from etl.authoring.columns import ColumnProfile
 
-TYPE_LISTS = {  # as in etl/specs/flights/expectations.json: what the parsed columns can hold
+TYPE_LISTS = {  # as in etl/examples/flights/expectations.json: what the parsed columns can hold
     "int64": ["int", "int64", "Int64", "int32"],
     "float64": ["int", "float", "int64", "float64", "Int64", "Float64", "float32"],
     "timestamp": ["Timestamp", "datetime64[us]", "datetime64[ns]", "datetime64[ms]",

@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etl import storage, versions
-from etl.errors import LeaseHeldError, VersionExistsError, VersionLockedError
+from etl.errors import (
+    IncompleteVersionError,
+    LeaseHeldError,
+    VersionExistsError,
+    VersionLockedError,
+)
 from etl.provenance import run_key
-from etl.versions import lease, segments
+from etl.versions import catalog, lease, segment
 from etl.versions.ids import is_version_id
 
 log = logging.getLogger("etl.pipeline")
@@ -150,30 +155,29 @@ def _staging(report: Report, root: str, dataset: str, version: str, key: str,
 
 def _segments(report: Report, root: str, dataset: str, stale_s: float, apply: bool) -> None:
     """Unfinished segment folders of dead builders; finished ones no version lists (old)."""
-    for seg in segments.unfinished(root, dataset):
-        uri = segments.segment_uri(root, dataset, seg)
-        lock = storage.join(uri, segments.SEGMENT_LOCK)
+    for seg in segment.unfinished(root, dataset):
+        uri = segment.segment_uri(root, dataset, seg)
+        lock = storage.join(uri, segment.SEGMENT_LOCK)
         holder = lease.current_holder(lock)
         if holder and lease.dead_reason(holder) is None:
             report.kept.append(Leftover(uri, f"segment being built by {lease.describe(holder)}"))
             continue
         why = "unfinished segment (no segment.json), its builder is gone"
-        if not apply or _clear_held(report, uri, segments.SEGMENT_LOCK, lease.release,
+        if not apply or _clear_held(report, uri, segment.SEGMENT_LOCK, lease.release,
                                     lambda lock=lock: lease.acquire(lock, _OWNER)):
             report.leftovers.append(Leftover(uri, why))
-    for seg in segments.unused(root, dataset, stale_s):
-        uri = segments.segment_uri(root, dataset, seg)
+    for seg in catalog.unused_segments(root, dataset, stale_s):
+        uri = segment.segment_uri(root, dataset, seg)
         report.leftovers.append(Leftover(uri, "segment no version lists, built over "
                                               f"{stale_s / 3600:.0f} h ago"))
         if apply:
-            segments.delete_segment(root, dataset, seg)
+            segment.delete_segment(root, dataset, seg)
 
 
 def _published_by(root: str, dataset: str, version: str, key: str) -> bool:
     """Did the run whose staging key is ``key`` publish ``version``?"""
     try:
         uri = versions.version_uri(root, dataset, version)
-        manifest = storage.read_json(storage.join(uri, versions.MANIFEST))
-        return run_key(str(manifest.get("run_id"))) == key
-    except (FileNotFoundError, ValueError, AttributeError):
+        return run_key(str(versions.read_manifest(uri).run_id)) == key
+    except (IncompleteVersionError, ValueError):
         return False

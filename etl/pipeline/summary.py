@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from etl import storage
+from etl.versions.manifest import Manifest
 
 if TYPE_CHECKING:
     from etl.pipeline.record import RunRecord
@@ -46,27 +47,23 @@ def validated(dataset: str, summary: dict[str, Any], seconds: float, uri: str) -
              summary.get("mode"), seconds, uri)
 
 
-def _split_counts(splits: dict[str, Any]) -> str:
-    return ", ".join(f"{name} {_n(info['num_examples'])}" for name, info in splits.items())
+def _split_counts(manifest: Manifest) -> str:
+    return ", ".join(f"{name} {_n(info.num_examples)}" for name, info in manifest.splits.items())
 
 
-def written(dataset: str, splits: dict[str, Any], seconds: float, uri: str) -> None:
+def written(dataset: str, manifest: Manifest, seconds: float, uri: str) -> None:
     """build: examples per split, shards, bytes, time, the (unpublished) version."""
-    shards = sum(len(info["shards"]) for info in splits.values())
-    examples = sum(info["num_examples"] for info in splits.values())
-    size = sum(info["num_bytes"] for info in splits.values())
     log.info("write %s: %s examples (%s) in %d shard(s), %s, %.1f s -> %s (visible once "
-             "published)", dataset, _n(examples), _split_counts(splits), shards, _mb(size),
-             seconds, uri)
+             "published)", dataset, _n(manifest.num_examples), _split_counts(manifest),
+             manifest.num_shards, _mb(manifest.num_bytes), seconds, uri)
 
 
-def published(dataset: str, manifest: dict[str, Any], created: bool, uri: str) -> None:
+def published(dataset: str, manifest: Manifest, created: bool, uri: str) -> None:
     """publish: whether a new version became visible, its size and URI."""
-    examples = sum(info["num_examples"] for info in manifest["splits"].values())
     if created:
         log.info("publish %s: published version %s, %s examples (%s) -> %s", dataset,
-                 manifest["version"], _n(examples), _split_counts(manifest["splits"]), uri)
+                 manifest.version, _n(manifest.num_examples), _split_counts(manifest), uri)
     else:
         log.info("publish %s: version %s was already published; nothing new (set "
-                 "force_republish to write a new revision) -> %s", dataset, manifest["version"],
+                 "force_republish to write a new revision) -> %s", dataset, manifest.version,
                  uri)

@@ -1,17 +1,23 @@
-"""Building one segment, inside one Dask task: read, validate, transform, encode, write.
+"""Building segments, inside one Dask task: claim, read, check, prepare, write, record.
 
-The task reads the partition's raw files and joins the broadcast lookups, evaluates the
-row-level expectations on every row (rejected rows go to the segment's quarantine), computes
-the mergeable partials the window needs later (dataset-level metric partials, the key hashes,
-split statistics), encodes the rows and writes the shards, the TFDS metadata and, last,
-``segment.json`` -- created only if absent. All of it happens under the segment's lease, so
-two runs that need the same segment build it once; a killed build leaves a folder without
-``segment.json``, which no reader trusts and the next builder clears.
+``_build`` reads as the six steps, each one call into its stage: the segments are claimed
+(``etl.segments.claim``: used if they exist, waited for if a live run builds them), the
+window's rows of their raw partitions read with the lookups joined
+(``etl.sources.extract.read_window``), every row checked against the suite's row-level
+expectations -- rejected rows go to the segment's quarantine -- and the dataset-level metric
+partials the window needs later taken (``_check_rows``), the rows prepared
+(``etl.transform.tabular.prepare``: features, label, split, statistics), the shards written
+(``etl.write.writer.write_shards``) and, last, ``segment.json`` recorded: created only if
+absent, and only while the segment's lease is still ours. Two runs that need the same
+segment build it once; a killed build leaves a folder without ``segment.json``, which no
+reader trusts and the next builder clears.
+
+Batching lives here, in one place: consecutive small segments go to one Dask task
+(``batches``), where their rows are checked by one GX run; every other step is per segment.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -22,28 +28,33 @@ import numpy as np
 import pandas as pd
 
 from etl import storage
-from etl.errors import ValidationFailed
 from etl.provenance import code_version, iso
 from etl.segments.claim import claim, try_claim
 from etl.segments.files import PARTIALS_NPZ, write_partials
-from etl.segments.window import SegmentTask
-from etl.sources.extract import event_times, outside_each, read_files
-from etl.sources.lookups import join_lookups
+from etl.segments.plan import SegmentTask
+from etl.sources.extract import WindowRows, group_by_size, read_window
 from etl.spec import Spec
-from etl.transform import tabular
+from etl.transform.tabular import Prepared, prepare, prepare_rows, split_partial
 from etl.validation import partials as vpartials
 from etl.validation import partition as vpart
 from etl.validation.parts import validate_parts
 from etl.validation.report import jsonable, write_parquet
 from etl.validation.types import typed_frame
-from etl.versions import lease, segments
+from etl.versions import lease, segment
+from etl.versions.segment import (
+    Interval,
+    RowPartial,
+    SegmentChecks,
+    SegmentMeta,
+    SourceFiles,
+    SplitInfo,
+)
 from etl.write import tfds as tfds_meta
-from etl.write import writer
+from etl.write.writer import WriteConfig, write_shards
 
 log = logging.getLogger(__name__)
 
 MISFILED = "misfiled-00000.parquet"
-PART_COL = "_segment_in_batch"
 
 
 @dataclass(frozen=True)
@@ -59,17 +70,40 @@ class BuildContext:
     metric_keys: tuple
     metric_columns: tuple[str, ...]
     key_columns: tuple[str, ...]
-    write: writer.WriteConfig
+    write: WriteConfig
     run_id: str
     material: dict[str, Any] = field(default_factory=dict)
 
 
-def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
-                rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
-    """Consecutive segments in one Dask task, their rows validated by one GX run
-    (``etl.validation.parts``); segments another run is building are waited for after, and
-    built here only if that run dies."""
-    done: dict[str, dict[str, Any]] = {}
+@dataclass(frozen=True)
+class Checked:
+    """A segment's rows after the row-level checks: the ``valid`` ones, the report (row
+    counts per expectation, the quarantine file), the rows quarantined as misfiled, the
+    dataset-level metric partials and the typed key columns (None: no key checks)."""
+
+    valid: pd.DataFrame
+    report: vpart.PartitionReport
+    misfiled: int
+    metric_partials: dict
+    keys: pd.DataFrame | None
+
+
+BATCH_BYTES = 16 * 2**20  # raw bytes of consecutive segments built in one Dask task
+
+
+def batches(tasks: list[SegmentTask]) -> list[list[SegmentTask]]:
+    """Consecutive segments in groups of about ``BATCH_BYTES`` raw bytes, a Dask task each:
+    their rows are checked by one GX run, which costs about a second whatever the rows (a
+    window of many small segments, e.g. days re-delivered here and there, builds about 6x
+    faster so)."""
+    return group_by_size(tasks, lambda t: t.raw_bytes, BATCH_BYTES)
+
+
+def build_segments(tasks: list[SegmentTask], ctx: BuildContext,
+                   lookups: list[pd.DataFrame]) -> list[SegmentMeta]:
+    """Each segment's ``segment.json``: found, built here under its lease, or -- while a live
+    run builds it -- waited for after the others, and built here only if that run dies."""
+    done: dict[str, SegmentMeta] = {}
     held, deferred = [], []
     for task in tasks:
         meta, ours = try_claim(task.uri, ctx.run_id)
@@ -79,203 +113,112 @@ def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
             held.append((task, ours))
         else:
             deferred.append(task)
-    done.update(_build_held(held, ctx, rights))
+    done.update(_build(held, ctx, lookups))
     for task in deferred:
         meta, ours = claim(task.uri, ctx.run_id)
         done[task.segment] = meta if ours is None else \
-            _build_held([(task, ours)], ctx, rights)[task.segment]
-    return done
+            _build([(task, ours)], ctx, lookups)[task.segment]
+    return [done[t.segment] for t in tasks]
 
 
-def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
-                rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
-    """Build the segments whose leases we hold; each becomes visible (segment.json) only
-    while its lease is still ours, and every lease is released, whatever happens."""
+def _build(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
+           lookups: list[pd.DataFrame]) -> dict[str, SegmentMeta]:
+    """Read, check, prepare, write and record the segments whose leases we hold; each
+    becomes visible only while its lease is still ours, and every lease is released."""
     beats = [(task, lease.Heartbeat(h).start()) for task, h in held]
-    done: dict[str, dict[str, Any]] = {}
     try:
-        todo = []
-        for task, beat in beats:
-            meta = segments.read_segment(task.uri)  # finished while we took the lease
-            if meta is not None:
-                done[task.segment] = meta
-            else:
-                storage.clear_dir(task.uri, keep=segments.SEGMENT_LOCK)  # a killed build's
-                todo.append((task, beat))
-        if todo:
-            t0, cpu0 = time.monotonic(), time.process_time()
-            raws = [_read(task, ctx) for task, _ in todo]
-            frames = _split(join_lookups(pd.concat([r for r, _ in raws], ignore_index=True),
-                                         ctx.spec, rights), [len(r) for r, _ in raws])
-            reports = validate_parts(frames, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
-                                     list(ctx.spec.key),
-                                     [storage.join(t.uri, "quarantine") for t, _ in todo])
-            valids = [vpart.keep_valid(f, r, list(ctx.spec.key))
-                      for f, r in zip(frames, reports)]
-            lengths = [len(v) for v in valids]
-            whole, parts = pd.concat(valids, ignore_index=True), np.repeat(
-                np.arange(len(valids)), lengths)
-            prepared, stats = _prepare_each(whole, parts, len(valids), ctx.spec)
-            for (task, _), st in zip(todo, stats):  # before a record is encoded
-                _check_classes(task, ctx, st)
-            typed, partials = _typed_each(whole, parts, lengths, ctx)
-            metas = [_build(task, ctx, typ, part, st, final, report, misfiled)
-                     for (task, _), typ, part, st, final, report, (_, misfiled)
-                     in zip(todo, typed, partials, stats, _encode_each(prepared, ctx), reports,
-                            raws)]
-            share = _share(t0, cpu0, len(todo))
-            for (task, beat), meta in zip(todo, metas):
-                beat.check()  # still ours: only then does the segment become visible
-                body = storage.json_bytes({**meta, "timings": share})
-                if not storage.create_if_absent(storage.join(task.uri, segments.SEGMENT_FILE),
-                                                body):
-                    log.warning("%s: another builder published it first; using theirs",
-                                task.uri)
-                done[task.segment] = segments.read_segment(task.uri)
+        done = {t.segment: m for t, _ in beats if (m := segment.read_segment(t.uri))}
+        todo = [(t, b) for t, b in beats if t.segment not in done]  # else: finished meanwhile
+        for task, _ in todo:
+            storage.clear_dir(task.uri, keep=segment.SEGMENT_LOCK)  # a killed build's
+        if not todo:
+            return done
+        t0, cpu0 = time.monotonic(), time.process_time()
+        rows = [read_window(t.partitions, ctx.spec, lookups) for t, _ in todo]
+        checked = _check_rows(rows, ctx, [storage.join(t.uri, "quarantine") for t, _ in todo])
+        for (task, beat), found in zip(todo, checked):
+            prepared = prepare(found.valid, ctx.spec, ctx.label_schema, task.uri)
+            splits = write_shards(prepared.rows, ctx.spec.name, task.uri, ctx.schema,
+                                   [s for s, _ in ctx.spec.split.fractions], ctx.write)
+            done[task.segment] = _record(task, ctx, found, prepared, splits, beat,
+                                         _share(t0, cpu0, len(todo)))
     finally:
         for _, beat in beats:
             lease.release(beat.stop())
     return done
 
 
-def _check_classes(task: SegmentTask, ctx: BuildContext, stats: dict[str, Any]) -> None:
-    """A label value outside the version's classes fails here, naming the spec's field (and
-    then the segment whose rows hold it)."""
-    if not ctx.label_schema.get("names"):
-        return
-    try:
-        tabular.resolve_label(stats, ctx.spec)
-    except ValidationFailed as exc:
-        raise ValidationFailed(f"{exc} (in segment {task.uri})", exc.summary) from None
-
-
-def _split(frame: pd.DataFrame, lengths: list[int]) -> list[pd.DataFrame]:
-    """Consecutive slices of ``frame`` of the given lengths (a batch back into segments)."""
-    bounds = np.cumsum([0, *lengths])
-    return [frame.iloc[lo:hi].reset_index(drop=True) for lo, hi in itertools.pairwise(bounds)]
-
-
-def _prepare_each(whole: pd.DataFrame, parts: np.ndarray, n: int, spec: Spec
-                  ) -> tuple[list[pd.DataFrame], list[dict[str, Any]]]:
-    """The feature transform and the split statistics run once over a batch's valid rows
-    (``parts``: each row's segment), split back per segment (per-call costs are paid once,
-    not once a day)."""
-    prepared = tabular.prepare_partition(whole.assign(**{PART_COL: parts}), spec, carry=PART_COL)
-    part = prepared[PART_COL].to_numpy()
-    stats = tabular.split_partials(prepared, part, n, spec)
-    counts = np.bincount(part, minlength=n)
-    return _split(prepared.drop(columns=[PART_COL]), counts.tolist()), stats
-
-
-def _typed_each(whole: pd.DataFrame, parts: np.ndarray, lengths: list[int], ctx: BuildContext
-                ) -> tuple[list[pd.DataFrame], list[dict]]:
-    """Each segment's valid rows with the metric columns parsed, and its dataset-level metric
-    partials: parsed and computed once per batch."""
-    typed = typed_frame(whole[list(ctx.metric_columns)],
-                        {c: ctx.kinds[c] for c in ctx.metric_columns})
-    return (_split(typed, lengths),
-            vpartials.group_partials(typed, parts, len(lengths), ctx.metric_keys))
-
-
-def _encode_each(prepared: list[pd.DataFrame], ctx: BuildContext) -> list[pd.DataFrame]:
-    """Each segment's final rows with their Example bytes, encoded in one call per batch."""
-    whole = pd.concat(prepared, ignore_index=True)
-    final = writer.encode_rows(tabular.finalize_partition(whole, ctx.spec, ctx.label_schema),
-                               ctx.schema, ctx.write)
-    return _split(final, [len(p) for p in prepared])
+def _check_rows(rows: list[WindowRows], ctx: BuildContext,
+                quarantine_uris: list[str]) -> list[Checked]:
+    """Every row of each segment against the suite's row-level expectations, in one GX run
+    (``etl.validation.parts``), rejected and misfiled rows quarantined; the valid rows with
+    their dataset-level metric partials."""
+    for found, uri in zip(rows, quarantine_uris):
+        if len(found.misfiled):
+            write_parquet(found.misfiled.assign(**{vpart.REASON_COLUMN: found.reasons,
+                                                   vpart.PARTITION_COLUMN: 0}), uri, MISFILED)
+    key = list(ctx.spec.key)
+    reports = validate_parts([r.rows for r in rows], ctx.suite_name, list(ctx.row_configs),
+                             ctx.kinds, key, quarantine_uris)
+    out = []
+    for found, report in zip(rows, reports):
+        valid = vpart.keep_valid(found.rows, report, key).reset_index(drop=True)
+        typed = typed_frame(valid[list(ctx.metric_columns)],
+                            {c: ctx.kinds[c] for c in ctx.metric_columns})
+        partials = vpartials.group_partials(typed, np.zeros(len(typed), dtype=np.int64), 1,
+                                            ctx.metric_keys)[0]
+        out.append(Checked(valid, report, len(found.misfiled), partials,
+                           typed[list(ctx.key_columns)] if ctx.key_columns else None))
+    return out
 
 
 def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
-    """One segment's share of its batch's time."""
+    """One segment's share of its batch's time so far."""
     return {"wall_s": round((time.monotonic() - t0) / n, 3),
             "cpu_s": round((time.process_time() - cpu0) / n, 3), "batch": n}
 
 
-def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: dict,
-           stats: dict[str, Any], final: pd.DataFrame, report: vpart.PartitionReport,
-           misfiled: int) -> dict[str, Any]:
-    """Everything after row-level validation, the feature transform and encoding: stored
-    partials, shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
-    spec = ctx.spec
-    entries, arrays = vpartials.to_stored(partials)
-    write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays,
-                   typed[list(ctx.key_columns)] if ctx.key_columns else None)
-    splits = _write_splits(task, ctx, final)
-    meta = {
-        "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name,
-        "segment": task.segment, "partition": task.partition,
-        "partitions": [[p.key, p.digest] for p in task.parts],
-        "data_interval": {"start": iso(task.interval[0]), "end": iso(task.interval[1])},
-        "created_at": iso(datetime.now(UTC)), "run_id": ctx.run_id,
-        "code_version": code_version(), "compression": ctx.write.compression,
-        "schema": ctx.schema, "splits": splits, "source_fingerprint": task.fingerprint,
-        "built_from": ctx.material,
-        "validation": {
-            "rows": report.rows + misfiled,
-            "quarantined_rows": len(report.bad_positions) + misfiled, "misfiled_rows": misfiled,
-            "quarantine_files": [f"quarantine/{name}" for name in (
-                MISFILED if misfiled else None, report.quarantine_file) if name],
-            "row_partials": [jsonable(asdict(p)) for p in report.partials],
-            "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
-            "keys": bool(ctx.key_columns),
-        },
-        "statistics_partial": stats,
-        "dropped_rows": {spec.label.drop_reason: int(len(typed) - len(final))},
-    }
+def _record(task: SegmentTask, ctx: BuildContext, checked: Checked, prepared: Prepared,
+            splits: dict[str, SplitInfo], beat: lease.Heartbeat, timings: dict[str, Any]
+            ) -> SegmentMeta:
+    """The segment's side files (metric partials and keys, TFDS metadata) and, last, its
+    ``segment.json`` -- created only if absent, and only while its lease is still ours."""
+    spec, report, misfiled = ctx.spec, checked.report, checked.misfiled
+    entries, arrays = vpartials.to_stored(checked.metric_partials)
+    write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays, checked.keys)
+    meta = SegmentMeta.of(
+        format_version=segment.SEGMENT_FORMAT, dataset=spec.name,
+        segment=task.segment, partition=task.label,
+        partitions=tuple((p.key, p.digest) for p in task.partitions),
+        data_interval=Interval.of(start=iso(task.interval[0]), end=iso(task.interval[1])),
+        created_at=iso(datetime.now(UTC)), run_id=ctx.run_id,
+        code_version=code_version(), compression=ctx.write.compression,
+        schema=ctx.schema, splits=splits, source_fingerprint=SourceFiles.of(**task.fingerprint),
+        built_from=ctx.material,
+        validation=SegmentChecks.of(
+            rows=report.rows + misfiled,
+            quarantined_rows=len(report.bad_positions) + misfiled, misfiled_rows=misfiled,
+            quarantine_files=tuple(f"quarantine/{name}" for name in (
+                MISFILED if misfiled else None, report.quarantine_file) if name),
+            row_partials=tuple(RowPartial.of(**jsonable(asdict(p))) for p in report.partials),
+            metric_partials=entries, metric_arrays=PARTIALS_NPZ,
+            keys=bool(ctx.key_columns),
+        ),
+        statistics_partial=prepared.statistics,
+        dropped_rows={spec.label.drop_reason: prepared.dropped},
+    )
     tfds_meta.write_dataset_info(task.uri, meta)  # stock TFDS reads the folder
-    return meta
+    beat.check()  # still ours: only then does the segment become visible
+    if not segment.write_segment(task.uri, replace(meta, timings=timings)):
+        log.warning("%s: another builder published it first; using theirs", task.uri)
+    return segment.read_segment(task.uri)
 
 
-def _write_splits(task: SegmentTask, ctx: BuildContext, final: pd.DataFrame) -> dict[str, Any]:
-    """The segment's shards; per split its records, bytes, content hash and shard entries."""
-    digests: dict[str, list[int]] = {}
-    written = writer.write_frame(
-        final, ctx.spec.name, task.uri, ctx.schema, [s for s, _ in ctx.spec.split.fractions],
-        ctx.write,
-        lambda split, rec: digests.setdefault(split, []).append(segments.record_digest(rec)))
-    return {split: {"num_examples": sum(e["records"] for e in entries),
-                    "num_bytes": sum(e["bytes"] for e in entries),
-                    "content_hash": segments.content_hash(digests.get(split, [])),
-                    "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                               for e in entries]}
-            for split, entries in written.items()}
-
-
-def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
-    """(the segment's rows inside the window, as they arrived; rows quarantined as misfiled).
-
-    A row whose event time lies outside its file's partition is misfiled: it is quarantined
-    with that reason, never silently dropped; rows of a partition outside the window (a
-    window that cuts a day) are not this segment's. The files are read as Arrow tables and
-    made one frame, and both checks run once over it with each row's own bounds: a segment
-    of a thousand one-row days costs about what one file of those rows does.
-    """
-    source = ctx.spec.primary_source
-    raw, counts = read_files([p.uri for p in task.parts], source, [p.piece for p in task.parts])
-    times = event_times(raw, source)
-    if times is None:
-        return raw, 0
-    period = [p.period or (None, None) for p in task.parts]
-    misfiled = outside_each(times, period, counts)
-    if misfiled.any():
-        bad = raw[misfiled].copy()
-        part_of = np.repeat(np.arange(len(counts)), counts)[misfiled]
-        bad[vpart.REASON_COLUMN] = [
-            f"{source.event_time} outside the partition {task.parts[i].label} "
-            f"[{iso(period[i][0])}, {iso(period[i][1])}) of its file" for i in part_of]
-        bad[vpart.PARTITION_COLUMN] = 0
-        write_parquet(bad, storage.join(task.uri, "quarantine"), MISFILED)
-    elsewhere = outside_each(times, [(p.start, p.end) for p in task.parts], counts)
-    return raw[~misfiled & ~elsewhere].reset_index(drop=True), int(misfiled.sum())
-
-
-def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataFrame],
+def probe_statistics(task: SegmentTask, ctx: BuildContext, lookups: list[pd.DataFrame],
                      scratch_uri: str) -> dict[str, Any]:
     """The split statistics of a segment's valid rows, nothing kept: how a run learns the
     train split's classes before any segment is encoded (quarantine goes to ``scratch_uri``)."""
-    scratch = replace(task, uri=storage.join(scratch_uri, task.segment))
-    raw = join_lookups(_read(scratch, ctx)[0], ctx.spec, rights)
-    report = vpart.validate_partition(raw, 0, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
-                                      list(ctx.spec.key), storage.join(scratch.uri, "quarantine"))
-    valid = vpart.keep_valid(raw, report, list(ctx.spec.key))
-    return tabular.split_partial(tabular.prepare_partition(valid, ctx.spec), ctx.spec)
+    quarantine = storage.join(scratch_uri, task.segment, "quarantine")
+    rows = read_window(task.partitions, ctx.spec, lookups)
+    valid = _check_rows([rows], ctx, [quarantine])[0].valid
+    return split_partial(prepare_rows(valid, ctx.spec), ctx.spec)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from etl import storage
 from etl.errors import LeaseHeldError
-from etl.versions import lease, segments
+from etl.versions import lease, segment
+from etl.versions.segment import SegmentMeta
 
 log = logging.getLogger("etl.pipeline")
 
@@ -24,20 +24,20 @@ POLL_S = 1.0
 WAIT_LOG_EVERY_S = 30.0
 
 
-def try_claim(uri: str, run_id: str) -> tuple[dict[str, Any] | None, lease.Lease | None]:
+def try_claim(uri: str, run_id: str) -> tuple[SegmentMeta | None, lease.Lease | None]:
     """(segment.json, None) if the segment exists, (None, our lease) if we may build it,
     (None, None) while a live builder holds it."""
-    meta = segments.read_segment(uri)
+    meta = segment.read_segment(uri)
     if meta is not None:
         return meta, None
     try:
-        return None, lease.acquire(storage.join(uri, segments.SEGMENT_LOCK), run_id)
+        return None, lease.acquire(storage.join(uri, segment.SEGMENT_LOCK), run_id)
     except LeaseHeldError:
         return None, None
 
 
 def claim(uri: str, run_id: str, wait_s: float = WAIT_S
-          ) -> tuple[dict[str, Any] | None, lease.Lease | None]:
+          ) -> tuple[SegmentMeta | None, lease.Lease | None]:
     """Like ``try_claim``, but a live builder is waited for until it publishes the segment
     (then ``(meta, None)``) or dies (then ``(None, our lease)``).
 
@@ -47,11 +47,11 @@ def claim(uri: str, run_id: str, wait_s: float = WAIT_S
     start = time.monotonic()
     next_log = start
     while True:
-        meta = segments.read_segment(uri)
+        meta = segment.read_segment(uri)
         if meta is not None:
             return meta, None
         try:
-            return None, lease.acquire(storage.join(uri, segments.SEGMENT_LOCK), run_id)
+            return None, lease.acquire(storage.join(uri, segment.SEGMENT_LOCK), run_id)
         except LeaseHeldError as exc:
             now = time.monotonic()
             if now - start > wait_s:

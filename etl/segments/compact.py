@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +29,15 @@ from etl.segments.claim import claim
 from etl.segments.files import PARTIALS_NPZ, read_partials, write_partials
 from etl.transform import stats as stats_mod
 from etl.validation import partials as vpartials
-from etl.versions import lease, segments
+from etl.versions import lease, segment
+from etl.versions.segment import (
+    Interval,
+    RowPartial,
+    SegmentChecks,
+    SegmentMeta,
+    SourceFiles,
+    SplitInfo,
+)
 from etl.write import shards
 from etl.write import tfds as tfds_meta
 
@@ -37,31 +46,27 @@ log = logging.getLogger("etl.pipeline")
 FAN_IN = 16  # small segments merged at once: about log16(days) levels
 
 
-def _bytes(meta: dict[str, Any]) -> int:
-    return sum(info["num_bytes"] for info in meta["splits"].values())
-
-
-def groups(metas: list[dict[str, Any]], target_bytes: int) -> Iterator[list[dict[str, Any]]]:
+def groups(metas: list[SegmentMeta], target_bytes: int) -> Iterator[list[SegmentMeta]]:
     """Runs of consecutive small segments of one level that are due for a merge.
 
     Only equals merge (days with days, merges of days with their likes), so a window built
     night by night and one built at once end up merged the same way.
     """
-    run: list[dict[str, Any]] = []
+    run: list[SegmentMeta] = []
     for meta in metas:
-        if _bytes(meta) >= target_bytes // 2:
+        if meta.num_bytes >= target_bytes // 2:
             run = []
             continue
-        if run and run[-1].get("level", 0) != meta.get("level", 0):
+        if run and run[-1].level != meta.level:
             run = []
         run.append(meta)
-        if len(run) >= FAN_IN or sum(_bytes(m) for m in run) >= target_bytes:
+        if len(run) >= FAN_IN or sum(m.num_bytes for m in run) >= target_bytes:
             yield run
             run = []
 
 
-def compact_window(root: str, dataset: str, metas: list[dict[str, Any]], target_bytes: int,
-                   run_id: str) -> list[dict[str, Any]]:
+def compact_window(root: str, dataset: str, metas: list[SegmentMeta], target_bytes: int,
+                   run_id: str) -> list[SegmentMeta]:
     """Merge what is due, level by level, until nothing is; returns the window's segments."""
     current, merges = list(metas), []
     while True:
@@ -76,45 +81,48 @@ def compact_window(root: str, dataset: str, metas: list[dict[str, Any]], target_
     if merges:
         log.info("compact %s: %d merge(s) of %d segment(s) into %d (levels %s); the window "
                  "lists %d segment(s)", dataset, len(merges),
-                 sum(len(m["compacted_from"]) for m in merges), len(merges),
-                 sorted({m["level"] for m in merges}), len(current))
+                 sum(len(m.compacted_from or ()) for m in merges), len(merges),
+                 sorted({m.level for m in merges}), len(current))
     return current
 
 
-def merged_id(run: list[dict[str, Any]]) -> str:
-    first, last = run[0]["partition"].split("_")[0], run[-1]["partition"].split("_")[-1]
-    return segments.segment_id(f"{first}_{last}", {"merge": [m["segment"] for m in run]})
+def _label(run: list[SegmentMeta]) -> str:
+    """The merged segment's partition label: its first and last partitions'."""
+    return f"{str(run[0].partition).split('_')[0]}_{str(run[-1].partition).split('_')[-1]}"
 
 
-def merge_segments(root: str, dataset: str, run: list[dict[str, Any]], target_bytes: int,
-                   run_id: str) -> dict[str, Any]:
+def merged_id(run: list[SegmentMeta]) -> str:
+    return segment.segment_id(_label(run), {"merge": [m.segment for m in run]})
+
+
+def merge_segments(root: str, dataset: str, run: list[SegmentMeta], target_bytes: int,
+                   run_id: str) -> SegmentMeta:
     """One merged segment from consecutive ones, under its lease (another run merging the
     same ones is waited for); verified before visible."""
     seg = merged_id(run)
-    uri = segments.segment_uri(root, dataset, seg)
+    uri = segment.segment_uri(root, dataset, seg)
     existing, held = claim(uri, run_id)
     if existing is not None:
         return existing
     with lease.Heartbeat(held) as beat:
         try:
-            storage.clear_dir(uri, keep=segments.SEGMENT_LOCK)  # a killed merge's leftovers
+            storage.clear_dir(uri, keep=segment.SEGMENT_LOCK)  # a killed merge's leftovers
             meta = _merge(root, dataset, seg, uri, run, target_bytes, run_id)
             beat.check()
-            storage.create_if_absent(storage.join(uri, segments.SEGMENT_FILE),
-                                     storage.json_bytes(meta))
+            segment.write_segment(uri, meta)
         finally:
             lease.release(beat.stop())
     log.debug("compact %s: %d segment(s) (%s .. %s) merged into %s", dataset, len(run),
-              run[0]["partition"], run[-1]["partition"], seg)
-    return segments.read_segment(uri) or meta
+              run[0].partition, run[-1].partition, seg)
+    return segment.read_segment(uri) or meta
 
 
-def _inputs(root: str, dataset: str, run: list[dict[str, Any]]) -> list[str]:
-    return [segments.segment_uri(root, dataset, m["segment"]) for m in run]
+def _inputs(root: str, dataset: str, run: list[SegmentMeta]) -> list[str]:
+    return [segment.segment_uri(root, dataset, str(m.segment)) for m in run]
 
 
-def _copy_split(uris: list[str], run: list[dict[str, Any]], split: str, out_uri: str,
-                dataset: str, compression: str | None, target_bytes: int) -> dict[str, Any]:
+def _copy_split(uris: list[str], run: list[SegmentMeta], split: str, out_uri: str,
+                dataset: str, compression: str | None, target_bytes: int) -> SplitInfo:
     """The inputs' records of one split, ordered by their sha256, into shards of about the
     target; each input shard is checked against its manifest's sha256 and its records are
     copied in their framing.
@@ -124,13 +132,13 @@ def _copy_split(uris: list[str], run: list[dict[str, Any]], split: str, out_uri:
     ~0.015 AUC that way). Digest order is as time-free as a segment's own key-hash order,
     and fixed by the records alone, so merging stays deterministic.
     """
-    total = sum((m["splits"].get(split) or {}).get("num_bytes", 0) for m in run)
+    total = sum(m.split(split).num_bytes for m in run)
     count = shards.num_shards_for(total, target_bytes)
     records = sorted(
-        ((segments.record_digest(data), framed) for uri, m in zip(uris, run)
-         for shard in (m["splits"].get(split) or {}).get("shards", [])
-         for framed, data in shards.read_framed(storage.join(uri, shard["file"]),
-                                                shard["sha256"], compression)),
+        ((segment.record_digest(data), framed) for uri, m in zip(uris, run)
+         for shard in m.split(split).shards
+         for framed, data in shards.read_framed(storage.join(uri, shard.file),
+                                                shard.sha256, compression)),
         key=lambda pair: pair[0])
     n = len(records)
     per = -(-n // count) if n else 0
@@ -140,91 +148,89 @@ def _copy_split(uris: list[str], run: list[dict[str, Any]], split: str, out_uri:
         part = (framed for _, framed in records[i * per:(i + 1) * per])
         entries.append(shards.write_framed(storage.join(out_uri, name), part, compression))
     digests = [digest for digest, _ in records]
-    return {"num_examples": sum(e["records"] for e in entries),
-            "num_bytes": sum(e["bytes"] for e in entries),
-            "content_hash": segments.content_hash(digests),
-            "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                       for e in entries]}
+    return segment.split_info(entries, segment.content_hash(digests))
 
 
-def _merge(root: str, dataset: str, seg: str, uri: str, run: list[dict[str, Any]],
-           target_bytes: int, run_id: str) -> dict[str, Any]:
+def _merge(root: str, dataset: str, seg: str, uri: str, run: list[SegmentMeta],
+           target_bytes: int, run_id: str) -> SegmentMeta:
     uris = _inputs(root, dataset, run)
     first = run[0]
-    splits = {split: _copy_split(uris, run, split, uri, dataset, first["compression"],
-                                 target_bytes) for split in first["splits"]}
+    splits = {split: _copy_split(uris, run, split, uri, dataset, first.compression,
+                                 target_bytes) for split in first.splits}
     for split, info in splits.items():
-        want = [(m["splits"].get(split) or {}) for m in run]
-        expected = (sum(w.get("num_examples", 0) for w in want),
-                    segments.combine_content(w["content_hash"] for w in want if w))
-        if (info["num_examples"], info["content_hash"]) != expected:
+        want = [m.splits.get(split) for m in run]
+        expected = (sum(w.num_examples for w in want if w),
+                    segment.combine_content(w.content_hash for w in want if w))
+        if (info.num_examples, info.content_hash) != expected:
             raise PipelineError(f"compaction into {uri}: split {split!r} holds "
-                                f"{info['num_examples']} records (hash {info['content_hash']}), "
+                                f"{info.num_examples} records (hash {info.content_hash}), "
                                 f"its inputs {expected}; nothing published")
-    meta = {**_merged_facts(uris, run), "format_version": segments.SEGMENT_FORMAT,
-            "dataset": dataset, "segment": seg,
-            "partition": f"{first['partition'].split('_')[0]}_"
-                         f"{run[-1]['partition'].split('_')[-1]}",
-            "partitions": [p for m in run for p in m["partitions"]],
-            "level": run[0].get("level", 0) + 1,
-            "compacted_from": [m["segment"] for m in run],
-            "data_interval": {"start": first["data_interval"]["start"],
-                              "end": run[-1]["data_interval"]["end"]},
-            "created_at": iso(datetime.now(UTC)), "run_id": run_id,
-            "code_version": code_version(), "compression": first["compression"],
-            "schema": first["schema"], "splits": splits, "built_from": first.get("built_from")}
-    _store_partials(uri, uris, run, meta)
+    meta = SegmentMeta.of(
+        **_merged_facts(run), format_version=segment.SEGMENT_FORMAT,
+        dataset=dataset, segment=seg, partition=_label(run),
+        partitions=tuple(p for m in run for p in m.partitions),
+        level=first.level + 1, compacted_from=tuple(str(m.segment) for m in run),
+        data_interval=Interval.of(start=first.interval.start, end=run[-1].interval.end),
+        created_at=iso(datetime.now(UTC)), run_id=run_id,
+        code_version=code_version(), compression=first.compression,
+        schema=first.schema, splits=splits, built_from=first.built_from)
+    meta = _store_partials(uri, uris, run, meta)
     tfds_meta.write_dataset_info(uri, meta)  # stock TFDS reads the folder
     return meta
 
 
-def _merged_facts(uris: list[str], run: list[dict[str, Any]]) -> dict[str, Any]:
+def _merged_facts(run: list[SegmentMeta]) -> dict[str, Any]:
     """Statistics, dropped rows, fingerprint and row-level partials of the inputs together."""
     dropped: dict[str, int] = {}
     for m in run:
-        for reason, n in m.get("dropped_rows", {}).items():
+        for reason, n in (m.dropped_rows or {}).items():
             dropped[reason] = dropped.get(reason, 0) + int(n)
-    rows = [list(p) for p in zip(*(m["validation"]["row_partials"] for m in run))]
+    rows = [list(p) for p in zip(*(m.checks.row_partials for m in run))]
     return {
-        "statistics_partial": stats_mod.merge_all(m["statistics_partial"] for m in run),
+        "statistics_partial": stats_mod.merge_all(m.statistics_partial for m in run),
         "dropped_rows": dropped,
-        "source_fingerprint": {
-            "files": [f for m in run for f in m["source_fingerprint"].get("files", [])],
-            "lookups": run[0]["source_fingerprint"].get("lookups")},
-        "validation": {
-            "rows": sum(m["validation"]["rows"] for m in run),
-            "quarantined_rows": sum(m["validation"]["quarantined_rows"] for m in run),
-            "row_partials": [_sum_row(p) for p in rows],
-        },
+        "source_fingerprint": SourceFiles.of(
+            files=tuple(f for m in run for f in m.sources.files),
+            lookups=run[0].sources.lookups),
+        "validation": SegmentChecks.of(
+            rows=sum(m.checks.rows for m in run),
+            quarantined_rows=sum(m.checks.quarantined_rows for m in run),
+            row_partials=tuple(_sum_row(p) for p in rows),
+        ),
     }
 
 
-def _sum_row(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _sum_row(counts: list[RowPartial]) -> RowPartial:
     from etl.validation.gx import PARTIAL_COUNT
 
-    errors = [p["error"] for p in parts if p.get("error")]
-    return {"element_count": sum(p["element_count"] for p in parts),
-            "missing_count": sum(p["missing_count"] for p in parts),
-            "unexpected_count": sum(p["unexpected_count"] for p in parts),
-            "values": [v for p in parts for v in p["values"]][:PARTIAL_COUNT],
-            "examples": [e for p in parts for e in p["examples"]][:PARTIAL_COUNT],
-            "error": errors[0] if errors else None}
+    errors = [p.error for p in counts if p.error]
+    return RowPartial.of(element_count=sum(p.element_count for p in counts),
+                         missing_count=sum(p.missing_count for p in counts),
+                         unexpected_count=sum(p.unexpected_count for p in counts),
+                         values=[v for p in counts for v in p.values or ()][:PARTIAL_COUNT],
+                         examples=[e for p in counts for e in p.examples or ()][:PARTIAL_COUNT],
+                         error=errors[0] if errors else None)
 
 
-def _store_partials(uri: str, uris: list[str], run: list[dict[str, Any]],
-                    meta: dict[str, Any]) -> None:
+def _store_partials(uri: str, uris: list[str], run: list[SegmentMeta],
+                    meta: SegmentMeta) -> SegmentMeta:
     """Merged metric partials and the inputs' keys, and their quarantine, into the merged
-    segment (rejected rows stay readable when the inputs are gone)."""
+    segment (rejected rows stay readable when the inputs are gone); ``meta`` with them."""
     read = [read_partials(u, m) for u, m in zip(uris, run)]
     entries, arrays = vpartials.to_stored(vpartials.merge_partials([p for p, _ in read]))
     keyed = all(k is not None for _, k in read)
     write_partials(storage.join(uri, PARTIALS_NPZ), arrays,
                    pd.concat([k for _, k in read], ignore_index=True) if keyed else None)
-    meta["validation"].update(metric_partials=entries, metric_arrays=PARTIALS_NPZ, keys=keyed,
-                              quarantine_files=[])
+    quarantined = []
     for u, m in zip(uris, run):
-        for name in m["validation"].get("quarantine_files") or []:
-            dst = f"quarantine/{m['partition'].split('_')[0]}-{name.rsplit('/', 1)[-1]}"
+        for name in m.checks.quarantine_files:
+            dst = f"quarantine/{str(m.partition).split('_')[0]}-{name.rsplit('/', 1)[-1]}"
             storage.write_bytes_atomic(storage.join(uri, dst),
                                        storage.read_bytes(storage.join(u, name)))
-            meta["validation"]["quarantine_files"].append(dst)
+            quarantined.append(dst)
+    checks = meta.checks
+    checks = replace(checks, json_order=(*checks.json_order, "metric_partials",
+                                         "metric_arrays", "keys", "quarantine_files"),
+                     metric_partials=entries, metric_arrays=PARTIALS_NPZ, keys=keyed,
+                     quarantine_files=tuple(quarantined))
+    return replace(meta, validation=checks)

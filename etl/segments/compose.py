@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from etl.provenance import code_version
-from etl.segments.window import Metas
+from etl.segments.request import Metas
 from etl.spec import Spec
 from etl.transform import stats as stats_mod
 from etl.transform.tabular import finalize_partial
-from etl.versions import segments
+from etl.versions import segment
+from etl.versions.manifest import (
+    FORMAT_VERSION,
+    Interval,
+    Manifest,
+    SegmentEntry,
+    SpecFacts,
+    Verdict,
+    VersionSources,
+)
+from etl.versions.segment import SegmentMeta, SplitInfo
 
 
 def manifest_schema(spec: Spec, stats: dict[str, Any]) -> dict[str, Any]:
@@ -27,60 +38,62 @@ def manifest_schema(spec: Spec, stats: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def compose_splits(spec: Spec, metas: Metas) -> dict[str, Any]:
+def compose_splits(spec: Spec, metas: Metas) -> dict[str, SplitInfo]:
     """The manifest's ``splits``: every segment's shards (named by segment), in window order."""
     out = {}
     for split, _ in spec.split.fractions:
-        parts = [(m["segment"], m["splits"].get(split) or {}) for _, m in metas]
-        out[split] = {
-            "num_examples": sum(p.get("num_examples", 0) for _, p in parts),
-            "num_bytes": sum(p.get("num_bytes", 0) for _, p in parts),
-            "content_hash": segments.combine_content(p["content_hash"] for _, p in parts
-                                                     if p.get("content_hash")),
-            "shards": [{**shard, "segment": seg} for seg, p in parts
-                       for shard in p.get("shards", [])],
-        }
+        entries = [(m.segment, m.split(split)) for _, m in metas]
+        out[split] = SplitInfo.of(
+            num_examples=sum(p.num_examples for _, p in entries),
+            num_bytes=sum(p.num_bytes for _, p in entries),
+            content_hash=segment.combine_content(p.content_hash for _, p in entries
+                                                 if p.content_hash),
+            shards=tuple(replace(shard, segment=seg) for seg, p in entries
+                         for shard in p.shards),
+        )
     return out
 
 
-def _fingerprint(metas: Metas) -> dict[str, Any]:
-    files = [f for _, m in metas for f in m["source_fingerprint"].get("files", [])]
-    lookups = sorted({m["source_fingerprint"].get("lookups") or "" for _, m in metas} - {""})
+def _fingerprint(metas: Metas) -> VersionSources:
+    files = [f for _, m in metas for f in m.sources.files]
+    lookups = sorted({m.sources.lookups or "" for _, m in metas} - {""})
     digest = hashlib.sha256(json.dumps([files, lookups], sort_keys=True,
                                        default=str).encode()).hexdigest()
-    return {"sha256": digest, "files": files, "lookups_sha256": lookups}
+    return VersionSources.of(sha256=digest, files=files, lookups_sha256=lookups)
 
 
-def merged_statistics(spec: Spec, metas: list[dict[str, Any]]) -> dict[str, Any]:
+def merged_statistics(spec: Spec, metas: list[SegmentMeta]) -> dict[str, Any]:
     """The statistics of tabular segments together: their partials merged, then finalized
     (the same figures however the rows were grouped into segments)."""
-    stats = finalize_partial(stats_mod.merge_all(m["statistics_partial"] for m in metas), spec)
+    stats = finalize_partial(stats_mod.merge_all(m.statistics_partial for m in metas), spec)
     dropped: dict[str, int] = {}
     for m in metas:
-        for reason, n in m.get("dropped_rows", {}).items():
+        for reason, n in (m.dropped_rows or {}).items():
             dropped[reason] = dropped.get(reason, 0) + int(n)
     stats["dropped_rows"] = dropped
     return stats
 
 
 def compose_manifest(spec: Any, run: dict[str, Any], config: Any, metas: Metas,
-                     stats: dict[str, Any]) -> dict[str, Any]:
+                     stats: dict[str, Any]) -> Manifest:
     """Every manifest field of docs/INTERFACES.md (``created_at`` is set at publish);
     ``run``: the run record as JSON, its validation summary included."""
-    validation = dict(run.get("validation") or {})
-    validation.update(results="validation/results.json", data_docs="validation/index.html")
-    return {
-        "format_version": 1, "layout": "segments", "dataset": spec.name,
-        "version": run["target_version"], "data_interval": run["interval"],
-        "created_at": None, "run_id": run["run_id"],
-        "code_version": code_version(), "compression": config.compression,
-        "splits": compose_splits(spec, metas), "schema": manifest_schema(spec, stats),
-        "statistics": {k: v for k, v in stats.items() if k != "label_schema"},
-        "segments": [{"segment": m["segment"], "partition": m["partition"],
-                      "records": sum(s["num_examples"] for s in m["splits"].values()),
-                      "partitions": m["partitions"]} for _, m in metas],
-        "source_fingerprint": _fingerprint(metas), "validation": validation,
-        "spec": {"name": spec.name, "split": dict(spec.split.fractions),
-                 "salt": spec.split.salt, "shard_target_bytes": config.target_bytes,
-                 "encoder": config.encoder},
-    }
+    verdict = Verdict.from_json(run.get("validation") or {}, "the run record's validation")
+    validation = replace(verdict, results="validation/results.json",
+                         data_docs="validation/index.html")
+    return Manifest.of(
+        format_version=FORMAT_VERSION, layout="segments", dataset=spec.name,
+        version=run["target_version"], data_interval=Interval.from_json(
+            run["interval"], "the run record's interval"),
+        created_at=None, run_id=run["run_id"],
+        code_version=code_version(), compression=config.compression,
+        splits=compose_splits(spec, metas), schema=manifest_schema(spec, stats),
+        statistics={k: v for k, v in stats.items() if k != "label_schema"},
+        segments=tuple(SegmentEntry.of(segment=m.segment, partition=m.partition,
+                                       records=m.num_examples, partitions=m.partitions)
+                       for _, m in metas),
+        source_fingerprint=_fingerprint(metas), validation=validation,
+        spec=SpecFacts.of(name=spec.name, split=dict(spec.split.fractions),
+                          salt=spec.split.salt, shard_target_bytes=config.target_bytes,
+                          encoder=config.encoder),
+    )

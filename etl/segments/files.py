@@ -6,7 +6,6 @@ Written by a segment build or a compaction; read when a window is judged."""
 from __future__ import annotations
 
 import io
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +13,7 @@ import pandas as pd
 from etl import storage
 from etl.errors import PipelineError
 from etl.validation import partials as vpartials
+from etl.versions.segment import SEGMENT_FILE, SegmentMeta
 
 PARTIALS_NPZ = "partials.npz"
 _KEYS = "keys_parquet"  # not a metric array name: those are "k<i>"
@@ -31,22 +31,25 @@ def write_partials(uri: str, arrays: dict[str, np.ndarray], keys: pd.DataFrame |
     storage.write_bytes_atomic(uri, buf.getvalue())
 
 
-def _load(uri: str, meta: dict[str, Any]) -> dict[str, np.ndarray]:
-    name = meta["validation"]["metric_arrays"]
+def _load(uri: str, meta: SegmentMeta) -> dict[str, np.ndarray]:
+    name = meta.checks.metric_arrays
+    if name is None:
+        raise PipelineError(f"{uri}/{SEGMENT_FILE}: validation.metric_arrays: expected the "
+                            "name of the stored partials, the key is missing")
     with np.load(io.BytesIO(storage.read_bytes(storage.join(uri, name))),
                  allow_pickle=False) as arrays:
         return {k: arrays[k] for k in arrays.files}
 
 
-def read_partials(uri: str, meta: dict[str, Any]) -> tuple[dict, pd.DataFrame | None]:
+def read_partials(uri: str, meta: SegmentMeta) -> tuple[dict, pd.DataFrame | None]:
     """(the dataset-level metric partials, the typed key columns or None) a segment stored."""
     arrays = _load(uri, meta)
     raw_keys = arrays.pop(_KEYS, None)
     keys = None if raw_keys is None else pd.read_parquet(io.BytesIO(raw_keys.tobytes()))
-    return vpartials.from_stored(meta["validation"]["metric_partials"], arrays), keys
+    return vpartials.from_stored(meta.checks.metric_partials or [], arrays), keys
 
 
-def read_keys(uri: str, meta: dict[str, Any]) -> pd.DataFrame:
+def read_keys(uri: str, meta: SegmentMeta) -> pd.DataFrame:
     """The typed key columns of a segment's valid rows (to name duplicated keys)."""
     keys = read_partials(uri, meta)[1]
     if keys is None:

@@ -22,8 +22,16 @@ from etl import storage
 from etl.errors import ValidationFailed
 from etl.provenance import code_version, iso
 from etl.segments.claim import claim
-from etl.segments.window import BuildRequest, Judged, Window, known_segments, new_segments
-from etl.versions import lease, segments
+from etl.segments.plan import known_segments
+from etl.segments.request import BuildRequest, Judged, Window, new_segments
+from etl.versions import lease, segment
+from etl.versions.segment import (
+    Interval,
+    SegmentChecks,
+    SegmentMeta,
+    SourceFiles,
+    SplitInfo,
+)
 
 log = logging.getLogger("etl.pipeline")
 
@@ -44,25 +52,25 @@ def build(request: BuildRequest) -> Window:
                                f"({', '.join(spec.source.extensions)})")
     material = {"dataset": spec.name, "spec": hashlib.sha256(spec.path.read_bytes()).hexdigest(),
                 "files": fingerprint["sha256"]}
-    part = ["all", hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]]
-    seg = next((k["segment"] for k in known_segments(request.previous)
-                if k.get("partitions") == [part]), None) or \
-        segments.segment_id("all", {"partitions": [part]})
-    uri = segments.segment_uri(request.root, spec.name, seg)
+    digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+    partition = ["all", digest]
+    seg = next((k.segment for k in known_segments(request.previous)
+                if k.partitions == (tuple(partition),)), None) or \
+        segment.segment_id("all", {"partitions": [partition]})
+    uri = segment.segment_uri(request.root, spec.name, seg)
     meta, held = claim(uri, request.run_id)
     if meta is None:
         with lease.Heartbeat(held) as beat:
             try:
-                storage.clear_dir(uri, keep=segments.SEGMENT_LOCK)  # a killed build's
-                meta = _build(request, seg, uri, part, listing, fingerprint)
+                storage.clear_dir(uri, keep=segment.SEGMENT_LOCK)  # a killed build's
+                meta = _build(request, seg, uri, partition, listing, fingerprint)
                 beat.check()  # still ours: only then does the segment become visible
-                storage.create_if_absent(storage.join(uri, segments.SEGMENT_FILE),
-                                         storage.json_bytes(meta))
+                segment.write_segment(uri, meta)
             finally:
                 lease.release(beat.stop())
-        meta = segments.read_segment(uri) or meta
+        meta = segment.read_segment(uri) or meta
         log.info("build %s: 1 segment built, %d image files checked, %d quarantined, %.1f s",
-                 spec.name, meta["validation"]["rows"], meta["validation"]["quarantined_rows"],
+                 spec.name, meta.checks.rows, meta.checks.quarantined_rows,
                  time.monotonic() - t0)
     metas = [(uri, meta)]
     return Window(spec, metas, new_segments(metas, request.previous), int(held is not None),
@@ -70,8 +78,8 @@ def build(request: BuildRequest) -> Window:
                   previous=request.previous)
 
 
-def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: Any,
-           fingerprint: dict[str, Any]) -> dict[str, Any]:
+def _build(request: BuildRequest, seg: str, uri: str, partition: list[str], listing: Any,
+           fingerprint: dict[str, Any]) -> SegmentMeta:
     """Check, split and write every image into the segment folder; its ``segment.json``."""
     import dask.dataframe as dd
 
@@ -96,50 +104,48 @@ def _build(request: BuildRequest, seg: str, uri: str, part: list[str], listing: 
     splits = {name: _split_entry(uri, entries, request.write.compression)
               for name, entries in written.items()}
     bad = outcome.summary["quarantined_rows"]
-    meta = {
-        "format_version": segments.SEGMENT_FORMAT, "dataset": spec.name, "segment": seg,
-        "partition": "all", "partitions": [part], "level": 0,
-        "data_interval": {"start": None, "end": None},
-        "created_at": iso(datetime.now(UTC)), "run_id": request.run_id,
-        "code_version": code_version(), "compression": request.write.compression,
-        "schema": schema, "splits": splits, "statistics": stats,
-        "source_fingerprint": {"files": [{"uri": fingerprint["source"],
-                                          "files": fingerprint["files"],
-                                          "sha256": fingerprint["sha256"]}], "lookups": None},
-        "validation": {"rows": outcome.summary["evaluated_rows"], "quarantined_rows": bad,
-                       "reasons": outcome.summary["reasons"],
-                       "quarantine_files": [f"quarantine/{QUARANTINE_FILE}"] if bad else []},
-    }
+    meta = SegmentMeta.of(
+        format_version=segment.SEGMENT_FORMAT, dataset=spec.name, segment=seg,
+        partition="all", partitions=(tuple(partition),), level=0,
+        data_interval=Interval.of(start=None, end=None),
+        created_at=iso(datetime.now(UTC)), run_id=request.run_id,
+        code_version=code_version(), compression=request.write.compression,
+        schema=schema, splits=splits, statistics=stats,
+        source_fingerprint=SourceFiles.of(files=({"uri": fingerprint["source"],
+                                                  "files": fingerprint["files"],
+                                                  "sha256": fingerprint["sha256"]},),
+                                          lookups=None),
+        validation=SegmentChecks.of(
+            rows=outcome.summary["evaluated_rows"], quarantined_rows=bad,
+            reasons=outcome.summary["reasons"],
+            quarantine_files=(f"quarantine/{QUARANTINE_FILE}",) if bad else ()),
+    )
     write_dataset_info(uri, meta)  # stock TFDS reads the folder
     return meta
 
 
 def _split_entry(uri: str, entries: list[dict[str, Any]], compression: str | None
-                 ) -> dict[str, Any]:
+                 ) -> SplitInfo:
     """A split's shards with the content hash of their records (read back once)."""
     from etl.write.shards import iter_records
 
-    digests = [segments.record_digest(rec) for e in entries
+    digests = [segment.record_digest(rec) for e in entries
                for rec in iter_records(storage.join(uri, e["file"]), compression)]
-    return {"num_examples": sum(e["records"] for e in entries),
-            "num_bytes": sum(e["bytes"] for e in entries),
-            "content_hash": segments.content_hash(digests),
-            "shards": [{k: e[k] for k in ("file", "records", "bytes", "sha256")}
-                       for e in entries]}
+    return segment.split_info(entries, segment.content_hash(digests))
 
 
 def judge(window: Window, mode: str, results_uri: str) -> Judged:
     """The segment's checks under this run's mode: ``strict`` allows no rejected file,
     ``quarantine`` the spec's ``quarantine.max_fraction``."""
     uri, meta = window.metas[0]
-    spec, found = window.spec, meta["validation"]
-    total, bad = found["rows"], found["quarantined_rows"]
+    spec, found = window.spec, meta.checks
+    total, bad = found.rows, found.quarantined_rows
     limit = 0 if mode == "strict" else math.floor(spec.quarantine.max_fraction * total)
     summary = {"kind": "images", "mode": mode, "success": bad <= limit,
                "evaluated_rows": total, "quarantined_rows": bad, "max_quarantined": limit,
-               "reasons": found.get("reasons", {}), "segments": 1,
-               "quarantine_files": [f"segments/{meta['segment']}/{name}"
-                                    for name in found.get("quarantine_files", [])]}
+               "reasons": dict(found.reasons or {}), "segments": 1,
+               "quarantine_files": [f"segments/{meta.segment}/{name}"
+                                    for name in found.quarantine_files]}
     for name in RESULTS:
         storage.write_bytes_atomic(storage.join(results_uri, name), storage.read_bytes(
             storage.join(uri, "validation", name)))
@@ -152,4 +158,4 @@ def judge(window: Window, mode: str, results_uri: str) -> Judged:
             f"{spec.name}: {bad} of {total} image file(s) failed the checks, more than the "
             f"{limit} allowed ({mode} mode, quarantine.max_fraction "
             f"{spec.quarantine.max_fraction}): {shown}", summary)
-    return Judged(summary, meta["statistics"])
+    return Judged(summary, dict(meta.statistics or {}))

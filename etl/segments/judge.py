@@ -12,17 +12,19 @@ from typing import Any
 
 from etl.errors import ValidationFailed
 from etl.segments.files import read_keys, read_partials
-from etl.segments.plan import WindowPlan
-from etl.segments.window import Metas
+from etl.segments.request import Metas
 from etl.spec import Spec
 from etl.validation import partition as vpart
 from etl.validation.report import failure_message, finish
 from etl.validation.window import judge_window
+from etl.versions.segment import SegmentMeta
 
 
-def _row_partials(meta: dict[str, Any]) -> list[vpart.Partial]:
-    return [vpart.Partial(**{**p, "values": tuple(p["values"]), "examples": tuple(p["examples"])})
-            for p in meta["validation"]["row_partials"]]
+def _row_partials(meta: SegmentMeta) -> list[vpart.Partial]:
+    return [vpart.Partial(element_count=p.element_count, missing_count=p.missing_count,
+                          unexpected_count=p.unexpected_count, values=tuple(p.values or ()),
+                          examples=tuple(p.examples or ()), error=p.error)
+            for p in meta.checks.row_partials]
 
 
 def _examples(metas: Metas) -> Any:
@@ -32,36 +34,37 @@ def _examples(metas: Metas) -> Any:
         import dask
         import dask.dataframe as dd
 
-        parts = [dask.delayed(read_keys)(uri, meta) for uri, meta in metas]
+        keys = [dask.delayed(read_keys)(uri, meta) for uri, meta in metas]
         empty = read_keys(*metas[0]).iloc[:0]
-        return dd.from_delayed(parts, meta=empty, verify_meta=False)
+        return dd.from_delayed(keys, meta=empty, verify_meta=False)
 
     return frame
 
 
-def judge(spec: Spec, plan: WindowPlan, metas: Metas, mode: str,
+def judge(spec: Spec, suite: Any, checks: Any, metas: Metas, mode: str,
           results_uri: str) -> dict[str, Any]:
-    """The window's validation summary (results and Data Docs written to ``results_uri``).
+    """The window's validation summary (results and Data Docs written to ``results_uri``):
+    ``suite`` split by level, ``checks`` its dataset-level metric needs (``etl.validation``).
 
     Raises:
         ValidationFailed: a row-level expectation failed over its ``mostly`` on the window's
             totals, or a dataset-level one (row count, key uniqueness across segments, ...).
     """
-    if plan.checks.key_columns:
-        plan.checks.plan.examples = _examples(metas)
-    results, levels = judge_window(plan.suite, plan.checks, spec.key, mode,
+    if checks.key_columns:
+        checks.plan.examples = _examples(metas)
+    results, levels = judge_window(suite, checks, spec.key, mode,
                                    [_row_partials(m) for _, m in metas],
                                    [read_partials(uri, m)[0] for uri, m in metas])
     built = [m for _, m in metas]
     counts = {
-        "evaluated_rows": sum(m["validation"]["rows"] for m in built),
-        "quarantined_rows": sum(m["validation"]["quarantined_rows"] for m in built),
+        "evaluated_rows": sum(m.checks.rows for m in built),
+        "quarantined_rows": sum(m.checks.quarantined_rows for m in built),
         "partitions": len(built),
         "segments": len(built),
-        "quarantine_files": [f"segments/{m['segment']}/{name}" for m in built
-                             for name in m["validation"].get("quarantine_files", [])],
+        "quarantine_files": [f"segments/{m.segment}/{name}" for m in built
+                             for name in m.checks.quarantine_files],
     }
-    summary = finish(spec.name, plan.suite.name, mode, results, levels, counts, results_uri)
+    summary = finish(spec.name, suite.name, mode, results, levels, counts, results_uri)
     if not summary["success"]:
         failures = [r.to_json_dict() for r in results if not r.success]
         raise ValidationFailed(failure_message(spec.name, failures, mode, results_uri), summary)

@@ -1,76 +1,160 @@
-"""Tabular windows: plan, build the missing segments on Dask, compact, judge from partials.
+"""Tabular windows: start the build, plan, build the missing segments on Dask, compact, judge.
 
-``build`` lists the window's partitions (``etl.segments.plan``), builds the segments no
-earlier run built -- consecutive ones in one Dask task each, validated by one GX run
-(``etl.segments.build``) -- and merges small ones (``etl.segments.compact``). ``judge`` then
-decides the window from the segments' stored partials (row-level totals, dataset-level
-metrics, key uniqueness across segments), merges their statistics and measures drift against
-the previous version. Nothing here reads a row of a segment that already exists, so a nightly
-run costs its new partitions plus O(segments).
+``build`` reads what every segment of the run shares once -- the suite and its dataset-level
+checks, the lookups, the digests of the spec and lookup files (``_start``) -- lists the
+window's raw partitions and plans its segments from that listing and the previous manifest
+(``etl.segments.plan``, pure), builds the segments no earlier run built -- consecutive small
+ones in one Dask task (``etl.segments.build``) -- and merges small ones
+(``etl.segments.compact``). ``judge`` then
+decides the window from the segments' stored partials (row counts, dataset-level metrics, key
+uniqueness across segments), merges their statistics and measures drift against the previous
+version. Nothing here reads a row of a segment that already exists, so a nightly run costs its
+new raw partitions plus O(segments).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.segments.window import BuildRequest, Judged, Window, known_segments, new_segments
+from etl.segments.request import BuildRequest, Judged, Window, new_segments
+from etl.versions.segment import SegmentMeta
 
 log = logging.getLogger("etl.pipeline")
 
-BATCH_BYTES = 16 * 2**20  # raw bytes of consecutive segments validated by one GX run
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What every segment of a run reads once, before planning: the suite split by level and
+    its dataset-level checks (what ``judge`` needs too), each column's parse kind, the lookups
+    (joined to every segment's rows) and the digests of the spec and lookup files."""
+
+    suite: Any  # etl.validation.gx.SplitSuite
+    checks: Any  # etl.validation.window.DatasetChecks
+    kinds: dict[str, str]
+    lookups: list[Any]  # each join's right side (pandas frames)
+    spec_digest: str
+    lookups_digest: str | None
 
 
 def build(request: BuildRequest) -> Window:
     """The window's segments, every missing one built and small ones merged."""
-    from etl.segments.build import build_batch
+    from etl.segments.build import batches, build_segments
     from etl.segments.compact import compact_window
-    from etl.segments.plan import context, late_partitions, missing, plan_window, resolved_spec
-    from etl.transform.labels import task_of
-    from etl.versions import segments
+    from etl.segments.plan import late_partitions
+    from etl.versions import segment
 
     t0 = time.monotonic()
-    previous = request.previous or {}
-    label = previous.get("schema", {}).get("label")
-    spec = resolved_spec(request.spec, {**label, "version": previous["version"]}
-                         if label else None)
+    spec = _resolved_spec(request)
+    inputs = _start(request.root, spec)
     label_schema = spec.label.schema()
-    if not task_of(spec.label).fixed(spec.label):
-        spec, label_schema = _learn_classes(replace(request, spec=spec))
-    plan = plan_window(request.root, spec, request.start, request.end, label_schema,
-                       known_segments(request.previous))
-    ctx = context(spec, plan, label_schema, request.write, request.run_id)
+    if not _classes_fixed(spec):
+        spec, label_schema = _learn_classes(replace(request, spec=spec), inputs)
+    plan = _plan(request, spec, inputs, label_schema)
+    ctx = _context(spec, inputs, label_schema, request)
     _say_late(spec.name, *late_partitions(request.root, plan, request.previous),
-              (request.previous or {}).get("version"))
-    found = {t.segment: segments.read_segment(t.uri) for t in plan.tasks
+              request.previous.version if request.previous is not None else None)
+    found = {t.segment: segment.read_segment(t.uri) for t in plan.tasks
              if t.segment in plan.known}  # the previous version's: read for judging anyway
-    unbuilt = {t.segment for t in missing(plan)}  # a listed one gone (killed, deleted) too
-    todo = [t for t in plan.tasks if t.segment in unbuilt or (
-        t.segment in plan.known and found[t.segment] is None)]
+    todo = [t for t in plan.tasks if _missing(t, found)]
     log.info("plan %s: %d partition(s) in the window, held by %d segment(s): %d to build, "
-             "%d already built -> %s", spec.name, sum(len(t.parts) for t in plan.tasks),
+             "%d already built -> %s", spec.name, sum(len(t.partitions) for t in plan.tasks),
              len(plan.tasks), len(todo), len(plan.tasks) - len(todo),
-             segments.segments_uri(request.root, spec.name))
-    built: dict[str, Any] = {}
-    for part in _compute(build_batch, _batches(todo), ctx, plan.rights, request.dask_address):
-        built.update(part)
+             segment.segments_uri(request.root, spec.name))
+    groups = batches(todo)
+    built = {t.segment: meta for group, metas in zip(groups, _compute(
+        build_segments, groups, ctx, inputs.lookups, request.dask_address))
+        for t, meta in zip(group, metas)}
     metas = [(t.uri, built.get(t.segment) or found.get(t.segment)
-              or segments.read_segment(t.uri)) for t in plan.tasks]
+              or segment.read_segment(t.uri)) for t in plan.tasks]
     gone = [uri for uri, meta in metas if meta is None]
     if gone:
         raise PipelineError(f"{len(gone)} segment(s) of the window vanished during the run "
                             f"(deleted by gc or retain?): {gone[:3]}")
     merged = compact_window(request.root, spec.name, [m for _, m in metas],
                             request.write.target_bytes, request.run_id)
-    metas = [(segments.segment_uri(request.root, spec.name, m["segment"]), m) for m in merged]
+    metas = [(segment.segment_uri(request.root, spec.name, m.segment), m) for m in merged]
     seconds = round(time.monotonic() - t0, 3)
     _log_built(spec.name, [built[t.segment] for t in todo], seconds, request)
-    return Window(spec, metas, new_segments(metas, request.previous), len(todo), plan,
+    return Window(spec, metas, new_segments(metas, request.previous), len(todo), inputs,
                   {"build_s": seconds}, request.previous)
+
+
+def _missing(task: Any, found: dict[str, Any]) -> bool:
+    """A segment to build: one the previous version lists whose ``segment.json`` is gone
+    (killed, deleted), or a new one no earlier attempt finished."""
+    from etl.versions import segment
+
+    if task.segment in found:
+        return found[task.segment] is None
+    return not storage.exists(storage.join(task.uri, segment.SEGMENT_FILE))
+
+
+def _resolved_spec(request: BuildRequest) -> Any:
+    """The spec with the label this version uses (classes inherited from the last version)."""
+    from etl.transform.labels import label_task
+
+    spec, previous = request.spec, request.previous
+    label = previous.label() if previous is not None else None
+    previous = {**label, "version": previous.version} if label else None
+    return replace(spec, label=label_task(spec.label).inherit(spec.label, previous))
+
+
+def _classes_fixed(spec: Any) -> bool:
+    from etl.transform.labels import label_task
+
+    return label_task(spec.label).fixed(spec.label)
+
+
+def _start(root: str, spec: Any) -> RunInputs:
+    """The suite (checked against what whole-window metrics can answer, before any read),
+    the lookups and the digests every segment of the run shares."""
+    from etl.segments.plan import lookups_digest, spec_digest
+    from etl.sources.extract import fingerprint
+    from etl.sources.lookups import read_lookups
+    from etl.validation import gx as vgx
+    from etl.validation.tabular import ValidationSpec, check_dataset_metrics
+    from etl.validation.window import dataset_checks
+
+    vspec = ValidationSpec.of(spec)
+    suite = vgx.load_suite(vspec.expectations, vspec.columns)
+    check_dataset_metrics(suite, vspec)
+    lookups, _, uris = read_lookups(root, spec)
+    return RunInputs(suite, dataset_checks(suite, list(vspec.columns), vspec.key),
+                     vspec.kinds(), lookups, spec_digest(spec),
+                     lookups_digest(root, fingerprint(uris) if uris else None))
+
+
+def _plan(request: BuildRequest, spec: Any, inputs: RunInputs,
+          label_schema: dict[str, Any] | None, previous: bool = True) -> Any:
+    """The window's segments from one listing of its raw partitions (and the previous
+    manifest, unless ``previous`` is off)."""
+    from etl.segments.plan import Digests, plan_window
+    from etl.sources.extract import window_listing
+
+    listing = window_listing(request.root, spec.primary_source, request.start, request.end)
+    return plan_window(request.root, spec, request.start, request.end, listing,
+                       Digests(inputs.spec_digest, inputs.lookups_digest, label_schema),
+                       request.previous if previous else None)
+
+
+def _context(spec: Any, inputs: RunInputs, label_schema: dict[str, Any],
+             request: BuildRequest) -> Any:
+    """What every segment build of the run is given."""
+    from etl.segments.build import BuildContext
+    from etl.segments.compose import manifest_schema
+
+    return BuildContext(
+        spec=spec, label_schema=label_schema,
+        schema=manifest_schema(spec, {"label_schema": label_schema}),
+        suite_name=inputs.suite.name, row_configs=tuple(inputs.suite.row),
+        kinds=inputs.kinds, metric_keys=inputs.checks.keys,
+        metric_columns=inputs.checks.columns, key_columns=inputs.checks.key_columns,
+        write=request.write, run_id=request.run_id, material={"spec": inputs.spec_digest})
 
 
 def _say_late(dataset: str, redelivered: list[str], late: list[str], version: str | None
@@ -91,7 +175,9 @@ def judge(window: Window, mode: str, results_uri: str) -> Judged:
     from etl.segments.compose import merged_statistics
     from etl.segments.judge import judge as judge_window
 
-    summary = judge_window(window.spec, window.context, window.metas, mode, results_uri)
+    inputs = window.context
+    summary = judge_window(window.spec, inputs.suite, inputs.checks, window.metas, mode,
+                           results_uri)
     stats = merged_statistics(window.spec, [m for _, m in window.metas])
     return Judged(summary, stats, _drift(window))
 
@@ -106,11 +192,11 @@ def _drift(window: Window) -> dict[str, Any] | None:
     if previous is None or not window.new:
         return None
     stats = merged_statistics(window.spec, window.new)
-    report = compare(stats, previous.get("statistics", {}), previous["version"],
-                     [m["segment"] for m in window.new], window.spec.drift,
+    report = compare(stats, previous.statistics or {}, previous.version,
+                     [m.segment for m in window.new], window.spec.drift,
                      calendar_features(window.spec), _peers(window, stats["num_examples"]),
-                     ((previous.get("validation") or {}).get("drift") or {}).get("history"))
-    name, against, rows = window.spec.name, previous["version"], f"{report['rows']:,}"
+                     previous.verdict.drift_history)
+    name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
     if report["drifted"]:
         log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "
                     "%s); see the version page's Drift section", name,
@@ -127,22 +213,15 @@ def _peers(window: Window, rows: int) -> list[dict[str, Any]]:
     from etl.segments.compose import merged_statistics
     from etl.transform.drift import PEER_SIZE
 
-    new = {m["segment"] for m in window.new}
+    new = {m.segment for m in window.new}
     return [merged_statistics(window.spec, [m]) for _, m in window.metas
-            if m["segment"] not in new
-            and 0 < (m["statistics_partial"].get("train") or {}).get("rows", 0) <= PEER_SIZE * rows]
+            if m.segment not in new and 0 < m.train_rows <= PEER_SIZE * rows]
 
 
-def _batches(tasks: list) -> list[list]:
-    """Consecutive segments in groups of about ``BATCH_BYTES`` raw bytes (a Dask task each)."""
-    from etl.sources.extract import group_by_size
-
-    return group_by_size(tasks, lambda t: t.raw_bytes, BATCH_BYTES)
-
-
-def _compute(fn: Any, items: list, ctx: Any, rights: Any, dask_address: str | None,
+def _compute(fn: Any, items: list, ctx: Any, lookups: Any, dask_address: str | None,
              *args: Any) -> list[Any]:
-    """``fn(item, ctx, rights, *args)`` for every item, one Dask task each, in order.
+    """``fn(item, ctx, lookups, *args)`` for every item (a segment task, or a batch of them),
+    one Dask task each, in order.
 
     Nothing to do starts no cluster (a run whose segments all exist only composes); a
     nightly partition is built by this process's threads (``etl.cluster.IN_PROCESS_BYTES``).
@@ -153,27 +232,26 @@ def _compute(fn: Any, items: list, ctx: Any, rights: Any, dask_address: str | No
 
     from etl.cluster import dask_client
 
-    flat = [t for item in items for t in (item if isinstance(item, list) else [item])]
-    with dask_client(dask_address, work_bytes=sum(t.raw_bytes for t in flat)):
-        shared = dask.delayed(rights, pure=True)  # one graph key, sent once to each worker
+    tasks = [t for item in items for t in (item if isinstance(item, list) else [item])]
+    with dask_client(dask_address, work_bytes=sum(t.raw_bytes for t in tasks)):
+        shared = dask.delayed(lookups, pure=True)  # one graph key, sent once to each worker
         return list(dask.compute(*[dask.delayed(fn, pure=False)(item, ctx, shared, *args)
                                    for item in items]))
 
 
-def _learn_classes(request: BuildRequest) -> tuple[Any, dict[str, Any]]:
+def _learn_classes(request: BuildRequest, inputs: RunInputs) -> tuple[Any, dict[str, Any]]:
     """Classes the spec does not list and no version fixed yet: the window's train split's,
     learned by a statistics-only pass before any segment is encoded."""
     from etl.segments.build import probe_statistics
-    from etl.segments.plan import context, plan_window
     from etl.transform import stats as stats_mod
     from etl.transform import tabular
 
     spec = request.spec
-    plan = plan_window(request.root, spec, request.start, request.end, None)
-    ctx = context(spec, plan, spec.label.schema(), request.write, request.run_id)
-    parts = _compute(probe_statistics, list(plan.tasks), ctx, plan.rights,
+    plan = _plan(request, spec, inputs, None, previous=False)
+    stats = _compute(probe_statistics, list(plan.tasks),
+                     _context(spec, inputs, spec.label.schema(), request), inputs.lookups,
                      request.dask_address, storage.join(request.scratch_uri, "probe"))
-    schema = tabular.resolve_label(stats_mod.merge_all(parts), spec)
+    schema = tabular.resolve_label(stats_mod.merge_all(stats), spec)
     names = tuple(schema["names"])
     label = replace(spec.label, names=names, classes=len(names),
                     names_from=f"the train split's classes {list(names)} ({spec.path}.label "
@@ -181,9 +259,10 @@ def _learn_classes(request: BuildRequest) -> tuple[Any, dict[str, Any]]:
     return replace(spec, label=label), schema
 
 
-def _log_built(dataset: str, metas: list[dict], seconds: float, request: BuildRequest) -> None:
-    rows = sum(m["validation"]["rows"] for m in metas)
-    bad = sum(m["validation"]["quarantined_rows"] for m in metas)
+def _log_built(dataset: str, metas: list[SegmentMeta], seconds: float,
+               request: BuildRequest) -> None:
+    rows = sum(m.checks.rows for m in metas)
+    bad = sum(m.checks.quarantined_rows for m in metas)
     log.info("build %s: %d segment(s) built, %s rows read, %s quarantined, %.1f s -> %s",
              dataset, len(metas), f"{rows:,}", f"{bad:,}", seconds,
              request.spec.primary_source.uri)

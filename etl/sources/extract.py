@@ -1,4 +1,4 @@
-"""A run's raw data: the window's partitions (one listing), and reading a partition's rows.
+"""A run's raw data: the window's raw partitions (one listing), and reading a segment's rows.
 
 Only the files of the window are listed and read (the spec's date partitioning); rows are kept
 when their event time is inside [start, end) -- or unparseable, so validation can reject them
@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -21,6 +22,8 @@ import pyarrow as pa
 
 from etl import storage
 from etl.errors import PipelineError
+from etl.provenance import iso
+from etl.sources.lookups import join_lookups
 from etl.sources.read import as_frame, read_source_table, source_uri
 from etl.spec import Source, Spec
 
@@ -31,6 +34,43 @@ T = TypeVar("T")
 
 class SourceFilesError(PipelineError):
     """Files of the window are missing, or no file matched."""
+
+
+@dataclass(frozen=True)
+class RawPartition:
+    """One raw partition (a landed file: a day of a day-partitioned source, or the whole of
+    an unpartitioned one) and the part of the window it holds."""
+
+    label: str  # 20130101 (its period), or "all" for an unpartitioned source
+    uri: str
+    start: datetime | None  # the part of the window it holds (None: unbounded)
+    end: datetime | None
+    period: tuple[datetime, datetime] | None  # the partition's own span, if partitioned
+    file: dict[str, Any]  # storage.stat of its file: size, generation or mtime
+    digest: str  # of everything its rows' bytes depend on (etl.segments.plan)
+    piece: tuple[int, int] | None = None  # (i, k): the i-th of k row ranges of a large file
+
+    @property
+    def size(self) -> int:
+        whole = int(self.file.get("size") or 0)
+        return whole if self.piece is None else whole // self.piece[1]
+
+    @property
+    def key(self) -> str:
+        """How a segment lists it: the partition's label, with its piece if it is one."""
+        return self.label if self.piece is None else \
+            f"{self.label}.{self.piece[0] + 1}of{self.piece[1]}"
+
+
+@dataclass(frozen=True)
+class WindowRows:
+    """A segment's rows inside the window, lookups joined (``rows``), and the rows whose event
+    time lies outside their own file's partition (``misfiled``, as they arrived, with one
+    reason each in ``reasons``)."""
+
+    rows: pd.DataFrame
+    misfiled: pd.DataFrame
+    reasons: list[str]
 
 
 def _period_step(granularity: str) -> timedelta:
@@ -65,12 +105,6 @@ def _listed_periods(root: str, source: Source, end: datetime
 def window_files(root: str, source: Source, start: datetime | None, end: datetime) -> list[str]:
     """URIs of the files holding events in [start, end), checking none is missing."""
     return [info["uri"] for _, info in window_listing(root, source, start, end)]
-
-
-def window_partitions(root: str, source: Source, start: datetime | None,
-                      end: datetime) -> list[tuple[datetime | None, str]]:
-    """(period start, file URI) of each landed partition of the window, in period order."""
-    return [(period, info["uri"]) for period, info in window_listing(root, source, start, end)]
 
 
 def window_listing(root: str, source: Source, start: datetime | None,
@@ -196,6 +230,27 @@ def _piece(table: pa.Table, piece: tuple[int, int] | None) -> pa.Table:
     return table.slice(lo, hi - lo)
 
 
-def read_primary(uris: list[str], spec: Spec) -> pd.DataFrame:
-    """Every row of some primary source files, as they arrived (no time filter, no join)."""
-    return read_files(uris, spec.primary_source)[0]
+def read_window(partitions: Sequence[RawPartition], spec: Spec,
+                lookups: list[pd.DataFrame]) -> WindowRows:
+    """The rows of some consecutive raw partitions inside the window, the spec's lookups
+    joined; misfiled rows set apart with their reason, never silently dropped.
+
+    A row of a partition outside the window (a window that cuts a day) is not read. The files
+    are read as Arrow tables and made one frame, and both checks run once over it with each
+    row's own bounds: a segment of a thousand one-row days costs about what one file of those
+    rows does.
+    """
+    source = spec.primary_source
+    raw, counts = read_files([p.uri for p in partitions], source,
+                             [p.piece for p in partitions])
+    times = event_times(raw, source)
+    if times is None:
+        return WindowRows(join_lookups(raw, spec, lookups), raw.iloc[:0], [])
+    period = [p.period or (None, None) for p in partitions]
+    misfiled = outside_each(times, period, counts)
+    reasons = [f"{source.event_time} outside the partition {partitions[i].label} "
+               f"[{iso(period[i][0])}, {iso(period[i][1])}) of its file"
+               for i in np.repeat(np.arange(len(counts)), counts)[misfiled]]
+    elsewhere = outside_each(times, [(p.start, p.end) for p in partitions], counts)
+    rows = raw[~misfiled & ~elsewhere].reset_index(drop=True)
+    return WindowRows(join_lookups(rows, spec, lookups), raw[misfiled].copy(), reasons)

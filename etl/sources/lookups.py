@@ -22,7 +22,7 @@ def _lookup(root: str, spec: Spec, index: int, dropped: dict[str, int]) -> pd.Da
     dropped[join.source] = before - len(df)
     renamed = {c: join.output_name(c) for c in join.columns}
     df = df.rename(columns=renamed).reset_index(drop=True)
-    for k in ts_keys_of(spec, join):  # parsed once here, not in every partition's task
+    for k in ts_keys_of(spec, join):  # parsed once here, not in every segment build
         df[_JOIN_PREFIX + k] = _instant(df.pop(k))
     return df
 

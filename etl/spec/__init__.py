@@ -1,6 +1,6 @@
 """Declarative dataset specs: a new tabular dataset needs a YAML file, not new code.
 
-A spec lives at ``etl/specs/<name>/spec.yaml`` (the GX suite beside it) and names the sources,
+A spec lives at ``etl/examples/<name>/spec.yaml`` (the GX suite beside it) and names the sources,
 the lookup joins, the key, the label, the features, the leakage columns that must never reach
 the Examples, the split rule and the shard settings. Everything is checked when the spec is
 loaded, so a typo fails with the file and the field named before any data is touched.

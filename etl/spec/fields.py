@@ -28,12 +28,12 @@ class SpecError(PipelineError, ValueError):
     """A spec file is malformed; the message names the file and the field."""
 
 
-# Columns the pipeline adds to its own frames (split and its hash, shard, encoded record, segment,
+# Columns the pipeline adds to its own frames (split and its hash, shard, encoded record,
 # quarantine reason and partition, missing-value bits; lookup join keys get the prefix): a data
 # column so named would be overwritten, so a spec may not use one (``source:`` reads such a
 # header under another name, and ``column_identifiers`` never drafts one).
-RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "_segment_in_batch",
-                              "quarantine_reason", "quarantine_partition", "_missing"})
+RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "quarantine_reason",
+                              "quarantine_partition", "_missing"})
 RESERVED_PREFIX = "__join_"
 
 def check_name(value: Any, where: str) -> str:

@@ -1,7 +1,7 @@
 """The specs search path: which folders hold ``<name>/spec.yaml``, and which spec a name means.
 
 ``PIPELINE_SPECS_PATH`` names one or more folders separated by ``os.pathsep`` (``:`` on
-Linux); unset or empty means the repository's examples (``etl/specs``). Each folder holds one
+Linux); unset or empty means the repository's examples (``etl/examples``). Each folder holds one
 sub-folder per dataset, named like the dataset, with its ``spec.yaml`` (and the files it
 refers to, such as the GX suite, beside it). A dataset name found in two folders is an error
 naming both files: silently preferring one would train on a spec nobody is looking at.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 SPECS_PATH_ENV = "PIPELINE_SPECS_PATH"
 SPEC_FILE = "spec.yaml"
-DEFAULT_SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"  # etl/specs: the examples
+DEFAULT_SPECS_DIR = Path(__file__).resolve().parent.parent / "examples"  # etl/examples
 DATASET_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 

@@ -72,7 +72,7 @@ class Quarantine:
 
 @dataclass(frozen=True)
 class ImageSpec:
-    """A whole image dataset description; see ``etl/specs/digits/spec.yaml``."""
+    """A whole image dataset description; see ``etl/examples/digits/spec.yaml``."""
 
     name: str
     path: Path

@@ -53,7 +53,7 @@ from etl.spec.model import (
 from etl.spec.scheduling import SETTINGS_KEYS, SpecSettingsError, parse_settings
 from etl.spec.splits import column_header, column_type, tabular_split
 
-SPECS_DIR = DEFAULT_SPECS_DIR  # etl/specs: the examples, the default of $PIPELINE_SPECS_PATH
+SPECS_DIR = DEFAULT_SPECS_DIR  # etl/examples: the default of $PIPELINE_SPECS_PATH
 _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 

@@ -157,7 +157,7 @@ class Split:
 
 @dataclass(frozen=True)
 class Spec:
-    """A whole dataset description, validated; see ``etl/specs/flights/spec.yaml``."""
+    """A whole dataset description, validated; see ``etl/examples/flights/spec.yaml``."""
 
     name: str
     path: Path

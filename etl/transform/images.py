@@ -11,7 +11,7 @@ from etl.spec.images import KEY_COLUMN, ImageSpec
 from etl.transform.split import HASH_COL, SPLIT_COL, assign_split, key_hash
 
 
-def _split_partition(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:
+def _split_rows(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:
     hashes = key_hash(part, (KEY_COLUMN,), spec.split.salt)
     return part.assign(**{HASH_COL: hashes, SPLIT_COL: assign_split(hashes, spec.split.fractions)})
 
@@ -22,7 +22,7 @@ def prepare_for_write(raw: dd.DataFrame, spec: ImageSpec,
     """(frame for ``writer.write_splits``, statistics for the manifest); image classes always
     come from the spec, so ``previous_label`` is not needed."""
     del previous_label
-    final = raw.map_partitions(_split_partition, spec, meta=_split_partition(raw._meta, spec))
+    final = raw.map_partitions(_split_rows, spec, meta=_split_rows(raw._meta, spec))
     if spec.label_name != "label":
         final = final.rename(columns={"label": spec.label_name})
     small = final[[SPLIT_COL, spec.label_name, "height", "width"]].compute()

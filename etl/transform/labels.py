@@ -1,6 +1,6 @@
 """The label's task on the ETL side: one object per task, chosen once from ``spec.label.task``.
 
-Each task says how a partition's label is computed from its (typed) source column, how the
+Each task says how the rows' label is computed from its (typed) source column, how the
 mergeable statistics summarize it (class counts or moments), how the classes are resolved
 and checked once the whole split is known, and how the value is stored in the Example. The
 transform calls these and never tests the task itself; a new task is one entry in ``TASKS``.
@@ -129,6 +129,6 @@ TASKS: dict[str, LabelTask] = {
 }
 
 
-def task_of(label: Label) -> LabelTask:
+def label_task(label: Label) -> LabelTask:
     """The task object of a spec's label (the spec loader has checked the name)."""
     return TASKS[label.task]

@@ -13,7 +13,7 @@ Why the result does not depend on how data is built (day by day, in bulk, any Da
 partitioning): the unit is the row's event-time period for a partitioned source (computed from
 the row itself; a row outside its file's period is quarantined as misfiled) and the whole
 source otherwise (one file, never cut across partitions). A unit's rows therefore always sit
-together in one partition and one segment, and new data lands in new units, so a row's split
+together in one raw partition and one segment, and new data lands in new units, so a row's split
 never changes as more data arrives. The occurrence counter counts identical rows within their
 unit: identical rows are indistinguishable, so their order does not matter. All hashing is
 integer arithmetic on text (FNV-1a + splitmix64), the same on every run, machine and Python.

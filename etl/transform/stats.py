@@ -1,4 +1,4 @@
-"""Split statistics as mergeable partials: computed per partition, merged without the rows.
+"""Split statistics as mergeable partials: computed per segment, merged without the rows.
 
 A partial holds, per split: the row count, label counts (a classification label) or the
 label's count/mean/M2/min/max (``label_moments``, a regression label), and per numeric column
@@ -24,14 +24,14 @@ import pandas as pd
 from etl import moments
 from etl.transform.split import SPLIT_COL
 
-Partial = dict[str, Any]
+StatisticsPartial = dict[str, Any]
 """{split: {"rows", "labels": {label: n}, ["label_moments": {count, mean, m2, min, max}],
 "numeric": {col: {count, mean, m2, min, max}}, "vocab": {col: {value: n}}}}"""
 
 
 def partial(prepared: pd.DataFrame, splits: Sequence[str], label: str,
             numeric: Sequence[str], categorical: Sequence[str],
-            label_summary: str = "counts") -> Partial:
+            label_summary: str = "counts") -> StatisticsPartial:
     """The partial of one frame of prepared rows (``SPLIT_COL`` names each row's split).
 
     ``label_summary``: ``counts`` per label value, or ``moments`` of a numeric label.
@@ -43,7 +43,7 @@ def partial(prepared: pd.DataFrame, splits: Sequence[str], label: str,
 def partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
              splits: Sequence[str], label: str, numeric: Sequence[str],
              categorical: Sequence[str], label_summary: str = "counts",
-             missing: tuple[str, Sequence[str]] | None = None) -> list[Partial]:
+             missing: tuple[str, Sequence[str]] | None = None) -> list[StatisticsPartial]:
     """``partial`` of each group of rows at once (``groups[i]``, in ``0..n_groups-1``, is row
     i's group): one sort and one count per column for a whole batch of segments, instead of
     pandas' per-call costs paid per segment, split and column.
@@ -63,9 +63,9 @@ def partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
     label_moments = (_block_moments(prepared, [label], order, blocks)
                      if label_summary == "moments" else None)
     nulls = _null_counts(prepared, key, n_keys, missing)
-    out: list[Partial] = []
+    out: list[StatisticsPartial] = []
     for g in range(n_groups):
-        part: Partial = {}
+        part: StatisticsPartial = {}
         for s, split in enumerate(splits):
             k = g * n_splits + s
             part[split] = {"rows": blocks[k].stop - blocks[k].start,
@@ -113,9 +113,9 @@ def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-def merge(a: Partial, b: Partial) -> Partial:
+def merge(a: StatisticsPartial, b: StatisticsPartial) -> StatisticsPartial:
     """One partial covering the rows of both."""
-    out: Partial = {}
+    out: StatisticsPartial = {}
     for split in sorted(set(a) | set(b)):
         x, y = a.get(split), b.get(split)
         if x is None or y is None:
@@ -139,7 +139,7 @@ def merge(a: Partial, b: Partial) -> Partial:
     return out
 
 
-def merge_all(parts: Iterable[Partial]) -> Partial:
+def merge_all(parts: Iterable[StatisticsPartial]) -> StatisticsPartial:
     """Merge in a balanced tree, so rounding does not grow with the number of parts."""
     level = list(parts)
     if not level:
@@ -157,7 +157,7 @@ def _label_key(value: str) -> str:
         return value
 
 
-def finalize(merged: Partial, splits: Sequence[str], numeric: Sequence[str],
+def finalize(merged: StatisticsPartial, splits: Sequence[str], numeric: Sequence[str],
              categorical: Sequence[str], on: str = "train") -> dict[str, Any]:
     """The manifest's ``statistics``: numeric and vocabularies of split ``on``, all split sizes.
 

@@ -9,6 +9,7 @@ partials per segment; they also fill the ``fill: mean`` nulls.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,9 +17,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from etl.errors import ValidationFailed
 from etl.spec import Feature, Spec
 from etl.transform import stats as stats_mod
-from etl.transform.labels import task_of
+from etl.transform.labels import label_task
 from etl.transform.split import (
     HASH_COL,
     SPLIT_COL,
@@ -88,11 +90,37 @@ def _derive(feat: Feature, typed: pd.DataFrame) -> pd.Series:
     raise ValueError(f"feature {feat.name!r}: unknown derive op {feat.derive!r}")
 
 
-def prepare_partition(df: pd.DataFrame, spec: Spec, carry: str | None = None) -> pd.DataFrame:
-    """Features (constant fills applied), label, split and hash for one partition.
+@dataclass(frozen=True)
+class Prepared:
+    """A segment's valid rows made Example-ready: ``rows`` in the Example dtypes with their
+    split and hash, ``statistics`` their mergeable split statistics, ``dropped`` the rows left
+    out for a null label."""
 
-    Rows whose label source is null are dropped here (counted by ``dropped_rows``). ``carry``:
-    a column of ``df`` passed through unchanged (e.g. which segment a row belongs to).
+    rows: pd.DataFrame
+    statistics: stats_mod.StatisticsPartial
+    dropped: int
+
+
+def prepare(valid: pd.DataFrame, spec: Spec, label_schema: dict[str, Any],
+            where: str) -> Prepared:
+    """Features, label, split, statistics and Example dtypes of validated rows. A label value
+    outside the version's classes fails here, before a record is encoded, naming the spec's
+    field and then ``where`` (the segment whose rows hold it)."""
+    prepared = prepare_rows(valid, spec)
+    stats = split_partial(prepared, spec)
+    if label_schema.get("names"):
+        try:
+            resolve_label(stats, spec)
+        except ValidationFailed as exc:
+            raise ValidationFailed(f"{exc} (in segment {where})", exc.summary) from None
+    return Prepared(finalize_rows(prepared, spec, label_schema), stats,
+                    len(valid) - len(prepared))
+
+
+def prepare_rows(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Features (constant fills applied), label, split and hash of validated rows.
+
+    Rows whose label source is null are dropped here (counted by ``dropped_rows``).
     """
     types = spec.column_types()
     needed = {spec.label.source, *(c for f in spec.features for c in f.inputs)}
@@ -113,15 +141,13 @@ def prepare_partition(df: pd.DataFrame, spec: Spec, carry: str | None = None) ->
             fill = _DEFAULT_FILL[feat.kind] if feat.fill is None else feat.fill
             values = values.fillna(str(fill) if feat.kind == "categorical" else float(fill))
         out[feat.name] = values
-    out[spec.label.name] = task_of(spec.label).encode(spec.label, typed[spec.label.source],
+    out[spec.label.name] = label_task(spec.label).encode(spec.label, typed[spec.label.source],
                                                       types[spec.label.source])
     hashes, positions = split_identity(raw, spec, out[spec.label.name])
     out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions, positions),
                                index=typed.index).astype("str")
     out[HASH_COL] = hashes
     out[MISSING_COL] = missing
-    if carry is not None:
-        out[carry] = df[carry].to_numpy()[keep]
     return pd.DataFrame(out, index=typed.index).reset_index(drop=True)
 
 
@@ -161,21 +187,21 @@ def _feature_names(spec: Spec) -> tuple[list[str], list[str]]:
             [f.name for f in spec.features if f.kind == "categorical"])
 
 
-def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.Partial:
+def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.StatisticsPartial:
     """The mergeable statistics of one frame of prepared rows, per split."""
     return split_partials(prepared, np.zeros(len(prepared), dtype=np.int64), 1, spec)[0]
 
 
 def split_partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
-                   spec: Spec) -> list[stats_mod.Partial]:
+                   spec: Spec) -> list[stats_mod.StatisticsPartial]:
     """``split_partial`` of each group of rows (``groups[i]``: row i's group), in one pass."""
     numeric, categorical = _feature_names(spec)
     return stats_mod.partials(prepared, groups, n_groups, [s for s, _ in spec.split.fractions],
-                              spec.label.name, numeric, categorical, task_of(spec.label).summary,
+                              spec.label.name, numeric, categorical, label_task(spec.label).summary,
                               missing=(MISSING_COL, filled(spec)))
 
 
-def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
+def finalize_partial(merged: stats_mod.StatisticsPartial, spec: Spec) -> dict[str, Any]:
     """The manifest's statistics (train split) from merged partials.
 
     ``label_schema`` is the manifest's ``schema.label`` with the classes resolved (raises
@@ -194,15 +220,15 @@ def finalize_partial(merged: stats_mod.Partial, spec: Spec) -> dict[str, Any]:
     return stats
 
 
-def resolve_label(partial: stats_mod.Partial, spec: Spec, where: str | None = None
+def resolve_label(partial: stats_mod.StatisticsPartial, spec: Spec, where: str | None = None
                   ) -> dict[str, Any]:
     """The label's schema with its classes resolved from a partial's label counts; raises
     ValidationFailed naming a class value outside the classes (``where``: the spec's path)."""
     counts = {s: (partial.get(s) or {}).get("labels", {}) for s, _ in spec.split.fractions}
-    return task_of(spec.label).resolve(spec.label, counts, where or str(spec.path))
+    return label_task(spec.label).resolve(spec.label, counts, where or str(spec.path))
 
 
-def finalize_partition(df: pd.DataFrame, spec: Spec,
+def finalize_rows(df: pd.DataFrame, spec: Spec,
                        label_schema: dict[str, Any] | None = None) -> pd.DataFrame:
     """The Example dtypes. A missing value of a ``fill: mean`` feature stays NaN.
 
@@ -214,7 +240,7 @@ def finalize_partition(df: pd.DataFrame, spec: Spec,
     for feat in spec.features:
         out[feat.name] = df[feat.name].astype({"float32": "float32", "int64": "int64", "string": "str"}[
             feat.dtype])
-    out[spec.label.name] = task_of(spec.label).store(df[spec.label.name],
+    out[spec.label.name] = label_task(spec.label).store(df[spec.label.name],
                                                      label_schema or spec.label.schema())
     out[SPLIT_COL] = df[SPLIT_COL]
     out[HASH_COL] = df[HASH_COL].astype("uint64")

@@ -8,12 +8,20 @@ is ever renamed, which object stores cannot do atomically. Import-light: no dask
 
 This module is the public face; the code lives in ``ids`` (ids and URIs), ``lease`` (locks
 kept alive by heartbeats, dead holders broken), ``lock`` (the ``_WRITER`` lease),
-``manifest`` (read, verify, publish) and ``catalog`` (listing, latest, LATEST, retention).
+``manifest`` (``Manifest``: read, verify), ``segment`` (``SegmentMeta``, segment ids, content
+hashes, folders) and ``catalog`` (publishing, listing, latest, LATEST, retention).
 """
 
 from __future__ import annotations
 
-from etl.versions.catalog import latest_version, list_versions, resolve, retain, update_latest
+from etl.versions.catalog import (
+    latest_version,
+    list_versions,
+    publish_manifest,
+    resolve,
+    retain,
+    update_latest,
+)
 from etl.versions.ids import (
     LATEST,
     MANIFEST,
@@ -23,8 +31,6 @@ from etl.versions.ids import (
     dataset_uri,
     next_revision,
     parse_version_id,
-    shard_relpath,
-    shard_uri,
     version_id,
     version_uri,
 )
@@ -50,11 +56,12 @@ from etl.versions.lock import (
 from etl.versions.manifest import (
     FORMAT_VERSION,
     VOLATILE_MANIFEST_KEYS,
+    Manifest,
     manifest_sha256,
-    publish_manifest,
     read_manifest,
     verify_shards,
 )
+from etl.versions.segment import SegmentMeta, Shard, SplitInfo, shard_relpath, shard_uri
 
 __all__ = [
     "EXPIRY_S",
@@ -68,6 +75,10 @@ __all__ = [
     "WRITER_LOCK",
     "Heartbeat",
     "Lease",
+    "Manifest",
+    "SegmentMeta",
+    "Shard",
+    "SplitInfo",
     "VersionId",
     "WriterLock",
     "acquire_writer_lock",

@@ -1,24 +1,31 @@
-"""Which versions of a dataset are published: listing, ``latest``, the LATEST pointer, retention.
+"""Which versions of a dataset are published: publishing, listing, ``latest``, the LATEST
+pointer, retention (of versions and of the segments no version lists).
 
-A version counts only once its manifest.json exists. LATEST is a hint that saves a listing:
+A version counts only once its manifest.json exists: ``publish_manifest`` creates it only if
+absent (two runs cannot both publish one version), then advances LATEST and drops the lock. LATEST is a hint that saves a listing:
 it is advanced by compare-and-swap and never trusted over a newer complete version.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 from etl import storage
-from etl.errors import IncompleteVersionError, NoVersionError
-from etl.versions import segments
+from etl.errors import IncompleteVersionError, NoVersionError, VersionLockedError
+from etl.versions import segment
 from etl.versions.ids import (
     LATEST,
     MANIFEST,
+    WRITER_LOCK,
     dataset_uri,
     is_version_id,
     parse_version_id,
+    split_version_uri,
     version_uri,
 )
+from etl.versions.lock import WriterLock, current_holder, release_writer_lock
+from etl.versions.manifest import Manifest
 
 log = logging.getLogger("etl.versions")  # the facade's name, which log configs filter on
 
@@ -103,7 +110,7 @@ def retain(
 
     A version that a model was trained on (``<root>/models/<dataset>/<version>/``) is
     kept unless ``force``; the newest version is always kept. Segments that no remaining
-    version lists (and older than ``segments.GRACE_S``, so no live run's) go too. Each deletion removes
+    version lists (and older than ``segment.GRACE_S``, so no live run's) go too. Each deletion removes
     manifest.json first, so readers stop trusting the version before its shards go.
     """
     if not isinstance(keep, int) or keep < 1:
@@ -124,10 +131,80 @@ def retain(
             storage.delete_tree(uri)
         deleted.append(version)
     if not dry_run:
-        gone = segments.unused(root, dataset, segments.GRACE_S)
+        gone = unused_segments(root, dataset, segment.GRACE_S)
         for seg in gone:
-            segments.delete_segment(root, dataset, seg)
+            segment.delete_segment(root, dataset, seg)
         if gone:
             log.info("retain: deleted %d segment(s) of %s that no kept version lists", len(gone),
                      dataset)
     return deleted
+
+
+def publish_manifest(uri: str, manifest: Manifest, lock: WriterLock | None = None) -> bool:
+    """Commit a version: create manifest.json only if absent, advance LATEST, free the lock.
+
+    Returns:
+        True if this call published the version; False if a manifest already existed
+        (then nothing is overwritten and the caller should report the existing version).
+
+    Raises:
+        VersionLockedError: ``lock`` was given and another owner has taken the version over.
+            Stop the lock's ``Heartbeat`` first, so its token is the stored one.
+    """
+    lock_uri = storage.join(uri, WRITER_LOCK)
+    if lock is not None and storage.read_with_token(lock_uri)[1] != lock.token:
+        holder = current_holder(lock_uri)
+        if holder.get("owner") != lock.owner:
+            raise VersionLockedError(uri, holder)
+    created = storage.create_if_absent(storage.join(uri, MANIFEST),
+                                       storage.json_bytes(manifest.to_json()))
+    if created:
+        ds_uri, version = split_version_uri(uri)
+        update_latest(ds_uri, version)
+        storage.delete_tree(lock_uri)  # published: any lock on it is moot now
+    elif lock is not None:
+        release_writer_lock(lock)
+    return created
+
+
+def segments_in_use(root: str, dataset: str) -> set[str]:
+    """Segments some version lists: published (manifest) or being published (the draft in
+    its handed-off writer lease).
+
+    A model trained on a version keeps that version (``retain`` refuses to delete it), so
+    its segments are kept through it.
+    """
+    base = dataset_uri(root, dataset)
+    used: set[str] = set()
+    for name in storage.list_dir(base):
+        if not is_version_id(name):
+            continue
+        for fname, pick in ((MANIFEST, lambda d: d),
+                            (WRITER_LOCK, lambda d: (d.get("payload") or {}).get("manifest"))):
+            path = storage.join(base, name, fname)
+            try:
+                used |= Manifest.from_json(pick(storage.read_json(path)), path).referenced()
+            except (FileNotFoundError, ValueError, AttributeError):
+                continue
+    return used
+
+
+def unused_segments(root: str, dataset: str, grace_s: float,
+                    now: dt.datetime | None = None) -> list[str]:
+    """Finished segments no version lists and older than ``grace_s`` (a run composes its
+    version from segments it built minutes ago: those are not yet listed anywhere)."""
+    now = now or dt.datetime.now(dt.UTC)
+    used = segments_in_use(root, dataset)
+    out = []
+    for seg in segment.list_segments(root, dataset):
+        if seg in used:
+            continue
+        meta = segment.read_segment(segment.segment_uri(root, dataset, seg))
+        try:
+            age = (now - dt.datetime.fromisoformat(str(meta and meta.created_at))
+                   ).total_seconds()
+        except ValueError:
+            age = grace_s + 1  # unreadable time: old enough, it is listed by nothing
+        if age > grace_s:
+            out.append(seg)
+    return out

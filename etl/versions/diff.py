@@ -19,6 +19,7 @@ from typing import Any
 
 from etl.errors import NoVersionError
 from etl.versions.catalog import list_versions
+from etl.versions.manifest import Manifest, SegmentEntry
 
 ALIASES = ("latest", "previous")  # the newest published version, the one before it
 MAX_TOKENS = 5  # vocabulary tokens listed per side
@@ -134,39 +135,39 @@ def resolve_pair(root: str, dataset: str, a: str, b: str) -> tuple[str, str]:
     return one(a), one(b)
 
 
-def diff_manifests(a: Mapping[str, Any], b: Mapping[str, Any]) -> VersionDiff:
+def diff_manifests(a: Manifest, b: Manifest) -> VersionDiff:
     """What changed from version ``a`` to version ``b`` (manifests as read)."""
     kept, changes = _segments(a, b)
     return VersionDiff(
-        dataset=str(b.get("dataset")), a=str(a.get("version")), b=str(b.get("version")),
+        dataset=str(b.dataset), a=str(a.version), b=str(b.version),
         segments_kept=kept, segments=tuple(changes), splits=tuple(_splits(a, b)),
-        schema=tuple(_schema(a.get("schema") or {}, b.get("schema") or {})),
+        schema=tuple(_schema(a.schema or {}, b.schema or {})),
         numeric=tuple(_numeric(_stats(a), _stats(b))),
         vocabularies=tuple(_vocabs(_stats(a), _stats(b))),
         labels=tuple(_labels(_stats(a), _stats(b))))
 
 
-def _stats(m: Mapping[str, Any]) -> Mapping[str, Any]:
-    return m.get("statistics") or {}
+def _stats(m: Manifest) -> Mapping[str, Any]:
+    return m.statistics or {}
 
 
-def _parts(seg: Mapping[str, Any]) -> dict[str, str]:
+def _parts(seg: SegmentEntry) -> dict[str, str]:
     """partition key -> digest of the raw data it was built from."""
     out = {}
-    for p in seg.get("partitions") or []:
+    for p in seg.partitions:
         if isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[0], str):
             out[p[0]] = str(p[1])
         else:  # a kind whose partitions are not (key, digest) pairs: the whole entry is both
             text = json.dumps(p, sort_keys=True)
             out[text] = text
-    return out or {str(seg.get("partition")): str(seg.get("segment"))}
+    return out or {str(seg.partition): str(seg.segment)}
 
 
-def _segments(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[int, list[SegmentChange]]:
+def _segments(a: Manifest, b: Manifest) -> tuple[int, list[SegmentChange]]:
     """(segments in both, the changes): a B-only segment holding partitions that an A-only
     one held is rebuilt; the rest of B-only is added, the rest of A-only dropped."""
-    sa = {s["segment"]: s for s in a.get("segments") or []}
-    sb = {s["segment"]: s for s in b.get("segments") or []}
+    sa = {s.segment: s for s in a.segments}
+    sb = {s.segment: s for s in b.segments}
     only_a = {k: v for k, v in sa.items() if k not in sb}
     owner = {key: seg for seg, s in only_a.items() for key in _parts(s)}
     digest_a = {key: d for s in only_a.values() for key, d in _parts(s).items()}
@@ -177,27 +178,24 @@ def _segments(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[int, list[Seg
         parts = _parts(s)
         replaces = sorted({owner[k] for k in parts if k in owner})
         if not replaces:
-            out.append(SegmentChange(seg, "added", str(s.get("partition")), s.get("records")))
+            out.append(SegmentChange(seg, "added", str(s.partition), s.records))
             continue
         claimed.update(replaces)
         redelivered = sorted(k for k in parts if k in digest_a and digest_a[k] != parts[k])
         why = (f"raw data changed: {', '.join(redelivered)}" if redelivered
                else f"compacted from {len(replaces)} segments" if len(replaces) > 1
                else "same raw data, rebuilt (new code, spec or format)")
-        out.append(SegmentChange(seg, "rebuilt", str(s.get("partition")), s.get("records"),
+        out.append(SegmentChange(seg, "rebuilt", str(s.partition), s.records,
                                  why, tuple(replaces)))
-    out += [SegmentChange(seg, "dropped", str(s.get("partition")), s.get("records"))
+    out += [SegmentChange(seg, "dropped", str(s.partition), s.records)
             for seg, s in only_a.items() if seg not in claimed]
     return len(set(sa) & set(sb)), out
 
 
-def _splits(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[SplitRows]:
+def _splits(a: Manifest, b: Manifest) -> list[SplitRows]:
     order = {"train": 0, "eval": 1, "validation": 1, "test": 2}
-    names = sorted(set(a.get("splits") or {}) | set(b.get("splits") or {}),
-                   key=lambda s: (order.get(s, 3), s))
-    return [SplitRows(s, int(((a.get("splits") or {}).get(s) or {}).get("num_examples", 0)),
-                      int(((b.get("splits") or {}).get(s) or {}).get("num_examples", 0)))
-            for s in names]
+    names = sorted(set(a.splits) | set(b.splits), key=lambda s: (order.get(s, 3), s))
+    return [SplitRows(s, a.split(s).num_examples, b.split(s).num_examples) for s in names]
 
 
 def _type(spec: Mapping[str, Any]) -> str:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from etl import storage
 
@@ -117,26 +115,3 @@ def next_revision(root: str, dataset: str, base_id: str) -> str:
     same = [parse_version_id(n) for n in names if is_version_id(n)]
     top = max([v.revision for v in same if (v.end, v.start) == (base.end, base.start)], default=0)
     return version_id(base.end, base.start, max(top, base.revision) + 1)
-
-
-def shard_relpath(shard: Mapping[str, Any]) -> str:
-    """A manifest shard's path below its dataset folder's version or segment.
-
-    ``file`` alone lives in the version folder (every version published before segments);
-    with ``segment`` it lives in ``segments/<segment>/``, shared by the versions that list it.
-    Both must be plain names, so a manifest cannot point outside the dataset.
-    """
-    name, segment = shard.get("file"), shard.get("segment")
-    for what, value in (("file", name), ("segment", segment)):
-        if (value is not None or what == "file") and not (
-                isinstance(value, str) and _PLAIN_NAME.match(value) and ".." not in value):
-            raise ValueError(f"manifest shard entry {dict(shard)!r}: {what} {value!r} must be a "
-                             "plain file name (letters, digits, '.', '_', '=', '-')")
-    return f"{SEGMENTS_DIR}/{segment}/{name}" if segment else name
-
-
-def shard_uri(version_uri: str, shard: Mapping[str, Any]) -> str:
-    """Where a shard listed in the manifest of ``version_uri`` is stored."""
-    rel = shard_relpath(shard)
-    base = version_uri.rstrip("/")
-    return storage.join(base.rsplit("/", 1)[0] if shard.get("segment") else base, rel)

@@ -1,57 +1,181 @@
-"""A version's manifest.json: reading it, checking shards against it, and publishing it.
+"""A version's manifest.json (``Manifest``): reading it, checking shards against it.
 
-Publishing is the commit point: the manifest is created only if absent (two runs cannot both
-publish one version), then LATEST is advanced and the writer lock dropped.
+Publishing it (created only if absent, then LATEST advanced) is ``etl.versions.catalog``'s.
+``format_version`` 1 is the only one written; a manifest of a version published before
+segments has no ``layout``, ``segments`` or per-split ``content_hash`` and reads the same.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from etl import storage
-from etl.errors import ChecksumMismatchError, IncompleteVersionError, VersionLockedError
-from etl.versions.catalog import update_latest
-from etl.versions.ids import MANIFEST, WRITER_LOCK, shard_uri, split_version_uri
-from etl.versions.lock import WriterLock, current_holder, release_writer_lock
+from etl.errors import ChecksumMismatchError, IncompleteVersionError
+from etl.versions.ids import MANIFEST
+from etl.versions.jsondata import JsonObject, key, list_of, mapping_of, nested, pairs
+from etl.versions.segment import Interval, SplitInfo, folders, referenced, shard_uri
 
 FORMAT_VERSION = 1
 VOLATILE_MANIFEST_KEYS = ("created_at", "run_id")  # differ between otherwise equal runs
 _HASH_CHUNK = 8 * 2**20
 
 
-def read_manifest(uri: str) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class SegmentEntry(JsonObject):
+    """One of the segments a version lists, in window order."""
+
+    segment: str = key(str, required=True)
+    partition: str | None = key(str)
+    records: int | None = key(int)
+    partitions: tuple[tuple[str, str], ...] = key(list, pairs(), default=())
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionSources(JsonObject):
+    """``source_fingerprint``: the digest of the raw files and lookups a version holds."""
+
+    sha256: str | None = key(str)
+    files: list | int | None = key((list, int))  # an old images version: a file count
+    lookups_sha256: list | None = key(list)
+    source: str | None = key(str)  # an old images version: the folder counted
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(JsonObject):
+    """``validation``: the run's verdict on the window (extra keys kept as they are)."""
+
+    kind: str | None = key(str)
+    mode: str | None = key(str)
+    success: bool | None = key(bool)
+    evaluated_rows: int | None = key(int)
+    quarantined_rows: int | None = key(int)
+    max_quarantined: int | None = key(int)
+    reasons: Mapping[str, Any] | None = key(dict)
+    expectations: list | None = key(list)
+    quarantine_files: tuple[str, ...] | None = key(list)
+    drift: Mapping[str, Any] | None = key(dict)
+    results: str | None = key(str)  # relative paths of the GX results and Data Docs
+    data_docs: str | None = key(str)
+    timings_s: Mapping[str, Any] | None = key(dict)
+
+    @property
+    def drift_history(self) -> Any:
+        """The drift report's ``history`` (earlier versions' figures), None without one."""
+        return (self.drift or {}).get("history")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpecFacts(JsonObject):
+    """``spec``: what of the spec a version was built with."""
+
+    name: str | None = key(str)
+    split: Mapping[str, float] | None = key(dict)
+    salt: str | None = key(str)
+    shard_target_bytes: int | None = key(int)
+    encoder: str | None = key(str)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest(JsonObject):
+    """A version's ``manifest.json`` (docs/INTERFACES.md)."""
+
+    format_version: int | None = key(int)
+    layout: str | None = key(str)  # "segments": its shards live in segment folders
+    dataset: str | None = key(str)
+    version: str | None = key(str)
+    data_interval: Interval | None = key(dict, nested(Interval))
+    created_at: str | None = key(str)  # set when published
+    run_id: str | None = key(str)
+    dag_id: str | None = key(str)
+    code_version: str | None = key(str)
+    compression: str | None = key(str)
+    splits: Mapping[str, SplitInfo] = key(dict, mapping_of(SplitInfo), default={})
+    schema: Mapping[str, Any] | None = key(dict)
+    statistics: Mapping[str, Any] | None = key(dict)
+    segments: tuple[SegmentEntry, ...] = key(list, list_of(SegmentEntry), default=())
+    source_fingerprint: VersionSources | None = key(dict, nested(VersionSources))
+    validation: Verdict | None = key(dict, nested(Verdict))
+    spec: SpecFacts | None = key(dict, nested(SpecFacts))
+
+    @property
+    def verdict(self) -> Verdict:
+        """``validation``, empty when the manifest has none."""
+        return self.validation or Verdict()
+
+    @property
+    def interval(self) -> Interval:
+        return self.data_interval or Interval()
+
+    @property
+    def sources(self) -> VersionSources:
+        return self.source_fingerprint or VersionSources()
+
+    @property
+    def composed(self) -> bool:
+        """Its shards live in segment folders (``layout`` "segments")."""
+        return self.layout == "segments"
+
+    @property
+    def num_examples(self) -> int:
+        return sum(info.num_examples for info in self.splits.values())
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(info.num_bytes for info in self.splits.values())
+
+    @property
+    def num_shards(self) -> int:
+        return sum(len(info.shards) for info in self.splits.values())
+
+    def split(self, name: str) -> SplitInfo:
+        """The split's entry, empty if the version holds none of it."""
+        return self.splits.get(name) or SplitInfo()
+
+    def referenced(self) -> set[str]:
+        """The segments its shards are stored in (empty for a version with its own)."""
+        return referenced(self.splits)
+
+    def folders(self, version_uri: str) -> list[str]:
+        """The segment folders it lists, in window order (``etl.versions.segment.folders``)."""
+        return folders(version_uri, [s.segment for s in self.segments], self.splits)
+
+    def label(self) -> Mapping[str, Any]:
+        """``schema.label``, empty when the schema has none."""
+        return (self.schema or {}).get("label") or {}
+
+
+def read_manifest(uri: str) -> Manifest:
     """The version's manifest (extra keys kept); IncompleteVersionError if unpublished."""
     path = storage.join(uri, MANIFEST)
     try:
-        manifest = storage.read_json(path)
+        obj = storage.read_json(path)
     except FileNotFoundError:
         raise IncompleteVersionError(
             f"{uri}: no {MANIFEST}, so the version is not published (absent or being written)"
         ) from None
-    fmt = manifest.get("format_version") if isinstance(manifest, dict) else None
-    if (
-        not isinstance(fmt, int)
-        or fmt > FORMAT_VERSION
-        or not isinstance(manifest.get("splits"), dict)
-    ):
+    fmt = obj.get("format_version") if isinstance(obj, dict) else None
+    if not isinstance(fmt, int) or fmt > FORMAT_VERSION or not isinstance(obj.get("splits"),
+                                                                           dict):
         raise ValueError(
             f"{path}: expected a format_version <= {FORMAT_VERSION} manifest with a 'splits' "
             f"object, got format_version={fmt!r}"
         )
-    return manifest
+    return Manifest.from_json(obj, path)
 
 
-def verify_shards(uri: str, manifest: dict[str, Any], checksums: bool = True) -> int:
+def verify_shards(uri: str, manifest: Manifest, checksums: bool = True) -> int:
     """Check every shard's size (and sha256) against the manifest; returns shards checked.
 
     Raises:
         ChecksumMismatchError: names the file, the expected and the actual value.
     """
     count = 0
-    for split, info in manifest["splits"].items():
-        for shard in info.get("shards", []):
+    for split, info in manifest.splits.items():
+        for shard in info.shards:
             path = shard_uri(uri, shard)
             try:
                 size = storage.stat(path)["size"]
@@ -59,13 +183,11 @@ def verify_shards(uri: str, manifest: dict[str, Any], checksums: bool = True) ->
                 raise ChecksumMismatchError(
                     f"{path} ({split}): listed in the manifest but missing"
                 ) from None
-            if size != shard["bytes"]:
+            if size != shard.bytes:
+                raise ChecksumMismatchError(f"{path}: expected {shard.bytes} bytes, found {size}")
+            if checksums and (actual := _sha256(path)) != shard.sha256:
                 raise ChecksumMismatchError(
-                    f"{path}: expected {shard['bytes']} bytes, found {size}"
-                )
-            if checksums and (actual := _sha256(path)) != shard["sha256"]:
-                raise ChecksumMismatchError(
-                    f"{path}: expected sha256 {shard['sha256']}, got {actual}"
+                    f"{path}: expected sha256 {shard.sha256}, got {actual}"
                 )
             count += 1
     return count
@@ -80,54 +202,26 @@ def _sha256(uri: str) -> str:
 
 
 def manifest_sha256(
-    manifest: dict[str, Any], exclude: tuple[str, ...] = VOLATILE_MANIFEST_KEYS
+    manifest: Manifest, exclude: tuple[str, ...] = VOLATILE_MANIFEST_KEYS
 ) -> str:
     """Fingerprint of a manifest's content, ignoring per-run keys: equal data, equal hash."""
-    kept = {k: v for k, v in manifest.items() if k not in exclude}
+    kept = {k: v for k, v in manifest.to_json().items() if k not in exclude}
     return hashlib.sha256(
         json.dumps(kept, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
 
 
-def publish_manifest(uri: str, manifest: dict[str, Any], lock: WriterLock | None = None) -> bool:
-    """Commit a version: create manifest.json only if absent, advance LATEST, free the lock.
-
-    Returns:
-        True if this call published the version; False if a manifest already existed
-        (then nothing is overwritten and the caller should report the existing version).
-
-    Raises:
-        VersionLockedError: ``lock`` was given and another owner has taken the version over.
-            Stop the lock's ``Heartbeat`` first, so its token is the stored one.
-    """
-    lock_uri = storage.join(uri, WRITER_LOCK)
-    if lock is not None and storage.read_with_token(lock_uri)[1] != lock.token:
-        holder = current_holder(lock_uri)
-        if holder.get("owner") != lock.owner:
-            raise VersionLockedError(uri, holder)
-    created = storage.create_if_absent(storage.join(uri, MANIFEST), storage.json_bytes(manifest))
-    if created:
-        ds_uri, version = split_version_uri(uri)
-        update_latest(ds_uri, version)
-        storage.delete_tree(lock_uri)  # published: any lock on it is moot now
-    elif lock is not None:
-        release_writer_lock(lock)
-    return created
-
-
-def format_shards(manifest: dict[str, Any]) -> str:
+def format_shards(manifest: Manifest) -> str:
     """The shard table of a manifest: file, records, bytes, per split with totals."""
     lines = [f"{'shard':<52} {'records':>10} {'bytes':>13}"]
     order = {"train": 0, "eval": 1, "validation": 1, "test": 2}
-    composed = manifest.get("layout") == "segments"
-    for split, info in sorted(manifest["splits"].items(), key=lambda kv: order.get(kv[0], 3)):
-        if composed:  # one line per split: a year of daily segments is a thousand shards
-            segs = len({s["segment"] for s in info["shards"]})
-            where = f"  {len(info['shards'])} shard(s) in {segs} segment(s)"
-            lines.append(where)
+    for split, info in sorted(manifest.splits.items(), key=lambda kv: order.get(kv[0], 3)):
+        if manifest.composed:  # one line per split: a year of daily segments is 1000 shards
+            segs = len({s.segment for s in info.shards})
+            lines.append(f"  {len(info.shards)} shard(s) in {segs} segment(s)")
         else:
-            lines += [f"{shard['file']:<52} {shard['records']:>10} {shard['bytes']:>13}"
-                      for shard in info["shards"]]
-        lines.append(f"{'  ' + split + ' total':<52} {info['num_examples']:>10} "
-                     f"{info['num_bytes']:>13}")
+            lines += [f"{shard.file:<52} {shard.records:>10} {shard.bytes:>13}"
+                      for shard in info.shards]
+        lines.append(f"{'  ' + split + ' total':<52} {info.num_examples:>10} "
+                     f"{info.num_bytes:>13}")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl import storage
-from etl.versions.segments import DATASET_INFO
+from etl.versions.segment import DATASET_INFO, SegmentMeta
 from etl.write.shards import normalize_compression, shard_filename
 
 __all__ = ["DATASET_INFO", "dataset_info_json", "features_json", "write_dataset_info"]
@@ -65,35 +65,37 @@ def features_json(schema: dict[str, Any]) -> dict[str, Any]:
             "featuresDict": {"features": feats}}
 
 
-def dataset_info_json(meta: dict[str, Any]) -> dict[str, Any]:
+def dataset_info_json(meta: SegmentMeta) -> dict[str, Any]:
     """A segment's DatasetInfo proto as JSON, from its ``segment.json`` body; checks that
     shard names follow TFDS's file template (TFDS finds shards by name, not by a list)."""
-    dataset, splits = meta["dataset"], []
-    for split, info in meta["splits"].items():
-        files = info.get("shards", [])
+    dataset, splits = str(meta.dataset), []
+    for split, info in meta.splits.items():
+        files = info.shards
         for i, shard in enumerate(files):
             expected = shard_filename(dataset, split, i, len(files))
-            if shard["file"] != expected:
-                raise ValueError(f"{meta.get('segment')}: split {split!r} shard {i}: file "
-                                 f"{shard['file']!r}, TFDS expects {expected!r}")
+            if shard.file != expected:
+                raise ValueError(f"{meta.segment}: split {split!r} shard {i}: file "
+                                 f"{shard.file!r}, TFDS expects {expected!r}")
         if files:
             splits.append({"name": split, "filepathTemplate": FILEPATH_TEMPLATE,
-                           "numBytes": str(sum(s["bytes"] for s in files)),
-                           "shardLengths": [str(s["records"]) for s in files]})
+                           "numBytes": str(sum(s.bytes for s in files)),
+                           "shardLengths": [str(s.records) for s in files]})
+    if meta.schema is None:
+        raise ValueError(f"{meta.segment}: segment.json has no 'schema', which TFDS needs")
     return {
         "name": dataset, "version": TFDS_VERSION, "fileFormat": "tfrecord",
-        "description": f"{dataset} segment {meta.get('segment')} (partition "
-                       f"{meta.get('partition')}); load a version with "
+        "description": f"{dataset} segment {meta.segment} (partition "
+                       f"{meta.partition}); load a version with "
                        "tfds.builder_from_directories over the segments its manifest lists",
-        "features": features_json(meta["schema"]),
+        "features": features_json(meta.schema),
         "splits": splits,
     }
 
 
-def write_dataset_info(segment_uri: str, meta: dict[str, Any]) -> bool:
+def write_dataset_info(segment_uri: str, meta: SegmentMeta) -> bool:
     """Write the segment's ``dataset_info.json`` (before its ``segment.json``); False, and
     nothing written, for GZIP shards, which TFDS cannot read."""
-    if normalize_compression(meta.get("compression")):
+    if normalize_compression(meta.compression):
         return False
     storage.write_bytes_atomic(storage.join(segment_uri, DATASET_INFO),
                                storage.json_bytes(dataset_info_json(meta)))

@@ -1,9 +1,10 @@
-"""Shard writing on Dask: one shard = one partition, written by a worker straight to storage.
+"""Shard writing: a segment's shards by this process (``write_shards``), or a frame's on Dask,
+one shard per Dask partition written by a worker straight to storage (images).
 
 The plan is pure arithmetic (``plan_shards``): bytes per record are measured by encoding a
 sample, each split gets ``num_shards_for(records * bytes, target)`` shards, and a row's shard
 is the high 32 bits of its key hash modulo that count (the split used the low bits). A shuffle
-(``set_index`` on the global shard id with known divisions) makes every shard one partition;
+(``set_index`` on the global shard id with known divisions) makes every shard one Dask partition;
 inside it rows are sorted by key hash, so the same rows always give the same bytes. Workers
 encode in chunks (numpy/Arrow, byte-deterministic) and stream records to ``write_shard``: the client never
 holds records.
@@ -25,6 +26,8 @@ import pandas as pd
 from etl import storage
 from etl.spec import DEFAULT_SHARD_BYTES
 from etl.transform.split import HASH_COL, SPLIT_COL
+from etl.versions import segment
+from etl.versions.segment import SplitInfo
 from etl.write import encode, shards
 
 log = logging.getLogger(__name__)
@@ -142,7 +145,7 @@ def _row_order(part: pd.DataFrame, columns: list[str]) -> np.ndarray:
     return by.sort_values([HASH_COL, *columns], kind="mergesort").index.to_numpy()
 
 
-def write_partition(part: pd.DataFrame, uri: str, columns: list[str], schema: dict[str, Any],
+def write_one_shard(part: pd.DataFrame, uri: str, columns: list[str], schema: dict[str, Any],
                     config: WriteConfig,
                     on_record: Callable[[bytes], None] | None = None) -> dict[str, Any]:
     """Encode and write one shard; runs on a worker. ``on_record`` sees every record. Rows
@@ -189,7 +192,7 @@ def write_splits(ddf: dd.DataFrame, dataset: str, version_uri: str, schema: dict
         name = shards.shard_filename(dataset, split, i, plan.num_shards[split],
                                      config.compression)
         names.append((split, name))
-        tasks.append(dask.delayed(write_partition)(
+        tasks.append(dask.delayed(write_one_shard)(
             part, storage.join(version_uri, name), columns, schema, config))
     log.debug("writing %d shard(s) for %s (%.0f B/record): %s", plan.total, dataset,
              plan.record_bytes, plan.num_shards)
@@ -223,15 +226,28 @@ def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict
         name = shards.shard_filename(dataset, split, i, plan.num_shards[split],
                                      config.compression)
         seen = None if on_record is None else (lambda r, s=split: on_record(s, r))
-        entry = write_partition(part, storage.join(folder_uri, name), columns, schema, config,
+        entry = write_one_shard(part, storage.join(folder_uri, name), columns, schema, config,
                                 seen)
         out[split].append({**entry, "file": name})
     return out
 
 
+def write_shards(rows: pd.DataFrame, dataset: str, uri: str, schema: dict[str, Any],
+                 splits: list[str], config: WriteConfig) -> dict[str, SplitInfo]:
+    """A segment's shards from its Example-ready rows (``etl.transform.tabular.prepare``),
+    written by this process; per split its records, bytes, content hash and shard entries
+    (what ``segment.json`` lists)."""
+    digests: dict[str, list[int]] = {}
+    written = write_frame(
+        encode_rows(rows, schema, config), dataset, uri, schema, splits, config,
+        lambda split, rec: digests.setdefault(split, []).append(segment.record_digest(rec)))
+    return {split: segment.split_info(entries, segment.content_hash(digests.get(split, [])))
+            for split, entries in written.items()}
+
+
 def encode_rows(frame: pd.DataFrame, schema: dict[str, Any], config: WriteConfig) -> pd.DataFrame:
-    """``frame`` with each row's Example bytes in ``RECORD_COL``: a batch of segments is encoded
-    in one call (per call, the encoder's column handling costs more than a day's rows)."""
+    """``frame`` with each row's Example bytes in ``RECORD_COL``, encoded in chunks of
+    ``config.chunk_rows`` in the frame's order."""
     columns = [*schema["features"], schema["label"]["name"]]
     records = np.empty(len(frame), dtype=object)
     for i in range(0, len(frame), config.chunk_rows):

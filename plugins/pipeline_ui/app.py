@@ -194,7 +194,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                     schema=present.schema_rows(manifest), raw=present.raw_json(manifest),
                     segments=present.segment_rows(manifest),
                     extra=[(views.label(k), v) for k, v in present.other_fields(manifest)],
-                    expectations=present.expectation_rows(manifest.get("validation") or {}),
+                    expectations=present.expectation_rows(manifest.verdict.expectations),
                     fingerprint=views.fingerprint(manifest), labelled=views.labelled,
                     previous=diffpage.previous_version(catalog.version_ids(dataset)[0], version))
 
@@ -202,7 +202,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
              name="validation")
     def validation(request: Request, dataset: str, version: str) -> Response:
         manifest = catalog.manifest(dataset, version)
-        relpath = str((manifest.get("validation") or {}).get("results") or "")
+        relpath = str(manifest.verdict.results or "")
         if not relpath:
             raise NotFound(f"version {dataset}/{version} stored no validation results")
         data, _ = catalog.version_file(dataset, version, relpath)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from etl import storage, versions
 from etl.errors import IncompleteVersionError, PathOutsideRootError
+from etl.versions import Manifest
 
 from .records import (
     CARD_FILE,
@@ -55,7 +56,7 @@ class Catalog:
         self.root = root.rstrip("/")
         self.limits = limits
         self._lock = threading.Lock()
-        self._manifests: OrderedDict[str, tuple[dict[str, Any], float]] = OrderedDict()
+        self._manifests: OrderedDict[str, tuple[Manifest, float]] = OrderedDict()
         self._listings: dict[tuple[str, ...], tuple[float, Any]] = {}
         self._pool = ThreadPoolExecutor(limits.io_threads, thread_name_prefix="pipeline-ui")
 
@@ -146,7 +147,7 @@ class Catalog:
         return self._guard(lambda: storage.safe_join(self.root, "models", *parts), "run path")
 
     # ---- public queries -------------------------------------------------------------------
-    def manifest(self, dataset: str, version: str) -> dict[str, Any]:
+    def manifest(self, dataset: str, version: str) -> Manifest:
         """The version's manifest, cached: a published manifest never changes.
 
         A cached entry is re-checked for existence once per listing TTL, because retention
@@ -172,15 +173,13 @@ class Catalog:
                 raise NotFound(f"{what} no longer exists")
             return hit[0]
         manifest = self._guard(lambda: self._read_manifest(dataset, version, uri), what)
-        if not isinstance(manifest, dict):
-            raise StorageUnavailable(f"manifest of {what} is not a JSON object")
         with self._lock:
             self._manifests[uri] = (manifest, now)
             while len(self._manifests) > self.limits.manifest_cache_size:
                 self._manifests.popitem(last=False)
         return manifest
 
-    def _read_manifest(self, dataset: str, version: str, uri: str) -> Any:
+    def _read_manifest(self, dataset: str, version: str, uri: str) -> Manifest:
         """The stored manifest; a version or dataset that is not there is named as such."""
         try:
             return versions.read_manifest(uri)

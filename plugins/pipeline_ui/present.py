@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
+
+from etl.versions import Manifest, SplitInfo
 
 MAX_FLAT_ROWS = 200
 MAX_VOCAB_SHOWN = 20
@@ -170,12 +172,12 @@ def key_metrics(metrics: dict[str, Any] | None, k: int = 4) -> list[tuple[str, A
     return chosen[:k]
 
 
-def dag_run_target(manifest: dict[str, Any], dataset: str) -> tuple[str, str] | None:
+def dag_run_target(manifest: Manifest, dataset: str) -> tuple[str, str] | None:
     """``(dag_id, run_id)`` of the Airflow run that produced the version, when there is one."""
-    run_id = manifest.get("run_id")
+    run_id = manifest.run_id
     if not isinstance(run_id, str) or not run_id:
         return None
-    dag_id = manifest.get("dag_id")
+    dag_id = manifest.dag_id
     if isinstance(dag_id, str) and dag_id:
         return dag_id, run_id
     return (f"etl_{dataset}", run_id) if _AIRFLOW_RUN_ID.match(run_id) else None
@@ -184,30 +186,24 @@ def dag_run_target(manifest: dict[str, Any], dataset: str) -> tuple[str, str] | 
 SPLIT_ORDER = ("train", "eval", "validation", "test")
 
 
-def ordered_splits(splits: Any) -> list[tuple[str, dict[str, Any]]]:
+def ordered_splits(splits: Mapping[str, SplitInfo]) -> list[tuple[str, SplitInfo]]:
     """Splits as train, eval, test, then any others by name (manifests store them sorted)."""
-    if not isinstance(splits, dict):
-        return []
     rank = {name: i for i, name in enumerate(SPLIT_ORDER)}
     names = sorted(splits, key=lambda n: (rank.get(n, len(rank)), n))
-    return [(n, splits[n] if isinstance(splits[n], dict) else {}) for n in names]
+    return [(n, splits[n]) for n in names]
 
 
-def version_summary(manifest: dict[str, Any]) -> dict[str, Any]:
+def version_summary(manifest: Manifest) -> dict[str, Any]:
     """The listing columns of a version: interval, records per split, shards, bytes, checks."""
-    splits = ordered_splits(manifest.get("splits"))
-    records = {name: s.get("num_examples") for name, s in splits}
-    shards = sum(len(s.get("shards") or []) for _, s in splits)
-    size = sum(int(s.get("num_bytes") or 0) for _, s in splits)
-    validation = manifest.get("validation") or {}
-    interval = manifest.get("data_interval") or {}
+    splits = ordered_splits(manifest.splits)
+    validation, interval = manifest.verdict, manifest.interval
     return {
-        "start": interval.get("start"), "end": interval.get("end"), "records": records,
-        "shards": shards, "bytes": size, "valid": validation.get("success"),
-        "quarantined": validation.get("quarantined_rows"),
-        "evaluated": validation.get("evaluated_rows"),
-        "data_docs": validation.get("data_docs"), "created_at": manifest.get("created_at"),
-        "segments": len(manifest.get("segments") or []),
+        "start": interval.start, "end": interval.end,
+        "records": {name: s.num_examples for name, s in splits},
+        "shards": manifest.num_shards, "bytes": manifest.num_bytes, "valid": validation.success,
+        "quarantined": validation.quarantined_rows, "evaluated": validation.evaluated_rows,
+        "data_docs": validation.data_docs, "created_at": manifest.created_at,
+        "segments": len(manifest.segments),
     }
 
 
@@ -217,14 +213,13 @@ KNOWN_MANIFEST_KEYS = frozenset({
     "validation", "layout", "segments"})
 
 
-def other_fields(manifest: dict[str, Any]) -> list[tuple[str, Any]]:
+def other_fields(manifest: Manifest) -> list[tuple[str, Any]]:
     """Manifest keys this UI has no section for, flattened, so nothing stored is hidden."""
-    return flatten({k: v for k, v in manifest.items() if k not in KNOWN_MANIFEST_KEYS})
+    return flatten({k: v for k, v in manifest.to_json().items() if k not in KNOWN_MANIFEST_KEYS})
 
 
-def expectation_rows(validation: dict[str, Any]) -> list[dict[str, Any]]:
+def expectation_rows(found: list | None) -> list[dict[str, Any]]:
     """The validation summary's per-expectation results, failures first, capped."""
-    found = validation.get("expectations")
     if not isinstance(found, list):
         return []
     rows = []
@@ -251,38 +246,34 @@ def _day(label: str) -> str:
     return text
 
 
-def segment_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def segment_rows(manifest: Manifest) -> list[dict[str, Any]]:
     """The version's segments in window order: id, the partitions they hold, records."""
     rows = []
-    for seg in manifest.get("segments") or []:
-        if not isinstance(seg, dict):
-            continue
-        labels = [p[0] for p in seg.get("partitions") or [] if p] or \
-            str(seg.get("partition") or "").split("_")
+    for seg in manifest.segments:
+        labels = [p[0] for p in seg.partitions if p] or str(seg.partition or "").split("_")
         first, last = _day(labels[0]), _day(labels[-1])
-        rows.append({"segment": seg.get("segment"), "records": seg.get("records"),
-                     "partitions": len(seg.get("partitions") or []) or None,
+        rows.append({"segment": seg.segment, "records": seg.records,
+                     "partitions": len(seg.partitions) or None,
                      "range": first if first == last else f"{first} – {last}"})
     return rows
 
 
-def shard_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def shard_rows(manifest: Manifest) -> list[dict[str, Any]]:
     """Every shard as a row: split, file (under its segment's folder, if any), records,
     bytes, sha256."""
     rows = []
-    for split, info in ordered_splits(manifest.get("splits")):
-        for shard in info.get("shards") or []:
-            where = f"segments/{shard['segment']}/" if shard.get("segment") else ""
-            rows.append({"split": split, **{k: shard.get(k) for k in
-                                            ("records", "bytes", "sha256")},
-                         "file": f"{where}{shard.get('file')}"})
+    for split, info in ordered_splits(manifest.splits):
+        for shard in info.shards:
+            where = f"segments/{shard.segment}/" if shard.segment else ""
+            rows.append({"split": split, "records": shard.records, "bytes": shard.bytes,
+                         "sha256": shard.sha256, "file": f"{where}{shard.file}"})
     return rows
 
 
-def schema_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def schema_rows(manifest: Manifest) -> list[dict[str, Any]]:
     """Features with dtype/kind/extra (shape, encoding) and their train statistics."""
-    schema = manifest.get("schema") or {}
-    stats = manifest.get("statistics") or {}
+    schema = manifest.schema or {}
+    stats = manifest.statistics or {}
     numeric, vocabs = stats.get("numeric") or {}, stats.get("vocabularies") or {}
     rows = []
     for name, spec in (schema.get("features") or {}).items():
@@ -310,6 +301,8 @@ def _vocab_preview(vocab: Any) -> str:
 
 def raw_json(value: Any) -> str:
     """Pretty JSON for a <pre> block, cut at a bound so a huge manifest cannot stall a page."""
+    if isinstance(value, Manifest):
+        value = value.to_json()
     text = json.dumps(value, indent=2, sort_keys=True, default=str)
     if len(text) > MAX_RAW_JSON_CHARS:
         return text[:MAX_RAW_JSON_CHARS] + f"\n… ({len(text) - MAX_RAW_JSON_CHARS:,} more chars)"

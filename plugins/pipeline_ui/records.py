@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from etl.versions import Manifest
+
 T = TypeVar("T")
 
 DEFAULT_PAGE_SIZE = 20
@@ -98,7 +100,7 @@ class VersionRow:
     """A complete version, its manifest and the models trained on it (bounded)."""
 
     version: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     models: list[ModelRow] = field(default_factory=list)
     models_total: int = 0
 
@@ -108,7 +110,7 @@ class DatasetRow:
     name: str
     versions: int
     latest: str | None = None
-    manifest: dict[str, Any] | None = None  # the newest version's (its drift, for the list)
+    manifest: Manifest | None = None  # the newest version's (its drift, for the list)
 
 
 @dataclass(frozen=True)

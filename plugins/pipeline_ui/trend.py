@@ -12,16 +12,18 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from etl.versions import Manifest
+
 _W, _H = 120, 24
 
 
-def drift_of(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+def drift_of(manifest: Manifest | None) -> dict[str, Any] | None:
     """The version's drift report, or None (a first version, or nothing new)."""
-    report = ((manifest or {}).get("validation") or {}).get("drift")
-    return report if isinstance(report, dict) else None
+    report = manifest.verdict.drift if manifest is not None else None
+    return dict(report) if isinstance(report, dict) else None
 
 
-def drift_words(manifest: dict[str, Any] | None) -> str:
+def drift_words(manifest: Manifest | None) -> str:
     """``none`` / ``3 features`` / ``not measured``: the drift column of the dataset list."""
     report = drift_of(manifest)
     if report is None:
@@ -41,7 +43,8 @@ def trend_rows(rows: list[Any], key_metrics: Any) -> list[dict[str, Any]]:
         finished = [m for m in row.models if m.metrics]  # a run still training has none
         chosen = key_metrics(finished[0].metrics) if finished else []
         metric = chosen[0] if chosen else None
-        train = ((row.manifest.get("splits") or {}).get("train") or {}).get("num_examples")
+        train = row.manifest.splits["train"].num_examples if "train" in row.manifest.splits \
+            else None
         drifted = None if report is None else list(report.get("drifted") or [])
         out.append({"version": row.version, "train": train, "metric": metric,
                     "drifted": drifted, "drift_count": None if drifted is None else len(drifted)})

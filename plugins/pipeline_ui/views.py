@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from etl.versions import Manifest
+
 from .present import flatten, fmt, metric
 
 MAX_HISTORY_EPOCHS = 500
@@ -66,16 +68,15 @@ class Fingerprint:
     files: list[dict[str, Any]] = field(default_factory=list)
 
 
-def fingerprint(manifest: dict[str, Any]) -> Fingerprint:
+def fingerprint(manifest: Manifest) -> Fingerprint:
     """``files`` is a list of ``{uri, size, mtime}`` for tables and a count for images."""
-    fp = manifest.get("source_fingerprint")
-    fp = fp if isinstance(fp, dict) else {}
-    files = fp.get("files")
+    fp = manifest.sources
+    files = fp.files
     listed = [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
     # an images version lists its source folder once, with the folder's file count inside
     count = sum(f["files"] if isinstance(f.get("files"), int) else 1 for f in listed) \
         if isinstance(files, list) else files
-    return Fingerprint(fp.get("sha256"), count, fp.get("source"), listed)
+    return Fingerprint(fp.sha256, count, fp.source, listed)
 
 
 @dataclass(frozen=True)

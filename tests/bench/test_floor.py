@@ -31,7 +31,7 @@ def test_floor_writes_as_many_records_as_the_etl(client, landed: str, tmp_path: 
     assert set(got["splits"]) == set(etl["splits"])
     written = {p.name: sum(1 for _ in iter_records(p.as_uri())) for p in out.iterdir()}
     assert sum(written.values()) == got["rows"]
-    schema = versions.read_manifest(etl["version_uri"])["schema"]
+    schema = versions.read_manifest(etl["version_uri"]).schema
     record = next(iter_records((out / "flights-train.tfrecord-00000").as_uri()))
     example = example_pb2.Example.FromString(record)
     assert set(example.features.feature) == {*schema["features"], schema["label"]["name"]}

@@ -156,7 +156,7 @@ def test_module_level_imports_are_light(path: Path) -> None:
 
 
 def test_one_etl_and_one_training_dag_per_spec(dagbag, common) -> None:
-    specs = sorted(p.parent.name for p in (REPO / "etl" / "specs").glob("*/spec.yaml"))
+    specs = sorted(p.parent.name for p in (REPO / "etl" / "examples").glob("*/spec.yaml"))
     assert specs and common.spec_names() == specs
     expected = {f"{kind}_{s}" for s in specs for kind in ("etl", "train")}
     assert set(dagbag.dags) == expected

@@ -35,11 +35,11 @@ def etl_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return root, result["version_uri"]
 
 
-def _raw_test_records(uri: str, manifest: dict) -> dict[str, tf.Tensor]:
+def _raw_test_records(uri: str, manifest: versions.Manifest) -> dict[str, tf.Tensor]:
     """The test split's feature values decoded in Python from the shards, no tf.data parse."""
-    features = manifest["schema"]["features"]
+    features = manifest.schema["features"]
     columns: dict[str, list] = {name: [] for name in features}
-    for shard in manifest["splits"]["test"]["shards"]:
+    for shard in manifest.splits["test"].shards:
         path = local_or_remote_path(versions.shard_uri(uri, shard))  # under its segment
         for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
             example = tf.train.Example.FromString(record).features.feature
@@ -52,12 +52,12 @@ def _raw_test_records(uri: str, manifest: dict) -> dict[str, tf.Tensor]:
 def test_trains_on_a_version_written_by_the_real_etl(etl_version) -> None:
     root, uri = etl_version
     manifest = versions.read_manifest(uri)
-    assert manifest["schema"]["label"]["name"] == "late"
+    assert manifest.schema["label"]["name"] == "late"
     config = TrainConfig(input=InputConfig(batch_size=256, seed=1), epochs=4, min_margin=0.0,
                          steps_per_execution=4)
     result = train(uri, storage.join(root, "models"), "etl-run", config)
     metrics = result["metrics"]
-    assert metrics["test"]["examples"] == manifest["splits"]["test"]["num_examples"]
+    assert metrics["test"]["examples"] == manifest.splits["test"].num_examples
     assert metrics["test"]["auc"] > 0.6  # schedule and weather do predict delays
     assert metrics["test"]["accuracy"] >= metrics["baseline"]["accuracy"]
 

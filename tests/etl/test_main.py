@@ -19,7 +19,7 @@ from etl import versions
 from etl.__main__ import main
 from etl.sources.land import land
 from etl.spec import SPECS_DIR
-from etl.versions import segments
+from etl.versions import segment
 
 END, START = "2013-01-02", "2013-01-01"
 
@@ -46,15 +46,15 @@ def test_run_builds_segments_and_a_rerun_publishes_nothing_new(
     spec = ["--root", root, "--dataset", "flights", "--interval-end", END]
     first = _run(capsys, *spec, "--run-id", "first")
     manifest = versions.read_manifest(first["version_uri"])
-    assert first["created"] and manifest["layout"] == "segments"
-    assert len(segments.list_segments(root, "flights")) == 1  # the landed day, built once
+    assert first["created"] and manifest.layout == "segments"
+    assert len(segment.list_segments(root, "flights")) == 1  # the landed day, built once
     assert set(first["timings"]) >= {"build_s", "validate_s"}
     again = _run(capsys, *spec, "--run-id", "again")
     assert not again["created"] and again["version"] == first["version"]
     forced = _run(capsys, *spec, "--run-id", "forced", "--force")
     assert forced["created"] and forced["version"].endswith("-r2")
     assert forced["splits"] == first["splits"]
-    assert len(segments.list_segments(root, "flights")) == 1  # reused, not rebuilt
+    assert len(segment.list_segments(root, "flights")) == 1  # reused, not rebuilt
 
 
 def test_wine_goes_through_the_same_chain(tmp_path: Path,
@@ -64,8 +64,8 @@ def test_wine_goes_through_the_same_chain(tmp_path: Path,
     capsys.readouterr()
     result = _run(capsys, "--root", uri, "--dataset", "wine", "--interval-end", "2026-01-01")
     assert result["created"]
-    assert versions.read_manifest(result["version_uri"])["layout"] == "segments"
-    (seg,) = segments.list_segments(uri, "wine")
+    assert versions.read_manifest(result["version_uri"]).layout == "segments"
+    (seg,) = segment.list_segments(uri, "wine")
     assert seg.startswith("all-")  # an unpartitioned table is one segment
 
 
@@ -111,5 +111,5 @@ def test_build_then_publish_are_the_chain_one_step_at_a_time(
     result = json.loads(capsys.readouterr().out)
     assert result["created"] and result["version_uri"] == draft
     assert versions.list_versions(uri, "flights") == [result["version"]]
-    assert versions.read_manifest(draft)["layout"] == "segments"
+    assert versions.read_manifest(draft).layout == "segments"
     assert set(result["timings"]) >= {"build_s", "validate_s"}

@@ -76,7 +76,7 @@ def start(tmp: Path, db_url: str, processes, edit_spec: Callable[[str], str],
     """The flights spec copied and edited, the days ``landed`` landed, Airflow up with the
     ``dask`` pool (2) and ``gpu`` pool (1), and ``unpause`` DAGs unpaused."""
     spec_dir = tmp / "specs" / "flights"
-    shutil.copytree(REPO / "etl" / "specs" / "flights", spec_dir)
+    shutil.copytree(REPO / "etl" / "examples" / "flights", spec_dir)
     spec = spec_dir / "spec.yaml"
     spec.write_text(edit_spec(spec.read_text()))
     dask_port = free_port()

@@ -7,12 +7,12 @@ Shards live in ``datasets/<name>/segments/<id>/``; a segment is finished once it
 from __future__ import annotations
 
 from etl import storage, versions
-from etl.versions import segments
+from etl.versions import segment
 from tests.reliability.conftest import DATASET
 
 
 def segments_root(root: str) -> str:
-    return segments.segments_uri(root, DATASET)
+    return segment.segments_uri(root, DATASET)
 
 
 def unfinished(root: str) -> dict[str, list[str]]:
@@ -20,7 +20,7 @@ def unfinished(root: str) -> dict[str, list[str]]:
     out = {}
     for seg in storage.list_dir(segments_root(root)):
         names = storage.list_dir(storage.join(segments_root(root), seg), include_temp=True)
-        if segments.SEGMENT_FILE not in names:
+        if segment.SEGMENT_FILE not in names:
             out[seg] = names
     return out
 
@@ -32,7 +32,7 @@ def shard_being_written(root: str) -> bool:
 
 def segment_lease_taken(root: str) -> bool:
     """A segment's ``_WRITER`` lease exists (on GCS an upload is invisible until done)."""
-    return any(segments.SEGMENT_LOCK in names for names in unfinished(root).values())
+    return any(segment.SEGMENT_LOCK in names for names in unfinished(root).values())
 
 
 def assert_one_clean_version(root: str, version: str) -> None:
@@ -45,18 +45,18 @@ def assert_one_clean_version(root: str, version: str) -> None:
     assert not [n for n in names if storage.TEMP_MARKER in n]
     assert versions.WRITER_LOCK not in names
     assert unfinished(root) == {}, "a killed build's segment folder was left"
-    listed = {seg["segment"] for seg in manifest["segments"]}
+    listed = {seg.segment for seg in manifest.segments}
     for seg in storage.list_dir(segments_root(root)):
         seg_uri = storage.join(segments_root(root), seg)
-        meta = segments.read_segment(seg_uri)
-        own = {s["file"] for v in meta["splits"].values() for s in v["shards"]}
+        meta = segment.read_segment(seg_uri)
+        own = {s.file for v in meta.splits.values() for s in v.shards}
         found = set(storage.list_dir(seg_uri, include_temp=True))
         assert {n for n in found if ".tfrecord" in n} == own, f"orphan shards in {seg}"
         assert not [n for n in found if storage.TEMP_MARKER in n], seg
-        assert segments.SEGMENT_LOCK not in found, f"a lease was left on {seg}"
+        assert segment.SEGMENT_LOCK not in found, f"a lease was left on {seg}"
         if seg in listed:
-            assert own == {s["file"] for v in manifest["splits"].values()
-                           for s in v["shards"] if s["segment"] == seg}
+            assert own == {s.file for v in manifest.splits.values()
+                           for s in v.shards if s.segment == seg}
     assert not storage.exists(storage.safe_join(root, "staging", DATASET, version, "killed"))
 
 

@@ -48,9 +48,9 @@ def test_bad_input(case: Case, root: str, root_path: Path, base_digest: dict,
     result = _run(root, f"ok-{case.name}")
     assert result["created"] and result["version"] == NEXT_VERSION
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest["validation"]["quarantined_rows"] == case.expect.quarantined
+    assert manifest.verdict.quarantined_rows == case.expect.quarantined
     if case.expect.quarantined:  # kept in the segments the manifest lists, named by it
-        files = manifest["validation"]["quarantine_files"]
+        files = manifest.verdict.quarantine_files
         assert files, "quarantined rows must be kept and named in the manifest"
         dataset_uri = storage.join(root, "datasets", DATASET)
         for name in files:

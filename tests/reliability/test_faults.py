@@ -60,8 +60,8 @@ def test_damaged_shard_is_refused_at_read_time(root: str, root_path: Path,
 
     vuri = versions.version_uri(root, DATASET, BASE_VERSION)
     manifest = versions.read_manifest(vuri)
-    entry = manifest["splits"]["train"]["shards"][0]
-    shard = entry["file"]
+    entry = manifest.splits["train"].shards[0]
+    shard = entry.file
     path = Path(storage.get_fs(versions.shard_uri(vuri, entry))[1])  # in its segment's folder
     data = path.read_bytes()
     for damaged, expected in ((data[:-7], "bytes"), (data[:40] + bytes([data[40] ^ 1]) + data[41:],
@@ -129,7 +129,7 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
     assert any("breaking the lease" in r.getMessage() and "is gone" in r.getMessage()
                for r in caplog.records)
     assert not any("waiting for it" in r.getMessage() for r in caplog.records)
-    assert versions.read_manifest(result["version_uri"])["run_id"] == "other"
+    assert versions.read_manifest(result["version_uri"]).run_id == "other"
     assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
@@ -175,7 +175,7 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
     assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
     staged = sorted(p.name for p in local.rglob("*.tfrecord*"))
     assert staged == sorted(s["file"] for sp in ("train", "eval")
-                            for s in manifest["splits"][sp]["shards"])
+                            for s in manifest.splits[sp].shards)
 
 
 @pytest.mark.integration
@@ -202,7 +202,7 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
     expiry = float(SHORT_LEASE[lease.EXPIRY_ENV])
     assert broke[0].created - killed_at <= expiry + claim.POLL_S + 5.0  # + one poll + slack
     assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
-    assert versions.read_manifest(vuri)["run_id"] == "other"
+    assert versions.read_manifest(vuri).run_id == "other"
     assert_one_clean_version(landed_gcs, DAY_VERSION)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from etl import storage
-from etl.versions import SEGMENTS_DIR
+from etl.versions import SEGMENTS_DIR, SegmentMeta
 from etl.write import encode, shards
 from etl.write import tfds as tfds_meta
 
@@ -58,7 +58,7 @@ def write_segment(dataset_uri: str, seg: str, offset: int,
         offset += n
     meta = {"format_version": 2, "dataset": "flights", "segment": seg, "partition": seg[:8],
             "splits": splits, "schema": SCHEMA, "compression": compression}
-    tfds_meta.write_dataset_info(uri, meta)
+    tfds_meta.write_dataset_info(uri, SegmentMeta.from_json(meta, "the test's segment.json"))
     storage.write_bytes_atomic(storage.join(uri, "segment.json"), storage.json_bytes(meta))
     return meta, offset
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from etl.versions import Manifest
+
 DATASET = "flights"
 VERSION = "20130105T000000Z_20130101T000000Z"
 CARRIERS = ["UA", "B6", "EV", "DL", "AA", "MQ", "US", "9E"]
@@ -40,8 +42,18 @@ class WrittenVersion:
     root: Path
     uri: str
     path: Path
-    manifest: dict[str, Any]
+    manifest: dict[str, Any]  # manifest.json as written
     rows: dict[str, list[dict[str, Any]]]  # split -> rows in file order (shard 0 first)
+
+    @property
+    def typed(self) -> Manifest:
+        """The manifest as training reads it."""
+        return typed(self.manifest)
+
+
+def typed(manifest: dict[str, Any]) -> Manifest:
+    """A test's manifest (a JSON object) as training reads it."""
+    return Manifest.from_json(manifest, "the test's manifest")
 
 
 def make_rows(n: int, seed: int, random_labels: bool = False) -> list[dict[str, Any]]:

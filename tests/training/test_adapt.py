@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from etl.versions import Manifest
 from training.adapt import class_weight, plan, spec_overrides
 from training.config import InputConfig, TrainConfig
 
 
 def _manifest(train: int, counts: dict[str, int] | None = None, training: dict | None = None,
-              task: str = "binary") -> dict:
+              task: str = "binary") -> Manifest:
     schema = {"label": {"task": task}, **({"training": training} if training else {})}
-    return {"splits": {"train": {"num_examples": train}}, "schema": schema,
-            "statistics": {"label_counts": counts or {}}}
+    return Manifest.from_json({"splits": {"train": {"num_examples": train}}, "schema": schema,
+                               "statistics": {"label_counts": counts or {}}}, "test")
 
 
 def test_flights_keeps_its_settings_and_a_small_table_gets_steps() -> None:

@@ -12,16 +12,18 @@ import yaml
 from bench.tables import TABLES, land_table
 from etl import pipeline
 from etl.__main__ import main
+from etl.versions import Manifest
 from training.config import TrainConfig
 from training.sanity import EvaluationSplitError, check_splits
 from training.train import train
 
 
-def _manifest(sizes: dict[str, int], counts: dict[str, int]) -> dict:
-    return {"dataset": "d", "version": "v",
-            "splits": {s: {"num_examples": n} for s, n in sizes.items()},
-            "schema": {"label": {"task": "multiclass", "names": ["a", "b", "c"], "classes": 3}},
-            "statistics": {"label_counts": counts}}
+def _manifest(sizes: dict[str, int], counts: dict[str, int]) -> Manifest:
+    return Manifest.from_json({
+        "dataset": "d", "version": "v",
+        "splits": {s: {"num_examples": n} for s, n in sizes.items()},
+        "schema": {"label": {"task": "multiclass", "names": ["a", "b", "c"], "classes": 3}},
+        "statistics": {"label_counts": counts}}, "test")
 
 
 def test_a_split_missing_a_class_or_too_small_is_refused() -> None:

@@ -9,18 +9,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.support import training_fixtures as fx
+from etl.versions import Manifest
+from training import evaluate
+from training.gate import baseline_checks
 from training.models.tabular import build_models
 from training.tasks import task_of
+
+from tests.support import training_fixtures as fx
 
 BASE = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(300, seed=2))
 
 
-def _manifest(schema_label: dict, **stats: object) -> dict:
+def _manifest(schema_label: dict, **stats: object) -> Manifest:
     manifest = copy.deepcopy(BASE)
     manifest["schema"]["label"] = schema_label
     manifest["statistics"].update(stats)
-    return manifest
+    return fx.typed(manifest)
 
 
 def _raw(rows: list[dict]) -> dict[str, tf.Tensor]:
@@ -52,12 +56,12 @@ def test_regression_model_learns_log1p_and_serves_the_targets_units() -> None:
     np.testing.assert_allclose(served, np.expm1(learned), rtol=1e-5)
     assert 20 < np.median(served) < 1000  # the head starts near the train mean, in units
     y = tf.constant([[0.0], [99.0]])
-    np.testing.assert_allclose(task.target(manifest["schema"]["label"])(y).numpy(),
+    np.testing.assert_allclose(task.target(manifest.schema["label"])(y).numpy(),
                                np.log1p([[0.0], [99.0]]), rtol=1e-6)
 
 
 def test_binary_manifests_without_a_task_stay_binary_and_unknown_tasks_are_named() -> None:
-    assert task_of(BASE).name == "binary"
+    assert task_of(fx.typed(BASE)).name == "binary"
     bad = _manifest({"name": "y", "dtype": "int64", "task": "ordinal"})
     with pytest.raises(ValueError, match="label task 'ordinal' is not one of"):
         task_of(bad)

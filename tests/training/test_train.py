@@ -77,7 +77,7 @@ def test_no_training_serving_skew(store, trained) -> None:
     rows = store.rows["test"]  # one shard: the pipeline keeps this order
     # the training path: preprocessing in the tf.data feature map, then the core
     preprocess, core = model.get_layer("flights_preprocess"), model.get_layer("flights_core")
-    ds = make_dataset(store.uri, "test", store.manifest, InputConfig(batch_size=97),
+    ds = make_dataset(store.uri, "test", store.typed, InputConfig(batch_size=97),
                       preprocess=preprocess)
     via_pipeline = core.predict(ds, verbose=0)
     via_saved_model = served.serve(_raw(rows)).numpy()
@@ -99,7 +99,7 @@ def test_the_gate_scores_a_current_model_from_its_saved_model_too(store, trained
 
     copy = tmp_path / "run"
     shutil.copytree(_run_dir(store, "run-1"), copy)
-    raw = make_dataset(store.uri, "test", store.manifest, InputConfig(batch_size=97, seed=1))
+    raw = make_dataset(store.uri, "test", store.typed, InputConfig(batch_size=97, seed=1))
     _, via_keras = predictions(load_model(copy.as_uri()), raw)
     (copy / "model.keras").unlink()
     _, via_saved = predictions(load_model(copy.as_uri()), raw)

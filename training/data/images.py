@@ -18,6 +18,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from etl.versions import Manifest
 from training.config import AUTOTUNE, ImageTrainConfig
 from training.data.tabular import compression_type, pipeline_options, read_chunks, shard_files
 
@@ -37,15 +38,15 @@ class Augment:
     max_hue_delta: float = 0.05  # RGB only
 
 
-def image_feature(manifest: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def image_feature(manifest: Manifest) -> tuple[str, dict[str, Any]] | None:
     """(name, spec) of the manifest's image feature, or None for a tabular version."""
-    for name, feat in manifest["schema"]["features"].items():
+    for name, feat in manifest.schema["features"].items():
         if feat.get("kind") == IMAGE_KIND:
             return name, feat
     return None
 
 
-def augment_config(manifest: dict[str, Any]) -> Augment:
+def augment_config(manifest: Manifest) -> Augment:
     hints = dict(image_feature(manifest)[1].get("augment") or {})
     for k in ("contrast_range", "saturation_range"):
         if k in hints:
@@ -106,7 +107,7 @@ def _random_changes(x: tf.Tensor, aug: Augment, channels: int, seed: tf.Tensor) 
     return tf.clip_by_value(x, 0.0, 1.0)
 
 
-def make_image_dataset(version_uri: str, split: str, manifest: dict[str, Any],
+def make_image_dataset(version_uri: str, split: str, manifest: Manifest,
                        config: ImageTrainConfig, training: bool | None = None) -> tf.data.Dataset:
     """Batches of ``(float32 images [B, H, W, C] in [0, 1], int64 labels [B])`` for one split."""
     from training.config import InputConfig
@@ -121,7 +122,7 @@ def make_image_dataset(version_uri: str, split: str, manifest: dict[str, Any],
     files = shard_files(version_uri, split, manifest, icfg)
     ds = read_chunks(files, compression_type(manifest), icfg, training, deterministic=True)
     ds = ds.map(
-        _decode_batch(name, manifest["schema"]["label"]["name"], feat["shape"], feat["encoding"]),
+        _decode_batch(name, manifest.schema["label"]["name"], feat["shape"], feat["encoding"]),
         num_parallel_calls=AUTOTUNE).unbatch()
     if config.cache:
         ds = ds.cache()  # decoded pixels; augmentation below stays random per epoch

@@ -25,11 +25,11 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable
-from typing import Any
 
 import tensorflow as tf
 
 from etl import storage, versions
+from etl.versions import Manifest
 from training.config import AUTOTUNE, CACHE_MEMORY, InputConfig
 from training.data import staging
 
@@ -40,18 +40,18 @@ _COMPRESSION = {None: None, "": None, "none": None, "gzip": "GZIP", "zlib": "ZLI
 TABULAR_KINDS = ("numeric", "categorical")
 
 
-def feature_specs(manifest: dict[str, Any]) -> dict[str, tf.io.FixedLenFeature]:
+def feature_specs(manifest: Manifest) -> dict[str, tf.io.FixedLenFeature]:
     """``FixedLenFeature`` per feature and for the label: the ETL fills every value.
 
     Raises:
         ValueError: a feature has a dtype or kind this pipeline cannot parse (names it).
     """
-    schema = manifest["schema"]
+    schema = manifest.schema
     specs = {}
     for name, feat in schema["features"].items():
         if feat.get("kind") not in TABULAR_KINDS:
             raise ValueError(
-                f"manifest {manifest.get('dataset')}/{manifest.get('version')}: feature {name!r} "
+                f"manifest {manifest.dataset}/{manifest.version}: feature {name!r} "
                 f"has kind {feat.get('kind')!r}; this pipeline reads {TABULAR_KINDS}"
             )
         specs[name] = tf.io.FixedLenFeature([], _dtype(name, feat["dtype"]))
@@ -60,9 +60,9 @@ def feature_specs(manifest: dict[str, Any]) -> dict[str, tf.io.FixedLenFeature]:
     return specs
 
 
-def compression_type(manifest: dict[str, Any]) -> str | None:
+def compression_type(manifest: Manifest) -> str | None:
     """TFRecord compression name for TensorFlow from the manifest's ``compression``."""
-    value = manifest.get("compression")
+    value = manifest.compression
     key = value.lower() if isinstance(value, str) else value
     if key not in _COMPRESSION:
         raise ValueError(f"manifest compression {value!r}: expected one of None, 'gzip', 'zlib'")
@@ -88,7 +88,7 @@ def emulator_staging_dir(version_uri: str) -> str | None:
 
 
 def shard_files(
-    version_uri: str, split: str, manifest: dict[str, Any], config: InputConfig | None = None
+    version_uri: str, split: str, manifest: Manifest, config: InputConfig | None = None
 ) -> list[str]:
     """Paths of ``split``'s shards: a verified local staging copy, or the version's own URIs."""
     config = config or InputConfig()
@@ -107,7 +107,7 @@ def shard_files(
 def make_dataset(
     version_uri: str,
     split: str,
-    manifest: dict[str, Any] | None = None,
+    manifest: Manifest | None = None,
     config: InputConfig | None = None,
     training: bool | None = None,
     preprocess: Callable[[dict[str, tf.Tensor]], dict[str, tf.Tensor]] | None = None,
@@ -158,7 +158,7 @@ def make_dataset(
     return ds.with_options(pipeline_options(config, deterministic))
 
 
-def parse_batch(manifest: dict[str, Any]) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
+def parse_batch(manifest: Manifest) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
     """``parse_example`` of a vector of serialized records into the manifest's features."""
     specs = feature_specs(manifest)
     return lambda records: tf.io.parse_example(records, specs)
@@ -219,11 +219,11 @@ def read_chunks(
     )
 
 
-def feature_map(manifest: dict[str, Any], preprocess: Callable | None = None,
+def feature_map(manifest: Manifest, preprocess: Callable | None = None,
                 target: Callable | None = None) -> Callable:
     """Split the label off (float32 [B, 1], ``target`` applied) and, if given, run the
     model's preprocessing on the batch."""
-    label = manifest["schema"]["label"]["name"]
+    label = manifest.schema["label"]["name"]
 
     def split_label(batch: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
         features = dict(batch)
@@ -250,13 +250,13 @@ def pipeline_options(config: InputConfig, deterministic: bool) -> tf.data.Option
 
 
 def _cached(
-    ds: tf.data.Dataset, manifest: dict[str, Any], split: str, config: InputConfig, training: bool
+    ds: tf.data.Dataset, manifest: Manifest, split: str, config: InputConfig, training: bool
 ) -> tf.data.Dataset:
     """Cache parsed batches; training then reshuffles whole batches each epoch and repeats."""
     if config.cache == CACHE_MEMORY:
         ds = ds.cache()
     else:
-        folder = os.path.join(config.cache, manifest["dataset"], manifest["version"])
+        folder = os.path.join(config.cache, manifest.dataset, manifest.version)
         os.makedirs(folder, exist_ok=True)
         ds = ds.cache(os.path.join(folder, f"{split}-{'train' if training else 'eval'}"))
     if training:
@@ -265,12 +265,12 @@ def _cached(
     return ds
 
 
-def _with_length(ds: tf.data.Dataset, manifest: dict[str, Any], split: str,
+def _with_length(ds: tf.data.Dataset, manifest: Manifest, split: str,
                  config: InputConfig, training: bool) -> tf.data.Dataset:
     """State the batch count ``rebatch`` hides: Keras sizes its loops by it (a repeating
     stream is infinite), and an eval shard shorter than its manifest says fails loudly."""
     if not training:
-        examples = sum(int(e["records"]) for e in staging.split_shards(manifest, split))
+        examples = sum(int(e.records or 0) for e in staging.split_shards(manifest, split))
         return ds.apply(tf.data.experimental.assert_cardinality(-(-examples // config.batch_size)))
     if not config.cache:
         return ds.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY))

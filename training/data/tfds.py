@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl import storage, versions
-from etl.versions import segments
-from etl.versions.segments import DATASET_INFO
+from etl.versions.segment import DATASET_INFO, read_segment
 
 
 def _path(uri: str) -> str:
@@ -38,14 +37,14 @@ def builder(version_uri: str) -> Any:
     import tensorflow_datasets as tfds
 
     manifest = versions.read_manifest(version_uri)
-    if manifest.get("compression"):
-        raise ValueError(f"{version_uri}: {manifest['compression']} shards; TFDS reads only "
+    if manifest.compression:
+        raise ValueError(f"{version_uri}: {manifest.compression} shards; TFDS reads only "
                          "plain TFRecords (publish with compression none)")
-    folders = segments.folders(version_uri, manifest)
+    folders = manifest.folders(version_uri)
     if not folders:
         return tfds.builder_from_directory(_path(version_uri))
     for uri in folders:
-        if segments.read_segment(uri) is None:
+        if read_segment(uri) is None:
             raise FileNotFoundError(f"{uri}: segment.json is missing; the version lists this "
                                     "segment, so it was deleted after publishing")
         if not storage.exists(storage.join(uri, DATASET_INFO)):

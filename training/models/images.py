@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 
+from etl.versions import Manifest
 from training.config import ImageTrainConfig
 from training.models.tabular import Head
 
 
-def build_cnn(shape: tuple[int, int, int], manifest: dict[str, Any], config: ImageTrainConfig,
+def build_cnn(shape: tuple[int, int, int], manifest: Manifest, config: ImageTrainConfig,
               head: Head) -> keras.Model:
     """Conv blocks (two 3x3 convs, then 2x2 pooling while the map is > 4 px), a dense layer,
     then the label task's ``head`` (``training.tasks``: softmax over the manifest's classes).
@@ -26,5 +25,5 @@ def build_cnn(shape: tuple[int, int, int], manifest: dict[str, Any], config: Ima
     x = keras.layers.Flatten()(x) if side <= 8 else keras.layers.GlobalAveragePooling2D()(x)
     x = keras.layers.Dense(config.dense_units, activation="relu")(x)
     x = keras.layers.Dropout(config.dropout)(x)
-    outputs = head(x, manifest["schema"], manifest.get("statistics", {}), None)
+    outputs = head(x, manifest.schema, (manifest.statistics or {}), None)
     return keras.Model(inputs, outputs, name="image_cnn")

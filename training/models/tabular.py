@@ -27,6 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from etl.versions import Manifest
 from training.config import ModelConfig
 
 OOV_INDICES = 1
@@ -47,13 +48,13 @@ Serve = Callable[[Any, dict[str, Any]], Any]
 """(core output, schema.label) -> what the exported model returns (e.g. a target's units)."""
 
 
-def build_model(manifest: dict[str, Any], config: ModelConfig | None = None) -> keras.Model:
+def build_model(manifest: Manifest, config: ModelConfig | None = None) -> keras.Model:
     """The full model: raw feature values in (keyed by feature name), probability out."""
     return build_models(manifest, config).full
 
 
 def build_models(
-    manifest: dict[str, Any],
+    manifest: Manifest,
     config: ModelConfig | None = None,
     core_scope: contextlib.AbstractContextManager | None = None,
     head: Head | None = None,
@@ -75,8 +76,8 @@ def build_models(
             names the feature).
     """
     config, head = config or ModelConfig(), head or binary_head
-    schema, stats = manifest["schema"], manifest["statistics"]
-    where = f"manifest {manifest.get('dataset')}/{manifest.get('version')}"
+    schema, stats = manifest.schema, manifest.statistics
+    where = f"manifest {manifest.dataset}/{manifest.version}"
     raw, prepared, sizes = {}, {}, {}
     for name, feat in sorted(schema["features"].items()):
         raw[name] = keras.Input(shape=(), name=name, dtype=feat["dtype"])
@@ -89,7 +90,7 @@ def build_models(
         else:
             raise ValueError(f"{where}: feature {name!r} has kind {feat['kind']!r}; "
                              "the tabular model encodes 'numeric' and 'categorical'")
-    dataset = manifest.get("dataset", "dataset")
+    dataset = (manifest.dataset or "dataset")
     preprocess = keras.Model(raw, prepared, name=f"{dataset}_preprocess")
     with core_scope or contextlib.nullcontext():
         core_inputs, encoded = {}, []

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from etl.versions import Manifest
 from training.config import ModelConfig
 from training.models.tabular import Serve, TabularModel
 from training.models.tabular import _lookup as vocabulary_lookup
@@ -47,15 +48,15 @@ class TreeInputs(NamedTuple):
     categorical: list[int]
 
 
-def tree_preprocess(manifest: dict[str, Any]) -> TreeInputs:
+def tree_preprocess(manifest: Manifest) -> TreeInputs:
     """Raw feature values -> ``{FEATURES: [batch, n] float32}``: numbers as they are (NaN
     kept), categories as vocabulary ids of the train split's vocabularies.
 
     Raises:
         ValueError: a feature lacks its vocabulary or has a kind trees cannot take (names it).
     """
-    schema, stats = manifest["schema"], manifest["statistics"]
-    where = f"manifest {manifest.get('dataset')}/{manifest.get('version')}"
+    schema, stats = manifest.schema, manifest.statistics
+    where = f"manifest {manifest.dataset}/{manifest.version}"
     raw, cols, columns, categorical = {}, [], [], []
     for name, feat in sorted(schema["features"].items()):
         raw[name] = keras.Input(shape=(), name=name, dtype=feat["dtype"])
@@ -74,7 +75,7 @@ def tree_preprocess(manifest: dict[str, Any]) -> TreeInputs:
     if matrix is None:
         raise ValueError(f"{where}: no features to fit trees on")
     model = keras.Model(raw, {FEATURES: matrix},
-                        name=f"{manifest.get('dataset', 'dataset')}_preprocess")
+                        name=f"{manifest.dataset or 'dataset'}_preprocess")
     return TreeInputs(raw, model, columns, categorical)
 
 
@@ -330,13 +331,13 @@ def forest_of(booster: Any, task: str) -> Forest:
     return Forest.from_arrays(compile_forest(dump), OBJECTIVES[task][2])
 
 
-def assemble(manifest: dict[str, Any], inputs: TreeInputs, forest: Forest,
+def assemble(manifest: Manifest, inputs: TreeInputs, forest: Forest,
              serve: Serve | None = None) -> TabularModel:
     """``TabularModel`` views of the trees: the same contract as the MLP's."""
-    dataset = manifest.get("dataset", "dataset")
+    dataset = (manifest.dataset or "dataset")
     features = keras.Input(shape=(len(inputs.columns),), name=FEATURES, dtype="float32")
     core = keras.Model({FEATURES: features}, forest(features), name=f"{dataset}_core")
     served = core(inputs.preprocess(inputs.raw))
-    full = keras.Model(inputs.raw, serve(served, manifest["schema"]["label"]) if serve
+    full = keras.Model(inputs.raw, serve(served, manifest.schema["label"]) if serve
                        else served, name=f"{dataset}_model")
     return TabularModel(inputs.preprocess, core, full)

@@ -16,7 +16,7 @@ if str(DAGS) not in sys.path:
     sys.path.append(str(DAGS))
 
 import flightpipe_dags as fd
-from flightpipe_dags.arrival import partition_end, run_options
+from flightpipe_dags.wait import partition_end, run_options
 
 from tests.support.ui_fixtures import write_version
 

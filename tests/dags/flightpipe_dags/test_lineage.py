@@ -166,12 +166,14 @@ def test_names_follow_openlineage_naming_and_the_previous_version_is_an_input(
     root = tmp_path.as_uri()
     assert lineage.raw_sources("flights", root)[:2] == [f"{root}/raw/flights",
                                                          f"{root}/raw/weather/weather.csv"]
-    manifest = {"dataset": "flights", "version": "v2", "schema": {
+    from etl.versions.manifest import Manifest
+
+    manifest = Manifest.from_json({"dataset": "flights", "version": "v2", "schema": {
         "features": {"temp": {"dtype": "float32", "kind": "numeric"}},
         "label": {"name": "late", "dtype": "int64"}},
-        "splits": {"train": {"num_examples": 8, "num_bytes": 80, "shards": [{}]}},
+        "splits": {"train": {"num_examples": 8, "num_bytes": 80, "shards": [{"file": "f"}]}},
         "validation": {"success": True, "quarantined_rows": 2,
-                       "drift": {"against": "v1", "drifted": ["temp"]}}}
+                       "drift": {"against": "v1", "drifted": ["temp"]}}}, "test")
     before = lineage.previous_version(manifest, root)
     assert before == f"{root}/datasets/flights/v1"
     out = lineage.operator_lineage(lineage.Lineage([before], [f"{root}/datasets/flights/v2"],

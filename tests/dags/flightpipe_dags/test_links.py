@@ -44,11 +44,17 @@ def test_page_urls_open_the_plugin_pages_in_the_airflow_frame(tmp_path: Path) ->
     ({"success": False, "quarantined_rows": 9}, "failed"),
     ({}, "unknown"), (None, "unknown")])
 def test_verdict_is_the_manifests_validation_in_one_word(validation, word) -> None:
-    assert links.verdict(validation) == word
+    from etl.versions.manifest import Verdict
+
+    typed = None if validation is None else Verdict.from_json(validation, "test")
+    assert links.verdict(typed) == word
 
 
 def test_event_extra_carries_version_page_and_verdict() -> None:
-    manifest = {"validation": {"success": True, "quarantined_rows": 2, "evaluated_rows": 10}}
+    from etl.versions.manifest import Manifest
+
+    manifest = Manifest.from_json(
+        {"validation": {"success": True, "quarantined_rows": 2, "evaluated_rows": 10}}, "test")
     extra = links.event_extra({"version_uri": "file:///r/datasets/d/v", "version": "v"},
                               manifest, "/plugin/pipeline-datasets/pipeline/datasets/d/versions/v")
     assert extra == {"version_uri": "file:///r/datasets/d/v", "version": "v",

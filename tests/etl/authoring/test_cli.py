@@ -15,10 +15,18 @@ import yaml
 from etl import pipeline, versions
 from etl.__main__ import main
 from etl.authoring.check import check_spec
-from etl.authoring.columns import profile_column
+from etl.authoring.columns import ColumnProfile, column_profiles, null_tokens
+from etl.authoring.profile import Origin, profile_frame
 from etl.authoring.suite import widen
 from etl.kinds import land
 from etl.spec.folders import DEFAULT_SPECS_DIR
+
+
+def profile_column(name: str, values: pd.Series) -> ColumnProfile:
+    """One column of text values profiled on its own, as ``spec init`` profiles a table."""
+    frame = pd.DataFrame({name: values.astype("string[pyarrow]")})
+    table = profile_frame(frame, Origin.one("", len(frame)), seed=0)
+    return column_profiles(table, {name: name}, null_tokens(table))[name]
 
 
 @pytest.fixture
@@ -88,7 +96,7 @@ def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, spec
     result = pipeline.run("flights_day", root, "2013-01-03", run_id="drafted")
     assert result["created"] and sum(result["splits"].values()) > 1500  # both days
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest["schema"]["label"]["name"] == "label"
+    assert manifest.schema["label"]["name"] == "label"
 
 
 @pytest.mark.parametrize("name, label, task, key", [
@@ -113,7 +121,7 @@ def test_init_on_a_bundled_raw_file_checks_and_runs_through_the_etl(tmp_path, sp
     result = pipeline.run(draft, root, "2026-01-01", run_id="drafted")
     assert result["created"] and sum(result["splits"].values()) == {"wine": 178,
                                                                      "diabetes": 442}[name]
-    schema = versions.read_manifest(result["version_uri"])["schema"]
+    schema = versions.read_manifest(result["version_uri"]).schema
     assert schema["label"]["task"] == task and len(schema["features"]) == len(spec["features"])
     if task == "multiclass":
         assert schema["label"]["names"] == ["class_0", "class_1", "class_2"]

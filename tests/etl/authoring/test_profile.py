@@ -42,7 +42,7 @@ def _published_clean(name: str, root: str, end: str = "2100-01-01") -> dict:
     result = pipeline.run(name, root, end, run_id="drafted")
     assert result["created"]
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest["validation"]["quarantined_rows"] == 0, manifest["validation"]
+    assert manifest.verdict.quarantined_rows == 0, manifest.verdict.to_json()
     return manifest
 
 
@@ -70,7 +70,7 @@ def test_a_file_sorted_by_one_column_gets_ranges_that_hold_on_every_row(tmp_path
     assert price["min_value"] <= frame.price.min() and price["max_value"] >= frame.price.max()
     assert "Premium" in suite[("expect_column_values_to_be_in_set", "cut")]["value_set"]
     manifest = _published_clean("diamonds", f"file://{tmp_path / 'data'}")
-    assert sum(s["num_examples"] for s in manifest["splits"].values()) == n
+    assert sum(s.num_examples for s in manifest.splits.values()) == n
 
 
 def test_null_tokens_in_numeric_columns_are_read_as_nulls(tmp_path, specs, capsys):
@@ -250,7 +250,7 @@ def test_a_draft_with_messy_headers_publishes(tmp_path, specs, capsys, fmt) -> N
     assert main(["spec", "check", "orders"]) == 0, capsys.readouterr().out
     manifest = _published_clean("orders", f"file://{tmp_path / 'data'}")
     assert {"ship_mode", "unit_price", "c_2nd", "grosse", "class_", "sales", "sales_2"} \
-        <= set(manifest["schema"]["features"])
+        <= set(manifest.schema["features"])
 
 
 def test_a_small_multiclass_table_drafts_wider_held_out_splits(tmp_path, specs, capsys):

@@ -113,7 +113,7 @@ def test_trigger_gives_up_at_the_deadline_with_what_is_missing(root: str) -> Non
 
 def test_give_up_is_one_line_without_retries() -> None:
     from airflow.sdk.exceptions import AirflowFailException
-    from flightpipe_dags.arrival import WaitForData
+    from flightpipe_dags.wait import WaitForData
 
     task = WaitForData(task_id="wait_for_data", dataset="flights", wait=timedelta(hours=6))
     with pytest.raises(AirflowFailException) as info:
@@ -156,15 +156,18 @@ def test_a_day_landing_after_its_version_is_named_a_re_delivery() -> None:
     from types import SimpleNamespace
 
     from etl.segments.plan import late_partitions
+    from etl.versions import Manifest
 
     def part(label: str, size: int) -> SimpleNamespace:
         return SimpleNamespace(label=label, file={"uri": f"file:///r/raw/{label}.csv",
                                                   "size": size})
 
-    previous = {"source_fingerprint": {"files": [{"uri": "raw/0101.csv", "size": 1},
-                                                 {"uri": "raw/0103.csv", "size": 3}]},
-                "segments": [{"partitions": [["0101", "a"], ["0103", "c"]]}]}
-    window = SimpleNamespace(tasks=[SimpleNamespace(parts=[
+    previous = Manifest.from_json(
+        {"source_fingerprint": {"files": [{"uri": "raw/0101.csv", "size": 1},
+                                          {"uri": "raw/0103.csv", "size": 3}]},
+         "segments": [{"segment": "s", "partitions": [["0101", "a"], ["0103", "c"]]}]},
+        "manifest.json")
+    window = SimpleNamespace(tasks=[SimpleNamespace(partitions=[
         part("0101", 1), part("0102", 2), part("0103", 4), part("0104", 5)])])
     # 0102 landed after the version holding 0101 and 0103; 0103 changed; 0104 is simply new
     assert late_partitions("file:///r", window, previous) == (["0103"], ["0102"])
@@ -208,7 +211,7 @@ def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch)
     from types import SimpleNamespace
 
     from airflow.sdk.exceptions import AirflowFailException
-    from flightpipe_dags.arrival import WaitForData
+    from flightpipe_dags.wait import WaitForData
 
     monkeypatch.setenv("PIPELINE_STORAGE_ROOT", root)
     task = WaitForData(task_id="wait_for_data", dataset="flights", wait=SIX_H)

@@ -34,8 +34,9 @@ def _world(root: str) -> dict[str, str]:
     v1, v2, v3 = (versions.version_uri(root, DS, v) for v in (V1, V2, V3))
     lock = versions.acquire_writer_lock(v1, "done-run")
     entry = _shard(v1, b"published")
-    manifest = {"format_version": 1, "dataset": DS, "version": V1, "run_id": "done-run",
-                "splits": {"train": {"num_examples": 1, "shards": [entry]}}}
+    manifest = versions.Manifest.from_json(
+        {"format_version": 1, "dataset": DS, "version": V1, "run_id": "done-run",
+         "splits": {"train": {"num_examples": 1, "shards": [entry]}}}, "test")
     assert versions.publish_manifest(v1, manifest, lock)
     # a publish killed after the manifest leaves the handed-off lease (the draft inside)
     storage.write_bytes_atomic(storage.join(v1, versions.WRITER_LOCK), b"{}")

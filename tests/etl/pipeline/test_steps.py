@@ -52,7 +52,7 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
     res = pipeline.run("flights", root, END, run_id="r1", shard_bytes=150_000)
     assert res["created"] and res["version"] == VERSION
     vuri = res["version_uri"]
-    manifest = versions.read_manifest(vuri)
+    manifest = versions.read_manifest(vuri).to_json()
     assert MANIFEST_KEYS <= set(manifest)
     total, kept = _flight_rows(root)
     assert sum(res["splits"].values()) == kept == manifest["statistics"]["num_examples"] + sum(
@@ -61,7 +61,7 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
                                                       total - kept}
     assert manifest["validation"]["success"] and manifest["validation"]["evaluated_rows"] == total
     assert len(manifest["splits"]["train"]["shards"]) > 1
-    assert versions.verify_shards(vuri, manifest) == sum(
+    assert versions.verify_shards(vuri, versions.read_manifest(vuri)) == sum(
         len(s["shards"]) for s in manifest["splits"].values())
     assert not set(manifest["schema"]["features"]) & LEAKAGE
     files = [f["uri"] for f in manifest["source_fingerprint"]["files"]]
@@ -83,7 +83,7 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
 
     forced = pipeline.run("flights", root, END, run_id="r3", shard_bytes=150_000, force=True)
     assert forced["created"] and forced["version"] == f"{VERSION}-r2"
-    redo = versions.read_manifest(forced["version_uri"])
+    redo = versions.read_manifest(forced["version_uri"]).to_json()
     assert redo["splits"] == manifest["splits"]  # same files, records, bytes and sha256
     assert versions.list_versions(root, "flights") == [VERSION, f"{VERSION}-r2"]
 
@@ -104,11 +104,11 @@ def test_dag_steps_survive_a_killed_writer_and_retries(client, root: str) -> Non
     result = pipeline.publish(written)
     retried = pipeline.publish(written)  # a retried publish task
     assert result["created"] and not retried["created"]
-    manifest = versions.read_manifest(vuri)
+    manifest = versions.read_manifest(vuri).to_json()
     assert {p.name for p in Path(vuri[7:]).iterdir()} == {"manifest.json", "validation"}
     shard_names = {s["file"] for v in manifest["splits"].values() for s in v["shards"]}
     assert all(n.endswith(".gz") for n in shard_names) and manifest["compression"] == "GZIP"
-    versions.verify_shards(vuri, manifest)
+    versions.verify_shards(vuri, versions.read_manifest(vuri))
     assert manifest["data_interval"] == {"start": "2013-01-02T00:00:00Z", "end": END}
     first = manifest["source_fingerprint"]["files"][0]["uri"]
     assert first == "raw/flights/date=2013-01-02/flights.csv"
@@ -136,9 +136,9 @@ def test_rows_under_threshold_are_quarantined_with_the_version(client, root: str
     day2.write_text("".join(lines[:7] + [",".join(cells)] + lines[8:]))
     res = pipeline.run("flights", root, END, run_id="q")
     manifest = versions.read_manifest(res["version_uri"])
-    assert manifest["validation"]["quarantined_rows"] == 1
+    assert manifest.verdict.quarantined_rows == 1
     assert sum(res["splits"].values()) == _flight_rows(root)[1] - 1
-    (listed,) = manifest["validation"]["quarantine_files"]  # under the segment that holds it
+    (listed,) = manifest.verdict.quarantine_files  # under the segment that holds it
     assert listed.startswith("segments/") and "/quarantine/" in listed
     assert storage.exists(f"{root}/datasets/flights/{listed}")
     assert storage.list_dir(f"{root}/staging") == []
@@ -174,10 +174,10 @@ def test_cli_run_on_gcs(client, gcs_root: str, capsys: pytest.CaptureFixture) ->
     out = capsys.readouterr().out
     vuri = f"{gcs_root}/datasets/flights/20130102T000000Z_all"
     assert f"published: {vuri}" in out
-    manifest = versions.read_manifest(vuri)
+    manifest = versions.read_manifest(vuri).to_json()
     for name, split in manifest["splits"].items():
         assert f"{len(split['shards'])} shard(s) in 1 segment(s)" in out, (name, out)
-    assert versions.verify_shards(vuri, manifest) >= 3
+    assert versions.verify_shards(vuri, versions.read_manifest(vuri)) >= 3
     assert storage.list_dir(f"{gcs_root}/staging") == []
     assert main(["show", "--root", gcs_root, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["version"] == "20130102T000000Z_all"
@@ -190,7 +190,7 @@ def test_cli_run_on_gcs(client, gcs_root: str, capsys: pytest.CaptureFixture) ->
     out = capsys.readouterr().out
     assert f"published: {vuri}" in out and "shard(s) in 1 segment(s)" in out, out
     manifest = versions.read_manifest(vuri)
-    assert manifest["layout"] == "segments" and versions.verify_shards(vuri, manifest) >= 3
+    assert manifest.layout == "segments" and versions.verify_shards(vuri, manifest) >= 3
     assert storage.list_dir(f"{gcs_root}/staging") == []
 
 

@@ -26,7 +26,7 @@ from etl.segments import build as segment_build
 from etl.segments import claim, plan
 from etl.sources.land import land
 from etl.spec import SPECS_DIR
-from etl.versions import segments
+from etl.versions import segment
 from etl.write.shards import iter_records
 
 DAYS = ["2013-01-02", "2013-01-03", "2013-01-04"]  # nightly interval ends
@@ -46,11 +46,11 @@ def _root(landed: Path, where: Path) -> str:
 
 
 def _segment_ids(root: str, dataset: str = "flights") -> list[str]:
-    return segments.list_segments(root, dataset)
+    return segment.list_segments(root, dataset)
 
 
 def _listed(result: dict) -> list[str]:
-    return [s["segment"] for s in versions.read_manifest(result["version_uri"])["segments"]]
+    return [s.segment for s in versions.read_manifest(result["version_uri"]).segments]
 
 
 def _close(a, b, path: str = "") -> None:
@@ -69,19 +69,19 @@ def _close(a, b, path: str = "") -> None:
         assert a == b, (path, a, b)
 
 
-def _record_hash(version_uri: str, manifest: dict, split: str) -> str:
-    return segments.content_hash(
-        segments.record_digest(r) for shard in manifest["splits"][split]["shards"]
-        for r in iter_records(versions.shard_uri(version_uri, shard), manifest["compression"]))
+def _record_hash(version_uri: str, manifest: versions.Manifest, split: str) -> str:
+    return segment.content_hash(
+        segment.record_digest(r) for shard in manifest.splits[split].shards
+        for r in iter_records(versions.shard_uri(version_uri, shard), manifest.compression))
 
 
 def _same_content(a: dict, b: dict) -> None:
     ma, mb = versions.read_manifest(a["version_uri"]), versions.read_manifest(b["version_uri"])
     for split in SPLITS:
-        assert ma["splits"][split]["content_hash"] == mb["splits"][split]["content_hash"], split
-        assert ma["splits"][split]["content_hash"] == _record_hash(a["version_uri"], ma, split)
-    _close(ma["statistics"], mb["statistics"])
-    assert ma["validation"]["evaluated_rows"] == mb["validation"]["evaluated_rows"]
+        assert ma.splits[split].content_hash == mb.splits[split].content_hash, split
+        assert ma.splits[split].content_hash == _record_hash(a["version_uri"], ma, split)
+    _close(ma.statistics, mb.statistics)
+    assert ma.verdict.evaluated_rows == mb.verdict.evaluated_rows
 
 
 def test_every_build_history_gives_the_same_records_and_statistics(landed: Path,
@@ -95,9 +95,9 @@ def test_every_build_history_gives_the_same_records_and_statistics(landed: Path,
     for n, end in enumerate(DAYS, start=1):
         res = pipeline.run("flights", nightly, end, run_id=f"night{n}")
         assert res["created"] and len(_segment_ids(nightly)) == n  # one new segment a night
-    first = segments.read_segment(segments.segment_uri(nightly, "flights",
+    first = segment.read_segment(segment.segment_uri(nightly, "flights",
                                                        _segment_ids(nightly)[0]))
-    assert first["run_id"] == "night1"  # built once, reused by nights 2 and 3
+    assert first.run_id == "night1"  # built once, reused by nights 2 and 3
     bulk_root = _root(landed, tmp_path / "bulk")
     bulk = pipeline.run("flights", bulk_root, DAYS[-1], run_id="bulk")
     (seg,) = _listed(bulk)
@@ -105,7 +105,7 @@ def test_every_build_history_gives_the_same_records_and_statistics(landed: Path,
     _same_content(res, bulk)
     manifest = versions.read_manifest(bulk["version_uri"])
     assert versions.verify_shards(bulk["version_uri"], manifest) == sum(
-        len(manifest["splits"][s]["shards"]) for s in SPLITS)
+        len(manifest.splits[s].shards) for s in SPLITS)
     monkeypatch.setattr(compact, "FAN_IN", 2)
     merged_root = _root(landed, tmp_path / "merged")
     for n, end in enumerate(DAYS, start=1):
@@ -143,7 +143,7 @@ def test_a_redelivered_day_rebuilds_only_the_segment_that_held_it(landed: Path,
                                                           if s.startswith("20130102-")}
     m1, m2 = versions.read_manifest(v1["version_uri"]), versions.read_manifest(v2["version_uri"])
     assert v2["version"].endswith("-r2")
-    assert m2["validation"]["evaluated_rows"] == m1["validation"]["evaluated_rows"] - 1
+    assert m2.verdict.evaluated_rows == m1.verdict.evaluated_rows - 1
     assert versions.verify_shards(v1["version_uri"], m1) and versions.verify_shards(
         v2["version_uri"], m2)
 
@@ -164,7 +164,7 @@ def test_a_partition_larger_than_the_target_is_built_in_pieces(landed: Path, tmp
     labels = [s.split("-")[0] for s in _listed(split)]
     assert labels == [f"2013010{d}.{i}of3" for d in (1, 2, 3) for i in (1, 2, 3)], labels
     _same_content(split, whole)
-    rows = [segments.read_segment(segments.segment_uri(root, "flights", seg))["validation"]["rows"]
+    rows = [segment.read_segment(segment.segment_uri(root, "flights", seg)).checks.rows
             for seg in _listed(split)[:3]]
     assert max(rows) - min(rows) <= 1  # the first day's raw rows in equal thirds
     day = Path(root[7:], "raw/flights/date=2013-01-02/flights.csv")
@@ -232,18 +232,18 @@ def test_a_killed_build_is_invisible_and_the_next_run_clears_it(landed: Path,
     root = _root(landed, tmp_path)
     plan_run = pipeline.run("flights", root, DAYS[0], run_id="a")
     (seg,) = _segment_ids(root)
-    uri = segments.segment_uri(root, "flights", seg)
-    storage.delete_tree(storage.join(uri, segments.SEGMENT_FILE))  # as if killed before it
+    uri = segment.segment_uri(root, "flights", seg)
+    storage.delete_tree(storage.join(uri, segment.SEGMENT_FILE))  # as if killed before it
     storage.write_bytes_atomic(storage.join(uri, "half-written.tfrecord"), b"junk")
     assert _segment_ids(root) == []  # no reader trusts a folder without segment.json
     again = pipeline.run("flights", root, DAYS[0], run_id="b", force=True)
     assert _segment_ids(root) == [seg]
     assert not storage.exists(storage.join(uri, "half-written.tfrecord"))
-    meta = segments.read_segment(uri)
-    assert meta["run_id"] == "b"
+    meta = segment.read_segment(uri)
+    assert meta.run_id == "b"
     m1 = versions.read_manifest(plan_run["version_uri"])
     m2 = versions.read_manifest(again["version_uri"])
-    assert m1["splits"]["train"]["content_hash"] == m2["splits"]["train"]["content_hash"]
+    assert m1.splits["train"].content_hash == m2.splits["train"].content_hash
 
 
 def test_a_segment_another_run_is_building_is_waited_for(landed: Path, tmp_path: Path,
@@ -256,17 +256,17 @@ def test_a_segment_another_run_is_building_is_waited_for(landed: Path, tmp_path:
     root = _root(landed, tmp_path)
     pipeline.run("flights", root, DAYS[0], run_id="first")
     (seg,) = _segment_ids(root)
-    uri = segments.segment_uri(root, "flights", seg)
-    meta = segments.read_segment(uri)
-    body = storage.read_bytes(storage.join(uri, segments.SEGMENT_FILE))
-    storage.delete_tree(storage.join(uri, segments.SEGMENT_FILE))
-    held = lease.acquire(storage.join(uri, segments.SEGMENT_LOCK), "other-run")
+    uri = segment.segment_uri(root, "flights", seg)
+    meta = segment.read_segment(uri)
+    body = storage.read_bytes(storage.join(uri, segment.SEGMENT_FILE))
+    storage.delete_tree(storage.join(uri, segment.SEGMENT_FILE))
+    held = lease.acquire(storage.join(uri, segment.SEGMENT_LOCK), "other-run")
     monkeypatch.setattr(claim, "POLL_S", 0.05)
     built = []
-    monkeypatch.setattr(segment_build, "_build", lambda *a: built.append(a) or {})
+    monkeypatch.setattr(segment_build, "_record", lambda *a: built.append(a) or {})
 
     def finish_other() -> None:  # the other run publishes the segment, then lets go
-        storage.create_if_absent(storage.join(uri, segments.SEGMENT_FILE), body)
+        storage.create_if_absent(storage.join(uri, segment.SEGMENT_FILE), body)
         lease.release(held)
 
     timer = threading.Timer(0.5, finish_other)
@@ -274,7 +274,7 @@ def test_a_segment_another_run_is_building_is_waited_for(landed: Path, tmp_path:
     res = pipeline.run("flights", root, DAYS[0], run_id="second", force=True)
     timer.join()
     assert built == [] and res["created"]
-    assert segments.read_segment(uri) == meta
+    assert segment.read_segment(uri) == meta
 
 
 def test_stock_tfds_loads_a_nightly_version_from_its_segment_folders(landed: Path,
@@ -314,20 +314,20 @@ def test_compaction_merges_small_days_a_level_up_and_keeps_every_record(
     assert listed[1][0].startswith("20130101_20130102-") and listed[2][0] == listed[1][0]
     assert listed[0][0] in _segment_ids(nightly)  # version 1 still lists the plain day
     last = versions.read_manifest(res["version_uri"])
-    merged = segments.read_segment(segments.segment_uri(nightly, "flights", listed[2][0]))
-    assert merged["level"] == 1 and merged["compacted_from"][0] == listed[0][0]
-    assert storage.exists(storage.join(segments.segment_uri(nightly, "flights", listed[2][0]),
+    merged = segment.read_segment(segment.segment_uri(nightly, "flights", listed[2][0]))
+    assert merged.level == 1 and merged.compacted_from[0] == listed[0][0]
+    assert storage.exists(storage.join(segment.segment_uri(nightly, "flights", listed[2][0]),
                                       "dataset_info.json"))  # stock TFDS reads it too
-    assert [p[0] for p in merged["partitions"]] == ["20130101", "20130102"]
+    assert [p[0] for p in merged.partitions] == ["20130101", "20130102"]
     _same_content(res, bulk)
     assert versions.verify_shards(res["version_uri"], last) == sum(
-        len(last["splits"][s]["shards"]) for s in SPLITS)
+        len(last.splits[s].shards) for s in SPLITS)
     # the merged segment's records are in digest order, not day after day: a reader taking
     # consecutive records must not see one day, then the next (training would see seasons)
     for split in SPLITS:
-        shards_ = [s for s in last["splits"][split]["shards"] if s["segment"] == listed[2][0]]
-        digests = [segments.record_digest(r) for shard in shards_ for r in iter_records(
-            versions.shard_uri(res["version_uri"], shard), last["compression"])]
+        shards_ = [s for s in last.splits[split].shards if s.segment == listed[2][0]]
+        digests = [segment.record_digest(r) for shard in shards_ for r in iter_records(
+            versions.shard_uri(res["version_uri"], shard), last.compression)]
         assert len(digests) > 1 and digests == sorted(digests), split
 
 
@@ -340,26 +340,26 @@ def test_retain_and_gc_delete_only_segments_no_version_lists(landed: Path, tmp_p
     day = Path(root[7:], "raw/flights/date=2013-01-02/flights.csv")
     day.write_text("".join(day.read_text().splitlines(keepends=True)[:-1]))  # re-delivered
     v2 = pipeline.run("flights", root, DAYS[1], run_id="v2", force=True)
-    old = set(_segment_ids(root)) - {s["segment"] for s in versions.read_manifest(
-        v2["version_uri"])["segments"]}
+    old = set(_segment_ids(root)) - {s.segment for s in versions.read_manifest(
+        v2["version_uri"]).segments}
     assert len(old) == 1  # the first delivery of day 2, listed by v1 only
     assert versions.retain(root, "flights", keep=1) == [v1["version"]]
     assert old <= set(_segment_ids(root))  # younger than the grace period: maybe a live run's
-    killed = segments.segment_uri(root, "flights", "20130105-0000000000000000")
+    killed = segment.segment_uri(root, "flights", "20130105-0000000000000000")
     storage.write_bytes_atomic(storage.join(killed, "flights-train.tfrecord-00000-of-00001"),
                                b"half")
     report = collect_garbage(root, "flights", staging_stale_s=0.0)
     found = {x.uri: x.why for x in report.leftovers}
     assert "unfinished segment" in found[killed]
-    assert set(found) >= {segments.segment_uri(root, "flights", s) for s in old}
+    assert set(found) >= {segment.segment_uri(root, "flights", s) for s in old}
     collect_garbage(root, "flights", apply=True, staging_stale_s=0.0)
     assert not storage.exists(killed) and not old & set(_segment_ids(root))
     kept = versions.read_manifest(v2["version_uri"])
     assert versions.verify_shards(v2["version_uri"], kept) == sum(  # what v2 lists is there
-        len(kept["splits"][s]["shards"]) for s in SPLITS)
-    monkeypatch.setattr(segments, "GRACE_S", 0.0)
+        len(kept.splits[s].shards) for s in SPLITS)
+    monkeypatch.setattr(segment, "GRACE_S", 0.0)
     assert versions.retain(root, "flights", keep=1) == []
-    assert {s["segment"] for s in kept["segments"]} == set(_segment_ids(root))
+    assert {s.segment for s in kept.segments} == set(_segment_ids(root))
 
 
 def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
@@ -376,7 +376,7 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
     root = _root(landed, tmp_path)
     first = pipeline.run("flights", root, DAYS[0], run_id="day1")
     res = pipeline.run("flights", root, DAYS[1], run_id="ui")
-    drift = versions.read_manifest(res["version_uri"])["validation"]["drift"]
+    drift = versions.read_manifest(res["version_uri"]).verdict.drift
     assert drift["against"] == first["version"] and len(drift["segments"]) == 1
     assert drift["segments"][0].startswith("20130102-") and drift["rows"] > 500
     assert {f["name"] for f in drift["features"]} >= {"distance", "carrier", "label"}
@@ -410,14 +410,14 @@ def test_unlisted_classes_are_learned_once_and_an_unpartitioned_source_is_one_se
     root = (tmp_path / "store").as_uri()
     land_dataset(root, "wine")
     first = pipeline.run(str(folder / "spec.yaml"), root, "2026-01-01", run_id="a")
-    label = versions.read_manifest(first["version_uri"])["schema"]["label"]
+    label = versions.read_manifest(first["version_uri"]).schema["label"]
     assert label["names"] == ["class_0", "class_1", "class_2"] and label["classes"] == 3
-    (seg,) = segments.list_segments(root, "wine")
+    (seg,) = segment.list_segments(root, "wine")
     assert seg.startswith("all-")
     again = pipeline.run(str(folder / "spec.yaml"), root, "2026-01-02", run_id="b")
-    assert segments.list_segments(root, "wine") == [seg]  # reused: same rows, same classes
-    assert versions.read_manifest(again["version_uri"])["schema"]["label"] == label
-    assert segments.read_segment(segments.segment_uri(root, "wine", seg))["run_id"] == "a"
+    assert segment.list_segments(root, "wine") == [seg]  # reused: same rows, same classes
+    assert versions.read_manifest(again["version_uri"]).schema["label"] == label
+    assert segment.read_segment(segment.segment_uri(root, "wine", seg)).run_id == "a"
 
 
 def test_an_images_dataset_goes_through_the_same_chain(tmp_path: Path) -> None:
@@ -431,9 +431,9 @@ def test_an_images_dataset_goes_through_the_same_chain(tmp_path: Path) -> None:
     (seg,) = _segment_ids(root, "digits")
     assert seg.startswith("all-") and _listed(first) == [seg]
     manifest = versions.read_manifest(first["version_uri"])
-    assert sum(manifest["splits"][s]["num_examples"] for s in SPLITS) == 1797
+    assert sum(manifest.splits[s].num_examples for s in SPLITS) == 1797
     for split in SPLITS:
-        assert manifest["splits"][split]["content_hash"] == _record_hash(
+        assert manifest.splits[split].content_hash == _record_hash(
             first["version_uri"], manifest, split)
     again = pipeline.run("digits", root, "2026-01-02", run_id="b")
     assert _segment_ids(root, "digits") == [seg] and _listed(again) == [seg]
@@ -441,7 +441,7 @@ def test_an_images_dataset_goes_through_the_same_chain(tmp_path: Path) -> None:
     shutil.copy(min(extra.iterdir()), extra / "copy.png")
     third = pipeline.run("digits", root, "2026-01-03", run_id="c")
     assert len(_segment_ids(root, "digits")) == 2 and _listed(third) != [seg]
-    assert versions.read_manifest(third["version_uri"])["validation"]["evaluated_rows"] == 1798
+    assert versions.read_manifest(third["version_uri"]).verdict.evaluated_rows == 1798
 
 
 def test_two_concurrent_runs_of_one_window_both_succeed_with_one_version(
@@ -471,15 +471,16 @@ def test_two_concurrent_runs_of_one_window_both_succeed_with_one_version(
 def test_a_window_is_planned_from_the_previous_manifest_and_one_listing(tmp_path: Path) -> None:
     """cover() uses a known segment wherever its partitions (with digests) match, and new
     partitions are chunked by bytes; a changed digest matches nothing."""
-    from etl.segments.window import Part
+    from etl.sources.extract import RawPartition
+    from etl.versions.manifest import SegmentEntry
 
-    def part(label: str, digest: str, size: int) -> Part:
-        return Part(label, f"u/{label}", None, None, None, {"size": size}, digest)
+    def part(label: str, digest: str, size: int) -> RawPartition:
+        return RawPartition(label, f"u/{label}", None, None, None, {"size": size}, digest)
 
     parts = [part("d1", "a", 10), part("d2", "b", 10), part("d3", "c", 10), part("d4", "d", 50),
              part("d5", "e", 10)]
-    known = [{"segment": "S12", "partitions": [["d1", "a"], ["d2", "b"]]},
-             {"segment": "S3", "partitions": [["d3", "OLD"]]}]
+    known = [SegmentEntry.of(segment="S12", partitions=(("d1", "a"), ("d2", "b"))),
+             SegmentEntry.of(segment="S3", partitions=(("d3", "OLD"),))]
     covered = plan.cover(parts, known)
     assert [(seg, [p.label for p in run]) for seg, run in covered] == [
         ("S12", ["d1", "d2"]), (None, ["d3", "d4", "d5"])]
@@ -487,3 +488,27 @@ def test_a_window_is_planned_from_the_previous_manifest_and_one_listing(tmp_path
     assert [[p.label for p in c] for c in chunks] == [["d3"], ["d4"], ["d5"]]
     assert [[p.label for p in c] for c in plan.chunk_by_bytes(parts, 30)] == [
         ["d1", "d2", "d3"], ["d4"], ["d5"]]
+
+
+def test_planning_is_pure_a_listing_and_the_previous_manifest_in_segment_tasks_out() -> None:
+    """No storage is touched: the same listing, digests and manifest give the same tasks, and
+    a previous manifest holding the first two days makes them one reused segment."""
+    from datetime import UTC, datetime
+
+    from etl.segments.plan import Digests, plan_window
+    from etl.spec import load_spec
+
+    spec = load_spec("flights")
+    listing = [(datetime(2013, 1, d, tzinfo=UTC),
+                {"uri": f"gs://nowhere/raw/flights/date=2013-01-0{d}/flights.csv", "size": 100,
+                 "mtime": d}) for d in (1, 2, 3)]
+    end, digests = datetime(2013, 1, 4, tzinfo=UTC), Digests("spec", None, None)
+    fresh = plan_window("gs://nowhere", spec, None, end, listing, digests)
+    assert fresh == plan_window("gs://nowhere", spec, None, end, listing, digests)
+    assert [t.label for t in fresh.tasks] == ["20130101_20130103"] and not fresh.known
+    held = [[p.key, p.digest] for p in fresh.tasks[0].partitions[:2]]
+    previous = versions.Manifest.from_json(
+        {"version": "v", "segments": [{"segment": "S12", "partitions": held}]}, "manifest.json")
+    again = plan_window("gs://nowhere", spec, None, end, listing, digests, previous)
+    assert [t.label for t in again.tasks] == ["20130101_20130102", "20130103"]
+    assert again.tasks[0].segment == "S12" and again.known == {"S12"}

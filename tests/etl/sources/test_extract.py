@@ -43,7 +43,7 @@ def _joined(root: str, uris: list[str]) -> pd.DataFrame:
     """The files' rows with the lookups joined, as a segment build reads them."""
     spec = load_spec("flights")
     rights, _, _ = read_lookups(root, spec)
-    return join_lookups(extract.read_primary(uris, spec), spec, rights)
+    return join_lookups(extract.read_files(uris, spec.primary_source)[0], spec, rights)
 
 
 def test_window_reads_only_its_files_and_joins(root: str) -> None:
@@ -123,14 +123,14 @@ def test_unbounded_window_lists_every_day_and_rows_are_cut_on_event_time(root: s
     end = datetime(2013, 1, 3, 12, tzinfo=UTC)
     uris = extract.window_files(root, spec.primary_source, None, end)
     assert len(uris) == 3
-    ts = pd.to_datetime(extract.read_primary(uris, spec)["time_hour"], utc=True)
+    ts = pd.to_datetime(extract.read_files(uris, spec.primary_source)[0]["time_hour"], utc=True)
     before = int((ts < pd.Timestamp(end)).sum())
     on_day3 = int((ts[ts < pd.Timestamp(end)] >= pd.Timestamp("2013-01-03", tz="UTC")).sum())
     assert 0 < on_day3 < _upstream_day_count(root, "2013-01-03")
     result = pipeline.run("flights", root, end, run_id="noon")
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest["validation"]["evaluated_rows"] == before
-    assert manifest["validation"]["quarantined_rows"] == 0  # cut rows are not misfiled
+    assert manifest.verdict.evaluated_rows == before
+    assert manifest.verdict.quarantined_rows == 0  # cut rows are not misfiled
 
 
 def test_missing_partition_is_named(root: str) -> None:
@@ -202,7 +202,7 @@ def test_parquet_and_jsonl_give_the_same_strings(root: str, tmp_path: Path) -> N
 
 
 def test_groups_follow_sizes() -> None:
-    """How segment builds are batched into Dask tasks (etl.segments.tabular)."""
+    """How segment builds are batched into Dask tasks (etl.segments.build.batches)."""
     sizes = [5, 5, 5, 20, 1, 1]
     assert extract.group_by_size(range(6), sizes.__getitem__, 10) == [[0, 1], [2, 3], [4, 5]]
     assert extract.group_by_size(range(6), sizes.__getitem__, 10**9) == [list(range(6))]

@@ -8,11 +8,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from etl.authoring.columns import profile_column
+from etl.authoring.columns import ColumnProfile, column_profiles, null_tokens
+from etl.authoring.profile import Origin, profile_frame
 from etl.sources.read import SourceReadError, read_source_file
 from etl.sources.times import parse_timestamps
 from etl.spec import Source, SpecError
 from etl.spec.splits import column_type
+
+
+def profile_column(name: str, values: pd.Series) -> ColumnProfile:
+    """One column of text values profiled on its own, as ``spec init`` profiles a table."""
+    frame = pd.DataFrame({name: values.astype("string[pyarrow]")})
+    table = profile_frame(frame, Origin.one("", len(frame)), seed=0)
+    return column_profiles(table, {name: name}, null_tokens(table))[name]
 
 
 def _source(path: Path, fmt: str) -> Source:

@@ -30,7 +30,7 @@ def _spec(folder: Path, name: str, text: str = "") -> Path:
 
 def test_default_search_path_is_the_repo_examples(monkeypatch) -> None:
     monkeypatch.delenv("PIPELINE_SPECS_PATH", raising=False)
-    assert search_path() == [REPO / "etl" / "specs"] == [DEFAULT_SPECS_DIR]
+    assert search_path() == [REPO / "etl" / "examples"] == [DEFAULT_SPECS_DIR]
     assert {"flights", "digits"} <= set(find_specs())
 
 
@@ -53,13 +53,13 @@ def test_duplicate_names_across_folders_name_both_files(tmp_path: Path) -> None:
 
 
 def test_spec_loader_checks_settings_and_finds_specs_outside_the_repo(tmp_path, monkeypatch):
-    raw = (REPO / "etl" / "specs" / "flights" / "spec.yaml").read_text()
+    raw = (REPO / "etl" / "examples" / "flights" / "spec.yaml").read_text()
     folder = tmp_path / "elsewhere" / "flights_copy"
     folder.mkdir(parents=True)
     (folder / "spec.yaml").write_text(raw.replace("name: flights", "name: flights_copy")
                                       + "\ntraining: {epochs: 2}\n")
     (folder / "expectations.json").write_bytes(
-        (REPO / "etl" / "specs" / "flights" / "expectations.json").read_bytes())
+        (REPO / "etl" / "examples" / "flights" / "expectations.json").read_bytes())
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(tmp_path / "elsewhere"))
     spec = load_spec("flights_copy")
     assert spec.expectations == folder / "expectations.json"  # relative to the spec file

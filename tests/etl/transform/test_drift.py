@@ -154,9 +154,9 @@ def _nights(tmp_path, monkeypatch, empty_temp: bool) -> dict:
             out.writeheader()
             out.writerows(rows)
     first = pipeline.run("flights", root.as_uri(), "2013-01-11", run_id="backfill")
-    assert len(versions.read_manifest(first["version_uri"])["segments"]) == 10
+    assert len(versions.read_manifest(first["version_uri"]).segments) == 10
     night = pipeline.run("flights", root.as_uri(), "2013-01-12", run_id="night")
-    return versions.read_manifest(night["version_uri"])["validation"]["drift"]
+    return versions.read_manifest(night["version_uri"]).verdict.drift
 
 
 def test_a_nightly_flights_day_does_not_drift_and_an_emptied_feature_does(

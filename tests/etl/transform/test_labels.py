@@ -67,14 +67,14 @@ def test_bad_label_names_file_and_field(tmp_path: Path, name: str, mutate, messa
 def _prepared(spec_path: str | Path, name: str) -> tuple[pd.DataFrame, object]:
     spec = load_spec(spec_path)
     frame = sklearn_frame(load_spec(name)).astype("str")  # extracted CSV values are strings
-    return transform.prepare_partition(frame, spec), spec
+    return transform.prepare_rows(frame, spec), spec
 
 
 def test_multiclass_labels_are_class_indices_in_the_listed_order() -> None:
     prepared, spec = _prepared("wine", "wine")
     stats = transform.finalize_partial(transform.split_partial(prepared, spec), spec)
     assert stats["label_schema"]["names"] == ["class_0", "class_1", "class_2"]
-    final = transform.finalize_partition(prepared, spec, stats["label_schema"])
+    final = transform.finalize_rows(prepared, spec, stats["label_schema"])
     truth = sklearn_frame(load_spec("wine"))["cultivar"].map(
         {"class_0": 0, "class_1": 1, "class_2": 2})
     assert final["cultivar"].dtype == np.int64 and (final["cultivar"] == truth).all()
@@ -114,5 +114,5 @@ def test_regression_label_moments_merge_like_the_whole() -> None:
         assert label["mean"] == pytest.approx(train.mean(), rel=1e-12)
         assert label["var"] == pytest.approx(train.var(), rel=1e-9)
         assert (label["min"], label["max"]) == (train.min(), train.max())
-    final = transform.finalize_partition(prepared, spec, spec.label.schema())
+    final = transform.finalize_rows(prepared, spec, spec.label.schema())
     assert final["progression"].dtype == np.float32

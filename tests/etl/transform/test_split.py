@@ -22,7 +22,7 @@ from etl.__main__ import main
 from etl.sources.read import read_source_file
 from etl.spec import load_spec
 from etl.transform import split
-from etl.transform.tabular import prepare_partition
+from etl.transform.tabular import prepare_rows
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -53,14 +53,14 @@ def test_a_keyless_table_splits_by_the_fractions_with_every_class_everywhere(tmp
     raw, path = _penguins(tmp_path)
     drafted = yaml.safe_load(path.read_text())["split"]
     assert drafted["by"] == "row" and drafted["stratify"] is True
-    shares, classes = _shares(prepare_partition(raw, load_spec(path)))
+    shares, classes = _shares(prepare_rows(raw, load_spec(path)))
     for name, want in (("train", 0.8), ("eval", 0.1), ("test", 0.1)):
         assert abs(shares[name] - want) < 0.02, shares
     assert (classes > 0).all().all(), classes
     # what the issue saw: hashing the drafted non-unique key puts whole groups in one split
     spec = load_spec(path)
     grouped = spec.__class__(**{**spec.__dict__, "split": split_like(spec, by="key")})
-    shares, classes = _shares(prepare_partition(raw, grouped))
+    shares, classes = _shares(prepare_rows(raw, grouped))
     assert abs(shares["test"] - 0.1) > 0.03 or (classes == 0).any().any()
 
 
@@ -93,10 +93,10 @@ _DIGEST = """
 import hashlib, sys
 from etl.sources.read import read_source_file
 from etl.spec import load_spec
-from etl.transform.tabular import prepare_partition
+from etl.transform.tabular import prepare_rows
 spec = load_spec(sys.argv[1])
 raw = read_source_file(sys.argv[2], spec.primary_source)
-out = prepare_partition(raw, spec)
+out = prepare_rows(raw, spec)
 print(hashlib.sha256("".join(out["_split"]).encode()).hexdigest())
 """
 
@@ -111,12 +111,12 @@ def test_the_split_is_the_same_on_another_machine(tmp_path):
                            capture_output=True, text=True, check=True).stdout.strip()
     import hashlib
 
-    here = prepare_partition(raw, load_spec(path))["_split"]
+    here = prepare_rows(raw, load_spec(path))["_split"]
     assert other == hashlib.sha256("".join(here).encode()).hexdigest()
 
 
 def _record_hashes(manifest: dict) -> dict[str, str]:
-    return {s: manifest["splits"][s]["content_hash"] for s in ("train", "eval", "test")}
+    return {s: manifest.splits[s].content_hash for s in ("train", "eval", "test")}
 
 
 @pytest.mark.usefixtures("client")
@@ -145,6 +145,6 @@ def test_day_by_day_and_bulk_builds_split_alike(tmp_path, monkeypatch):
     bulk = pipeline.run("seattle_weather", roots["bulk"].as_uri(), "2012-01-09", run_id="bulk")
     a, b = (versions.read_manifest(r["version_uri"]) for r in (res, bulk))
     assert _record_hashes(a) == _record_hashes(b)
-    assert sum(a["splits"][s]["num_examples"] for s in a["splits"]) == 9  # 8 days + the copy
-    assert json.dumps(a["statistics"]["label_counts"], sort_keys=True) == \
-        json.dumps(b["statistics"]["label_counts"], sort_keys=True)
+    assert sum(a.splits[s].num_examples for s in a.splits) == 9  # 8 days + the copy
+    assert json.dumps(a.statistics["label_counts"], sort_keys=True) == \
+        json.dumps(b.statistics["label_counts"], sort_keys=True)

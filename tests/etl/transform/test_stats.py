@@ -28,11 +28,11 @@ def frame() -> pd.DataFrame:
     })
 
 
-def _partial(df: pd.DataFrame) -> stats.Partial:
+def _partial(df: pd.DataFrame) -> stats.StatisticsPartial:
     return stats.partial(df, SPLITS, "label", NUMERIC, CATEGORICAL)
 
 
-def _final(p: stats.Partial) -> dict:
+def _final(p: stats.StatisticsPartial) -> dict:
     return stats.finalize(p, SPLITS, NUMERIC, CATEGORICAL)
 
 

@@ -31,7 +31,7 @@ def joined_window(root: str, spec: Spec, end: datetime) -> pd.DataFrame:
     """Every primary row of the window's files with the lookups joined (etl.segments.build)."""
     uris = extract.window_files(root, spec.primary_source, None, end)
     rights, _, _ = read_lookups(root, spec)
-    return join_lookups(extract.read_primary(uris, spec), spec, rights)
+    return join_lookups(extract.read_files(uris, spec.primary_source)[0], spec, rights)
 
 
 def _reference_hash(values: list[str], salt: str) -> int:
@@ -69,7 +69,7 @@ def test_split_fractions() -> None:
 
 def test_prepare_derives_features_and_drops_cancelled(raw: pd.DataFrame) -> None:
     spec = load_spec("flights")
-    out = transform.prepare_partition(raw, spec)
+    out = transform.prepare_rows(raw, spec)
     cancelled = int(raw["arr_delay"].isna().sum())
     assert cancelled > 0 and len(out) == len(raw) - cancelled
     assert not set(out.columns) & LEAKAGE
@@ -89,10 +89,10 @@ def test_prepare_derives_features_and_drops_cancelled(raw: pd.DataFrame) -> None
 
 def test_split_does_not_depend_on_partitioning(raw: pd.DataFrame) -> None:
     spec = load_spec("flights")
-    whole = transform.prepare_partition(raw, spec)
+    whole = transform.prepare_rows(raw, spec)
     shuffled = raw.sample(frac=1.0, random_state=1)
     cut = len(shuffled) // 3
-    parts = pd.concat([transform.prepare_partition(shuffled.iloc[i:i + cut], spec)
+    parts = pd.concat([transform.prepare_rows(shuffled.iloc[i:i + cut], spec)
                        for i in range(0, len(shuffled), cut)])
     a = whole.set_index("_hash")["_split"].sort_index()
     b = parts.set_index("_hash")["_split"].sort_index()
@@ -104,16 +104,16 @@ def test_statistics_use_train_only_and_mean_fills_stay_missing(raw: pd.DataFrame
     """Statistics as a window gets them: a partial per segment, merged, then finalized."""
     spec = load_spec("flights")
     cut = len(raw) // 3
-    partials = [transform.split_partial(transform.prepare_partition(raw.iloc[i:i + cut], spec),
+    partials = [transform.split_partial(transform.prepare_rows(raw.iloc[i:i + cut], spec),
                                         spec) for i in range(0, len(raw), cut)]
     stats = transform.finalize_partial(stats_mod.merge_all(partials), spec)
     whole = transform.finalize_partial(transform.split_partial(
-        transform.prepare_partition(raw, spec), spec), spec)
+        transform.prepare_rows(raw, spec), spec), spec)
     assert stats["split_counts"] == whole["split_counts"]
     assert stats["vocabulary_counts"] == whole["vocabulary_counts"]
     for col, got in stats["numeric"].items():
         assert got == pytest.approx(whole["numeric"][col])
-    local = transform.prepare_partition(raw, spec)
+    local = transform.prepare_rows(raw, spec)
     train = local[local["_split"] == "train"]
     assert stats["num_examples"] == len(train) == stats["split_counts"]["train"]
     assert sum(stats["split_counts"].values()) == len(local)
@@ -127,7 +127,7 @@ def test_statistics_use_train_only_and_mean_fills_stay_missing(raw: pd.DataFrame
     assert stats["vocabularies"]["carrier"][0] == train["carrier"].value_counts().index[0]
     assert stats["label_counts"] == {str(k): int(v) for k, v in
                                      train["late"].value_counts().sort_index().items()}
-    final = transform.finalize_partition(local, spec, stats["label_schema"])
+    final = transform.finalize_rows(local, spec, stats["label_schema"])
     assert final["distance"].dtype == np.float32 and final["late"].dtype == np.int64
     # Only `fill: mean` features keep missing values (NaN): the model imputes the train mean.
     mean_filled = {f.name for f in spec.features if f.fill == "mean"}

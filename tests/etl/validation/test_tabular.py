@@ -128,17 +128,17 @@ def quarantined(tmp_path: Path) -> pd.DataFrame:
 
 def test_clean_real_data_passes_and_writes_results_and_docs(tmp_path):
     manifest = run(tmp_path, frame())
-    s = manifest["validation"]
+    s = manifest.verdict.to_json()
     cancelled = int(frame()["arr_delay"].isna().sum())
     assert s["success"] and s["evaluated_rows"] == ROWS and s["quarantined_rows"] == 0
     days = pd.to_datetime(frame()["time_hour"], utc=True).dt.date.nunique()
-    assert days == 3 and len(manifest["segments"]) == days == s["segments"]  # one per UTC day
-    assert sum(sp["num_examples"] for sp in manifest["splits"].values()) == ROWS - cancelled
+    assert days == 3 and len(manifest.segments) == days == s["segments"]  # one per UTC day
+    assert sum(sp.num_examples for sp in manifest.splits.values()) == ROWS - cancelled
     suite = json.loads((SPECS_DIR / "flights" / "expectations.json").read_text())
     res = results(tmp_path)
     assert len(res["results"]) == len(suite["expectations"])
     assert res["success"] is True and res["meta"]["evaluated_rows"] == ROWS
-    version = dataset_dir(tmp_path) / manifest["version"]
+    version = dataset_dir(tmp_path) / manifest.version
     html = (version / "validation" / "index.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "distance" in html and "sched_dep_time" in html
     assert {e["level"] for e in s["expectations"]} == {"row", "dataset"}
@@ -149,7 +149,7 @@ def test_out_of_range_rows_under_mostly_are_quarantined_and_run_continues(tmp_pa
     df = frame()
     df.loc[7, "temp"] = "500"  # temp allows 0.1% bad readings: quarantine, do not fail
     manifest = run(tmp_path, df)
-    s = manifest["validation"]
+    s = manifest.verdict.to_json()
     assert s["success"] and s["quarantined_rows"] == 1
     q = quarantined(tmp_path)
     assert len(q) == 1 and q.iloc[0]["temp"] == "500"
@@ -158,7 +158,7 @@ def test_out_of_range_rows_under_mostly_are_quarantined_and_run_continues(tmp_pa
     (q_file,) = s["quarantine_files"]  # relative to the dataset folder
     assert (dataset_dir(tmp_path) / q_file).is_file()
     cancelled = int(df["arr_delay"].isna().sum())
-    assert sum(sp["num_examples"] for sp in manifest["splits"].values()) == ROWS - cancelled - 1
+    assert sum(sp.num_examples for sp in manifest.splits.values()) == ROWS - cancelled - 1
     temp = next(e for e in s["expectations"]
                 if e["expectation"] == "expect_column_values_to_be_between(temp)")
     assert temp["unexpected_count"] == 1 and temp["success"]
@@ -233,7 +233,7 @@ def test_text_in_weather_column_is_quarantined_under_mostly(tmp_path):
     df.loc[20, "humid"] = "abc"
     manifest = run(tmp_path, df)
     q = quarantined(tmp_path)
-    assert manifest["validation"]["quarantined_rows"] == 1
+    assert manifest.verdict.quarantined_rows == 1
     assert q.iloc[0]["humid"] == "abc"
     assert q.iloc[0][REASON_COLUMN] == "expect_column_values_to_be_in_type_list(humid)"
 
@@ -283,9 +283,9 @@ def test_local_cluster_gives_what_threads_give(tmp_path):
                       dashboard_address=None) as cluster:
         manifest = run(tmp_path, df, dask_address=cluster.scheduler_address)
     threads = run(tmp_path / "threads", df)
-    assert manifest["validation"]["quarantined_rows"] == 1
-    for split, entry in manifest["splits"].items():
-        assert entry["content_hash"] == threads["splits"][split]["content_hash"]
+    assert manifest.verdict.quarantined_rows == 1
+    for split, entry in manifest.splits.items():
+        assert entry.content_hash == threads.splits[split].content_hash
 
 
 def test_suite_file_is_a_gx_suite_with_levels():
@@ -315,12 +315,12 @@ def test_results_and_quarantine_written_to_gcs(gcs_root, tmp_path):
     df = frame()
     df.loc[7, "temp"] = "500"
     manifest = run(tmp_path, df, root=gcs_root)
-    assert manifest["validation"]["quarantined_rows"] == 1
-    version = versions.version_uri(gcs_root, "flights", manifest["version"])
+    assert manifest.verdict.quarantined_rows == 1
+    version = versions.version_uri(gcs_root, "flights", manifest.version)
     results_uri = storage.join(version, "validation")
     assert storage.read_json(storage.join(results_uri, "results.json"))["success"] is True
     assert storage.list_dir(results_uri) == ["index.html", "results.json"]
-    (q_file,) = manifest["validation"]["quarantine_files"]
+    (q_file,) = manifest.verdict.quarantine_files
     uri = storage.join(gcs_root, "datasets", "flights", q_file)
     q = pd.read_parquet(io.BytesIO(storage.read_bytes(uri)))
     assert q[REASON_COLUMN].tolist() == ["expect_column_values_to_be_between(temp)"]
@@ -356,4 +356,4 @@ def test_a_day_whose_busiest_carriers_tie_passes(tmp_path):
     day = df[df["day"] == "4"].reset_index(drop=True)
     counts = day["carrier"].value_counts()
     assert set(counts[counts == counts.max()].index) == {"B6", "UA"}
-    assert run(tmp_path, day)["validation"]["success"]
+    assert run(tmp_path, day).verdict.success

@@ -28,8 +28,9 @@ V1, V2, V3 = "20130102T000000Z_20130101T000000Z", "20130601T000000Z_all", "20140
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _manifest(version: str, **extra: object) -> dict:
-    return {"format_version": 1, "dataset": DS, "version": version, "splits": {}, **extra}
+def _manifest(version: str, **extra: object) -> versions.Manifest:
+    return versions.Manifest.from_json(
+        {"format_version": 1, "dataset": DS, "version": version, "splits": {}, **extra}, "test")
 
 
 def _publish(root: str, version: str, owner: str = "run") -> str:
@@ -50,9 +51,10 @@ def test_read_manifest(storage_root: str) -> None:
     with pytest.raises(ValueError, match="manifest.json: expected a format_version <= 1"):
         versions.read_manifest(uri)
     storage.write_bytes_atomic(
-        storage.join(uri, "manifest.json"), storage.json_bytes(_manifest(V1, future_key={"a": 1}))
+        storage.join(uri, "manifest.json"),
+        storage.json_bytes(_manifest(V1, future_key={"a": 1}).to_json()),
     )
-    assert versions.read_manifest(uri)["future_key"] == {"a": 1}
+    assert versions.read_manifest(uri).json_extra["future_key"] == {"a": 1}
 
 
 def test_listing_and_latest_ignore_incomplete_versions(storage_root: str) -> None:
@@ -116,7 +118,7 @@ def test_concurrent_publishes_have_exactly_one_winner(storage_root: str) -> None
         t.join()
     winners = [i for i, won in results.items() if won]
     assert len(winners) == 1
-    assert versions.read_manifest(uri)["run_id"] == f"run-{winners[0]}"
+    assert versions.read_manifest(uri).run_id == f"run-{winners[0]}"
     assert versions.list_versions(storage_root, DS) == [V1]
 
 
@@ -131,8 +133,9 @@ _WRITER = textwrap.dedent("""
         lock = versions.acquire_writer_lock(uri, owner)
         name = shards.shard_filename("flights", "train", 0, 1)
         entry = shards.write_shard(storage.join(uri, name), [owner.encode()] * 1000)
-        manifest = {"format_version": 1, "dataset": "flights", "run_id": owner,
-                    "splits": {"train": {"num_examples": 1000, "shards": [entry]}}}
+        manifest = versions.Manifest.from_json(
+            {"format_version": 1, "dataset": "flights", "run_id": owner,
+             "splits": {"train": {"num_examples": 1000, "shards": [entry]}}}, "test")
         print(json.dumps({"published": versions.publish_manifest(uri, manifest, lock)}))
     except (VersionExistsError, VersionLockedError) as exc:
         print(json.dumps({"refused": type(exc).__name__}))
@@ -161,9 +164,9 @@ def test_two_processes_publishing_one_version(storage_root: str) -> None:
         {"published": False},
     )
     manifest = versions.read_manifest(uri)
-    winner = manifest["run_id"]
+    winner = manifest.run_id
     assert versions.verify_shards(uri, manifest) == 1
-    name = manifest["splits"]["train"]["shards"][0]["file"]
+    name = manifest.splits["train"].shards[0].file
     assert set(shards.iter_records(storage.join(uri, name))) == {winner.encode()}
     assert not storage.exists(storage.join(uri, versions.WRITER_LOCK))
 
@@ -293,5 +296,5 @@ def test_manifest_sha256_ignores_per_run_keys() -> None:
     a = _manifest(V1, run_id="a", created_at="t1", splits={"train": {"num_examples": 1}})
     b = _manifest(V1, run_id="b", created_at="t2", splits={"train": {"num_examples": 1}})
     assert versions.manifest_sha256(a) == versions.manifest_sha256(b)
-    b["splits"]["train"]["num_examples"] = 2
+    b = _manifest(V1, run_id="b", created_at="t2", splits={"train": {"num_examples": 2}})
     assert versions.manifest_sha256(a) != versions.manifest_sha256(b)

@@ -41,6 +41,10 @@ A = {
 }
 
 
+def _m(obj: dict) -> versions.Manifest:
+    return versions.Manifest.from_json(obj, "test")
+
+
 def _b() -> dict:
     b = copy.deepcopy(A)
     b.update(version="B", segments=[
@@ -61,7 +65,7 @@ def _b() -> dict:
 
 
 def test_segments_added_rebuilt_and_dropped() -> None:
-    d = diff.diff_manifests(A, _b())
+    d = diff.diff_manifests(_m(A), _m(_b()))
     assert d.segments_kept == 1
     kinds = {s.segment: (s.kind, s.why, s.replaces) for s in d.segments}
     assert kinds == {
@@ -72,7 +76,7 @@ def test_segments_added_rebuilt_and_dropped() -> None:
 
 
 def test_rows_schema_and_statistics() -> None:
-    d = diff.diff_manifests(A, _b())
+    d = diff.diff_manifests(_m(A), _m(_b()))
     assert [(s.split, s.a, s.b, s.delta) for s in d.splits] == [
         ("train", 80, 90, 10), ("eval", 10, 10, 0), ("test", 10, 10, 0)]
     assert {(c.field, c.kind, c.a, c.b) for c in d.schema} == {
@@ -91,15 +95,15 @@ def test_rows_schema_and_statistics() -> None:
 
 
 def test_same_manifest_shows_no_change_and_the_text_is_aligned() -> None:
-    same = diff.diff_manifests(A, A)
+    same = diff.diff_manifests(_m(A), _m(A))
     assert same.segments == () and same.schema == () and same.segments_kept == 5
-    text = diff_text.format_diff(diff.diff_manifests(A, _b()))
+    text = diff_text.format_diff(diff.diff_manifests(_m(A), _m(_b())))
     lines = text.splitlines()
     assert lines[:2] == ["flights: A -> B", "segments: 1 kept, 1 added, 2 rebuilt, 1 dropped"]
     rows = [ln for ln in lines if ln.startswith(("  train", "  eval", "  test"))]
     assert len({len(r) for r in rows}) == 1 and rows[0].endswith("+10")  # one column grid
     assert "  distance" in text and "+0.50 std" in text and "+ DL  - B6" in text
-    assert json.loads(json.dumps(diff.diff_manifests(A, _b()).to_json()))["splits"][0][
+    assert json.loads(json.dumps(diff.diff_manifests(_m(A), _m(_b())).to_json()))["splits"][0][
         "delta"] == 10
 
 
@@ -139,7 +143,7 @@ def test_the_cli_diffs_real_versions(two_nights: str, capsys: pytest.CaptureFixt
     m_old, m_new = (versions.read_manifest(versions.version_uri(root, "flights", v))
                     for v in (older, newer))
     assert {s["split"]: (s["a"], s["b"]) for s in got["splits"]} == {
-        s: (m_old["splits"][s]["num_examples"], m_new["splits"][s]["num_examples"])
-        for s in m_new["splits"]}
+        s: (m_old.splits[s].num_examples, m_new.splits[s].num_examples)
+        for s in m_new.splits}
     assert main(["diff", "--root", root, "missing", "latest"]) == 1
     assert "no published version 'missing'" in capsys.readouterr().err

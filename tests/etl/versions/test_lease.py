@@ -19,7 +19,7 @@ from etl import storage, versions
 from etl.errors import LeaseHeldError, VersionLockedError
 from etl.versions import lease
 
-publish = importlib.import_module("etl.pipeline.publish")  # the package re-exports a function
+chain = importlib.import_module("etl.pipeline.chain")  # the package re-exports its functions
 
 DS, V1 = "flights", "20240102T000000Z_20240101T000000Z"
 
@@ -109,8 +109,8 @@ def test_waiting_run_says_so_within_a_second(storage_root: str,
     """WARNING lines with holder, since, last heartbeat and the wait left, at once and again."""
     uri = versions.version_uri(storage_root, DS, V1)
     held = versions.acquire_writer_lock(uri, "live-run", heartbeat_s=0.1, expiry_s=1.0)
-    monkeypatch.setattr(publish, "WAIT_LOG_EVERY_S", 0.5)
-    monkeypatch.setattr(publish, "LOCK_POLL_S", 0.1)
+    monkeypatch.setattr(chain, "WAIT_LOG_EVERY_S", 0.5)
+    monkeypatch.setattr(chain, "LOCK_POLL_S", 0.1)
     arrivals: list[tuple[float, logging.LogRecord]] = []
 
     class Timed(logging.Handler):
@@ -123,7 +123,7 @@ def test_waiting_run_says_so_within_a_second(storage_root: str,
         with versions.Heartbeat(held):
             started = time.monotonic()
             with pytest.raises(VersionLockedError, match="being written by 'live-run'"):
-                publish.acquire_writer(uri, "waiting-run", wait_s=1.6)
+                chain.acquire_writer(uri, "waiting-run", wait_s=1.6)
     finally:
         logging.getLogger("etl.pipeline").removeHandler(handler)
     waits = [(t, r) for t, r in arrivals if "waiting for it" in r.getMessage()]

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from etl import storage
+from etl.versions import SegmentMeta
 from etl.write import tfds as tfds_meta
 from tests.support.tfds_fixtures import SPLITS, compose, frame
 
@@ -68,7 +69,7 @@ def test_shard_names_must_match_the_tfds_template() -> None:
                 {"file": "flights-train.tfrecord-00000-of-00002", "records": 1, "bytes": 1}]}}}
     with pytest.raises(ValueError, match="s: split 'train' shard 0: file "
                                          "'flights-train.tfrecord-00000-of-00002'"):
-        tfds_meta.dataset_info_json(meta)
+        tfds_meta.dataset_info_json(SegmentMeta.from_json(meta, "the test's segment.json"))
 
 
 @pytest.mark.parametrize(

@@ -29,10 +29,10 @@ def final(client, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFram
     spec = load_spec("flights")
     uris = extract.window_files(root, spec.primary_source, None, datetime(2013, 1, 5, tzinfo=UTC))
     rights, _, _ = read_lookups(root, spec)
-    prepared = transform.prepare_partition(
-        join_lookups(extract.read_primary(uris, spec), spec, rights), spec)
+    prepared = transform.prepare_rows(
+        join_lookups(extract.read_files(uris, spec.primary_source)[0], spec, rights), spec)
     stats = transform.finalize_partial(transform.split_partial(prepared, spec), spec)
-    return transform.finalize_partition(prepared, spec, stats["label_schema"]), stats
+    return transform.finalize_rows(prepared, spec, stats["label_schema"]), stats
 
 
 def _write(frame: pd.DataFrame, stats: dict, out: Path, npartitions: int,

@@ -14,7 +14,7 @@ from tests.support import ui_fixtures as uf
 def test_a_deleted_version_is_not_served_from_cache(tmp_path: Path) -> None:
     built = uf.build_catalog_root(tmp_path / "root", n_versions=2)
     catalog = Catalog(built.uri, Limits(listing_ttl_s=0.0))
-    assert catalog.manifest("flights", built.versions[0])["version"] == built.versions[0]
+    assert catalog.manifest("flights", built.versions[0]).version == built.versions[0]
     shutil.rmtree(built.root / "datasets/flights" / built.versions[0])  # what retain() does
     with pytest.raises(NotFound):
         catalog.manifest("flights", built.versions[0])

@@ -258,8 +258,10 @@ def test_an_image_versions_sources_count_the_folders_files(tmp_path: Path) -> No
     """A segment-composed images version lists its folder once with the file count inside."""
     from pipeline_ui import views
 
-    manifest = {"source_fingerprint": {"sha256": "ab", "files": [
-        {"uri": "file:///r/raw/digits", "files": 1797, "sha256": "cd"}]}}
+    from etl.versions import Manifest
+
+    manifest = Manifest.from_json({"source_fingerprint": {"sha256": "ab", "files": [
+        {"uri": "file:///r/raw/digits", "files": 1797, "sha256": "cd"}]}}, "test")
     assert views.fingerprint(manifest).count == 1797
 
 

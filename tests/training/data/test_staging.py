@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from etl.errors import ChecksumMismatchError
+from etl.versions import Manifest, Shard
 from training.data import staging
 
 VERSION = "20130102T000000Z_20130101T000000Z"
@@ -41,32 +42,32 @@ def version(tmp_path: Path) -> tuple[str, dict]:
 
 def test_stage_copies_only_the_asked_splits_and_verifies(version, tmp_path: Path) -> None:
     uri, manifest = version
-    local = staging.stage_version(uri, manifest, str(tmp_path / "ssd"), ["train"], workers=2)
+    local = staging.stage_version(uri, _m(manifest), str(tmp_path / "ssd"), ["train"], workers=2)
     assert local == tmp_path / "ssd" / "flights" / VERSION
     names = sorted(p.name for p in local.iterdir())
     assert names == sorted(e["file"] for e in manifest["splits"]["train"]["shards"])
     for entry in manifest["splits"]["train"]["shards"]:
-        assert staging.mismatch(local / entry["file"], entry) is None
+        assert staging.mismatch(local / entry["file"], _shard(entry)) is None
 
 
 def test_verified_copy_is_reused_and_corrupted_copy_refetched(version, tmp_path, caplog) -> None:
     uri, manifest = version
     entry = manifest["splits"]["train"]["shards"][0]
-    local = staging.stage_version(uri, manifest, str(tmp_path / "ssd"), ["train"])
-    assert staging.stage_shard(uri, local, entry) is False  # verified copy: not fetched again
+    local = staging.stage_version(uri, _m(manifest), str(tmp_path / "ssd"), ["train"])
+    assert staging.stage_shard(uri, local, _shard(entry)) is False  # verified copy: not fetched again
 
     shard = local / entry["file"]
     data = bytearray(shard.read_bytes())
     data[1234] ^= 0xFF  # same size, one flipped byte: only the checksum can tell
     shard.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING, logger="training.data.staging"):
-        staging.stage_version(uri, manifest, str(tmp_path / "ssd"), ["train"])
+        staging.stage_version(uri, _m(manifest), str(tmp_path / "ssd"), ["train"])
     assert entry["file"] in caplog.text and "sha256" in caplog.text
-    assert staging.mismatch(shard, entry) is None
+    assert staging.mismatch(shard, _shard(entry)) is None
 
     shard.write_bytes(shard.read_bytes()[:-10])  # truncated copy
-    assert staging.stage_shard(uri, local, entry) is True
-    assert staging.mismatch(shard, entry) is None
+    assert staging.stage_shard(uri, local, _shard(entry)) is True
+    assert staging.mismatch(shard, _shard(entry)) is None
 
 
 def test_damaged_source_shard_is_refused_with_its_name(version, tmp_path: Path) -> None:
@@ -75,7 +76,7 @@ def test_damaged_source_shard_is_refused_with_its_name(version, tmp_path: Path) 
     source = Path(uri[len("file://"):]) / entry["file"]
     source.write_bytes(b"x" + source.read_bytes()[1:])
     with pytest.raises(ChecksumMismatchError, match=entry["file"]):
-        staging.stage_version(uri, manifest, str(tmp_path / "ssd"), ["eval"])
+        staging.stage_version(uri, _m(manifest), str(tmp_path / "ssd"), ["eval"])
     local = tmp_path / "ssd" / "flights" / VERSION
     assert list(local.iterdir()) == []  # no half or wrong file left behind, not even a temp
 
@@ -83,13 +84,21 @@ def test_damaged_source_shard_is_refused_with_its_name(version, tmp_path: Path) 
 def test_bad_manifest_entries_are_named(version) -> None:
     _, manifest = version
     with pytest.raises(KeyError, match="no split 'test'"):
-        staging.split_shards(manifest, "test")
+        staging.split_shards(_m(manifest), "test")
     manifest["splits"]["eval"]["shards"][0]["file"] = "../escape"
     with pytest.raises(ValueError, match="plain file name"):
-        staging.split_shards(manifest, "eval")
+        staging.split_shards(_m(manifest), "eval")
     del manifest["splits"]["train"]["shards"][0]["sha256"]
     with pytest.raises(ValueError, match="missing \\['sha256'\\]"):
-        staging.split_shards(manifest, "train")
+        staging.split_shards(_m(manifest), "train")
+
+
+def _m(manifest: dict) -> Manifest:
+    return Manifest.from_json(manifest, "the test's manifest")
+
+
+def _shard(entry: dict) -> Shard:
+    return Shard.from_json(entry, "the test's manifest")
 
 
 def _as_segments(uri: str, manifest: dict) -> None:
@@ -109,16 +118,16 @@ def test_shards_in_shared_segments_are_verified_and_staged(version, tmp_path) ->
 
     uri, manifest = version
     _as_segments(uri, manifest)
-    assert versions.verify_shards(uri, manifest) == 4
-    local = staging.stage_version(uri, manifest, str(tmp_path / "ssd"), ["train", "eval"])
+    assert versions.verify_shards(uri, _m(manifest)) == 4
+    local = staging.stage_version(uri, _m(manifest), str(tmp_path / "ssd"), ["train", "eval"])
     staged = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
-    assert staged == sorted(versions.shard_relpath(e) for s in ("train", "eval")
+    assert staged == sorted(versions.shard_relpath(_shard(e)) for s in ("train", "eval")
                             for e in manifest["splits"][s]["shards"])
     assert all(p.startswith("segments/") for p in staged)
     entry = manifest["splits"]["eval"]["shards"][0]
-    (Path(uri[len("file://"):]).parent / versions.shard_relpath(entry)).write_bytes(b"damaged")
+    (Path(uri[len("file://"):]).parent / versions.shard_relpath(_shard(entry))).write_bytes(b"damaged")
     with pytest.raises(ChecksumMismatchError, match=entry["segment"]):
-        versions.verify_shards(uri, manifest)
+        versions.verify_shards(uri, _m(manifest))
 
 
 @pytest.mark.parametrize("segment", ["../escape", "a/b", "", ".."])
@@ -126,4 +135,4 @@ def test_a_segment_outside_the_dataset_is_refused(version, segment) -> None:
     _, manifest = version
     manifest["splits"]["eval"]["shards"][0]["segment"] = segment
     with pytest.raises(ValueError, match="segment .* must be a plain file name"):
-        staging.split_shards(manifest, "eval")
+        staging.split_shards(_m(manifest), "eval")

@@ -32,7 +32,7 @@ def _upload(local: fx.WrittenVersion, root: str) -> str:
 def test_train_on_gs_version_via_staging(gcs_root: str, tmp_path: Path, monkeypatch) -> None:
     local = fx.write_version(tmp_path / "local", n=2000, seed=8)
     uri = _upload(local, gcs_root)
-    manifest = local.manifest
+    manifest = local.typed
     # TF's own GCS client cannot reach an emulator: without a staging_dir, shards are staged anyway.
     assert not any(f.startswith("gs://") for f in shard_files(uri, "train", manifest))
     monkeypatch.delenv("STORAGE_EMULATOR_HOST")
@@ -44,7 +44,7 @@ def test_train_on_gs_version_via_staging(gcs_root: str, tmp_path: Path, monkeypa
     assert rows == [r["late"] for r in local.rows["test"]]
     ssd = tmp_path / "ssd" / fx.DATASET / fx.VERSION
     assert sorted(p.name for p in ssd.iterdir()) == [
-        e["file"] for e in manifest["splits"]["test"]["shards"]]
+        e.file for e in manifest.splits["test"].shards]
 
     config = TrainConfig(input=staged, epochs=2, steps_per_execution=4, min_margin=0.02)
     result = train(uri, storage.join(gcs_root, "models"), "gcs-run", config)

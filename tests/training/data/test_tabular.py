@@ -66,7 +66,7 @@ def test_training_order_shuffles_chunks_then_permutes_parsed_windows(version):
     """files shuffled -> interleave (chunks) -> chunk shuffle -> repeat -> windows -> (zip with
     per-window seeds) parse + permute -> batches -> feature map -> prefetch; no per-record
     stage (unbatch, record shuffle) anywhere."""
-    ds = make_dataset(version.uri, "train", version.manifest, InputConfig(batch_size=64))
+    ds = make_dataset(version.uri, "train", version.typed, InputConfig(batch_size=64))
     assert _stages(ds) == ["files", "shuffle", "interleave", "shuffle", "repeat", "rebatch",
                            "random", "batch", "zip", "map", "rebatch", "cardinality", "map",
                            "prefetch", "options"]
@@ -75,7 +75,7 @@ def test_training_order_shuffles_chunks_then_permutes_parsed_windows(version):
     assert "ParseExampleV2" in ops and "ParseSingleExample" not in ops  # vectorized parse
     assert "TFRecordDataset" in ops
     assert ds.cardinality() == tf.data.INFINITE_CARDINALITY
-    unshuffled = make_dataset(version.uri, "train", version.manifest,
+    unshuffled = make_dataset(version.uri, "train", version.typed,
                               InputConfig(batch_size=64, shuffle_buffer=0))
     assert _stages(unshuffled) == ["files", "shuffle", "interleave", "repeat", "rebatch",
                                    "cardinality", "map", "map", "prefetch", "options"]
@@ -83,7 +83,7 @@ def test_training_order_shuffles_chunks_then_permutes_parsed_windows(version):
 
 
 def test_eval_order_has_no_shuffle_or_repeat_and_a_known_length(version):
-    ds = make_dataset(version.uri, "eval", version.manifest, InputConfig(batch_size=50))
+    ds = make_dataset(version.uri, "eval", version.typed, InputConfig(batch_size=50))
     assert _stages(ds) == ["files", "interleave", "rebatch", "cardinality", "map", "map",
                            "prefetch", "options"]
     assert int(ds.cardinality()) == -(-len(version.rows["eval"]) // 50)
@@ -91,7 +91,7 @@ def test_eval_order_has_no_shuffle_or_repeat_and_a_known_length(version):
 
 
 def test_cache_sits_after_parse_and_before_batch_reshuffle_and_repeat(version):
-    ds = make_dataset(version.uri, "train", version.manifest,
+    ds = make_dataset(version.uri, "train", version.typed,
                       InputConfig(batch_size=64, cache="memory", shuffle_buffer=256))
     assert _stages(ds) == ["files", "shuffle", "interleave", "shuffle", "rebatch", "random",
                            "batch", "zip", "map", "rebatch", "map", "cache", "shuffle", "repeat",
@@ -100,25 +100,25 @@ def test_cache_sits_after_parse_and_before_batch_reshuffle_and_repeat(version):
 
 def test_file_cache_goes_under_the_version_and_serves_the_same_batches(version, tmp_path: Path):
     cfg = InputConfig(batch_size=100, cache=str(tmp_path / "cache"))
-    first = _rows(make_dataset(version.uri, "test", version.manifest, cfg))
+    first = _rows(make_dataset(version.uri, "test", version.typed, cfg))
     assert list((tmp_path / "cache" / "flights" / fx.VERSION).glob("test-eval*.index"))
-    assert _rows(make_dataset(version.uri, "test", version.manifest, cfg)) == first
+    assert _rows(make_dataset(version.uri, "test", version.typed, cfg)) == first
 
 
 def test_knobs_reach_tf_data_options(version):
     cfg = InputConfig(batch_size=32, ram_budget_bytes=256 * 2**20, private_threadpool_size=3, seed=5)
-    opts = make_dataset(version.uri, "train", version.manifest, cfg).options()
+    opts = make_dataset(version.uri, "train", version.typed, cfg).options()
     assert opts.autotune.enabled and opts.autotune.ram_budget == 256 * 2**20
     assert opts.threading.private_threadpool_size == 3
     assert opts.deterministic is True  # seeded
-    unseeded = make_dataset(version.uri, "train", version.manifest, InputConfig()).options()
+    unseeded = make_dataset(version.uri, "train", version.typed, InputConfig()).options()
     assert unseeded.deterministic is False  # interleave may return out of order for speed
 
 
 def test_seeded_training_order_is_reproducible(version):
     def first_batches(seed: int) -> list[tuple]:
         cfg = InputConfig(batch_size=64, seed=seed, shuffle_buffer=500)
-        return _rows(make_dataset(version.uri, "train", version.manifest, cfg).take(4))
+        return _rows(make_dataset(version.uri, "train", version.typed, cfg).take(4))
 
     a, b, c = first_batches(7), first_batches(7), first_batches(8)
     assert a == b
@@ -130,7 +130,7 @@ def test_a_shuffled_epoch_holds_every_record_once_in_batches_of_the_asked_size(v
     """The permuted windows lose, double or alter no record, and cut into full batches."""
     cfg = InputConfig(batch_size=64, seed=3, shuffle_buffer=300, read_chunk=50, cache="memory")
     n = len(version.rows["train"])
-    ds = make_dataset(version.uri, "train", version.manifest, cfg)
+    ds = make_dataset(version.uri, "train", version.typed, cfg)
     sizes = [int(label.shape[0]) for _, label in ds.take(-(-n // 64))]
     assert sizes.count(64) == n // 64 and sum(sizes) == n  # one short batch at most
     epoch = _rows(ds.take(-(-n // 64)))
@@ -139,27 +139,27 @@ def test_a_shuffled_epoch_holds_every_record_once_in_batches_of_the_asked_size(v
 
 
 def test_parsed_values_equal_the_written_records(version):
-    ds = make_dataset(version.uri, "test", version.manifest, InputConfig(batch_size=64))
+    ds = make_dataset(version.uri, "test", version.typed, InputConfig(batch_size=64))
     assert _rows(ds) == _expected(version.rows["test"])  # one shard: file order is kept
-    specs = feature_specs(version.manifest)
+    specs = feature_specs(version.typed)
     assert specs["carrier"].dtype == tf.string and specs["plane_seats"].dtype == tf.int64
     # every training record once per pass, none lost or doubled across the 3 shards
-    train = make_dataset(version.uri, "train", version.manifest, InputConfig(batch_size=64),
+    train = make_dataset(version.uri, "train", version.typed, InputConfig(batch_size=64),
                          training=False)
     assert sorted(_rows(train)) == sorted(_expected(version.rows["train"]))
 
 
 def test_gzip_shards_are_read(tmp_path: Path):
     v = fx.write_version(tmp_path, n=300, compression="gzip")
-    ds = make_dataset(v.uri, "eval", v.manifest, InputConfig(batch_size=16))
+    ds = make_dataset(v.uri, "eval", v.typed, InputConfig(batch_size=16))
     assert _rows(ds) == _expected(v.rows["eval"])
 
 
 def test_unknown_feature_kind_is_named(version):
-    manifest = {**version.manifest, "schema": {
+    manifest = fx.typed({**version.manifest, "schema": {
         **version.manifest["schema"],
         "features": {**version.manifest["schema"]["features"], "photo": {"dtype": "string", "kind": "image"}},
-    }}
+    }})
     with pytest.raises(ValueError, match="'photo' has kind 'image'"):
         make_dataset(version.uri, "eval", manifest)
 

@@ -13,7 +13,8 @@ from tests.support import training_fixtures as fx
 from training.config import ModelConfig
 from training.models.tabular import build_model, build_models, embedding_dim, prior_logit
 
-MANIFEST = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(600, seed=1))
+DOC = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(600, seed=1))
+MANIFEST = fx.typed(DOC)
 
 
 def test_inputs_are_the_raw_features_with_their_dtypes() -> None:
@@ -26,7 +27,7 @@ def test_inputs_are_the_raw_features_with_their_dtypes() -> None:
 def test_preprocessing_takes_the_manifest_statistics_and_vocabularies() -> None:
     parts = build_models(MANIFEST, ModelConfig(one_hot_max_vocab=16, embedding_max_dim=6))
     pre, model = parts.preprocess, parts.core
-    stats = MANIFEST["statistics"]
+    stats = MANIFEST.statistics
     norm = pre.get_layer("norm_distance")
     assert np.allclose(norm.mean, stats["numeric"]["distance"]["mean"])
     assert np.allclose(norm.variance, stats["numeric"]["distance"]["var"])
@@ -69,7 +70,7 @@ def test_raw_values_in_probabilities_out_with_unknown_categories() -> None:
 def test_a_missing_numeric_value_is_the_train_mean_in_training_and_serving() -> None:
     """Records keep NaN for `fill: mean` features; the model itself imputes the manifest mean."""
     model = build_model(MANIFEST)
-    mean = MANIFEST["statistics"]["numeric"]["temp"]["mean"]
+    mean = MANIFEST.statistics["numeric"]["temp"]["mean"]
     raw = {
         "distance": tf.constant([500.0, 500.0, 500.0]), "sched_dep_hour": tf.constant([6.0] * 3),
         "temp": tf.constant([float("nan"), mean, mean + 40.0]),
@@ -104,10 +105,10 @@ def test_mixed_precision_keeps_preprocessing_and_output_in_float32() -> None:
     ],
 )
 def test_manifest_gaps_are_named(edit, message: str) -> None:
-    manifest = copy.deepcopy(MANIFEST)
+    manifest = copy.deepcopy(DOC)
     edit(manifest)
     with pytest.raises(ValueError, match=message):
-        build_model(manifest)
+        build_model(fx.typed(manifest))
 
 
 def test_embedding_width_grows_slowly_and_is_capped() -> None:

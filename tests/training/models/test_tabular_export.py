@@ -12,16 +12,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from etl.versions import Manifest
 from training.models.tabular import SERVING_KEYS_FILE, build_models, export_serving, serving_keys
 
 NUMERIC = ["class", "from", "lambda", "_x", "x1", "Price", "price", "match", "class_", "_", "type",
            "None", "True"]
 
 
-def _manifest() -> dict:
+def _manifest() -> Manifest:
     features = {n: {"dtype": "float32", "kind": "numeric"} for n in NUMERIC}
     features["if"] = {"dtype": "string", "kind": "categorical"}
-    return {
+    return Manifest.from_json({
         "dataset": "names", "version": "v1",
         "schema": {"label": {"name": "y", "dtype": "int64", "classes": 2},
                    "features": features},
@@ -29,7 +30,7 @@ def _manifest() -> dict:
                                    for i, n in enumerate(NUMERIC)},
                        "vocabularies": {"if": ["a", "b"]},
                        "label_counts": {"0": 3, "1": 1}},
-    }
+    }, "test")
 
 
 def test_keys_are_the_names_where_tf_takes_them() -> None:

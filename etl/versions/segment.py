@@ -1,0 +1,298 @@
+"""Segments: the immutable, validated, encoded output of a run of raw partitions.
+
+A segment lives in ``<root>/datasets/<dataset>/segments/<segment id>/``: TFDS-named shards,
+the window checks' ``partials.npz`` and ``segment.json`` (``SegmentMeta``), written last
+and created only if absent: a folder without it is unfinished and no reader looks inside.
+Versions list the segments of their window (each shard entry names its ``segment``), so a
+segment is written once and shared by every version whose window holds it.
+
+The id is ``<partition>-<digest>``: the partition (``20130101``, ``all``) and a digest of
+everything the segment's bytes depend on (the raw files with their sizes and generations,
+the lookups, the spec and suite, the label's classes, the format). A re-delivered day gets a
+new id, so a published segment is never rewritten. Import-light: no dask, GX or TF.
+
+``Shard`` and ``SplitInfo`` are a split's entry in ``segment.json`` and in a version's
+``manifest.json`` alike (``etl.versions.manifest``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from etl import storage
+from etl.versions.ids import _PLAIN_NAME, MANIFEST, SEGMENTS_DIR, dataset_uri
+from etl.versions.jsondata import (
+    JsonObject,
+    key,
+    list_of,
+    mapping_of,
+    nested,
+    pairs,
+    strings,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shard(JsonObject):
+    """One TFRecord shard: in the version's folder, or in ``segments/<segment>/``."""
+
+    file: str = key(str, required=True)
+    records: int | None = key(int)
+    bytes: int | None = key(int)
+    sha256: str | None = key(str)
+    segment: str | None = key(str)  # manifests of segment-composed versions name it
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitInfo(JsonObject):
+    """A split: its records, bytes, the order-free hash of its records and its shards."""
+
+    num_examples: int = key(int, default=0)
+    num_bytes: int = key(int, default=0)
+    content_hash: str | None = key(str)  # absent in versions written before segments
+    shards: tuple[Shard, ...] = key(list, list_of(Shard), default=())
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowPartial(JsonObject):
+    """What one segment says about one row-level expectation (``etl.validation.partition``)."""
+
+    element_count: int = key(int, default=0)
+    missing_count: int = key(int, default=0)
+    unexpected_count: int = key(int, default=0)
+    values: list | None = key(list)
+    examples: list | None = key(list)
+    error: str | None = key(str)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SegmentChecks(JsonObject):
+    """``validation`` of ``segment.json``: row counts, quarantine, the stored partials."""
+
+    rows: int = key(int, default=0)
+    quarantined_rows: int = key(int, default=0)
+    misfiled_rows: int | None = key(int)
+    quarantine_files: tuple[str, ...] = key(list, strings(), default=())
+    reasons: Mapping[str, Any] | None = key(dict)  # images: rejected files per reason
+    row_partials: tuple[RowPartial, ...] = key(list, list_of(RowPartial), default=())
+    metric_partials: list | None = key(list)  # etl.validation.partials.to_stored entries
+    metric_arrays: str | None = key(str)  # the side file holding their arrays
+    keys: bool | None = key(bool)  # the side file holds the key columns
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceFiles(JsonObject):
+    """``source_fingerprint`` of a segment: its raw files and the lookups' digest."""
+
+    files: tuple[Mapping[str, Any], ...] = key(list, default=())
+    lookups: str | None = key(str)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interval(JsonObject):
+    """``data_interval`` of a segment or a version: ISO-8601 start (None: from the beginning) and end."""
+
+    start: str | None = key(str)
+    end: str | None = key(str)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SegmentMeta(JsonObject):
+    """A segment's ``segment.json``. ``format_version`` 1 (before ``dataset_info.json``) and
+    2 read alike; a segment built by compaction has a ``level`` and ``compacted_from``."""
+
+    format_version: int | None = key(int)  # read_segment refuses a file without one
+    dataset: str | None = key(str)
+    segment: str | None = key(str)
+    partition: str | None = key(str)  # its partitions' label: 20130101 or 20130101_20130131
+    partitions: tuple[tuple[str, str], ...] = key(list, pairs(), default=())  # (key, digest) each
+    level: int = key(int, default=0)  # compaction level: 0 for a built segment
+    compacted_from: tuple[str, ...] | None = key(list, strings())
+    data_interval: Interval | None = key(dict, nested(Interval))
+    created_at: str | None = key(str)
+    run_id: str | None = key(str)
+    code_version: str | None = key(str)
+    compression: str | None = key(str)
+    schema: Mapping[str, Any] | None = key(dict)
+    splits: Mapping[str, SplitInfo] = key(dict, mapping_of(SplitInfo), required=True)
+    statistics: Mapping[str, Any] | None = key(dict)  # images: computed whole
+    statistics_partial: Mapping[str, Any] | None = key(dict)  # tabular: merged per window
+    source_fingerprint: SourceFiles | None = key(dict, nested(SourceFiles))
+    built_from: Mapping[str, Any] | None = key(dict)
+    validation: SegmentChecks | None = key(dict, nested(SegmentChecks))
+    dropped_rows: Mapping[str, int] | None = key(dict)
+    timings: Mapping[str, Any] | None = key(dict)
+
+    @property
+    def checks(self) -> SegmentChecks:
+        """``validation``, empty when the file has none."""
+        return self.validation or SegmentChecks()
+
+    @property
+    def interval(self) -> Interval:
+        return self.data_interval or Interval()
+
+    @property
+    def sources(self) -> SourceFiles:
+        return self.source_fingerprint or SourceFiles()
+
+    @property
+    def num_examples(self) -> int:
+        return sum(info.num_examples for info in self.splits.values())
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(info.num_bytes for info in self.splits.values())
+
+    def split(self, name: str) -> SplitInfo:
+        """The split's entry, empty if the segment holds none of it."""
+        return self.splits.get(name) or SplitInfo()
+
+    @property
+    def train_rows(self) -> int:
+        """The train split's rows in its statistics partial (0 without one)."""
+        return int(((self.statistics_partial or {}).get("train") or {}).get("rows", 0))
+
+
+SEGMENT_FILE = "segment.json"
+DATASET_INFO = "dataset_info.json"  # TFDS's metadata of the folder (etl.write.tfds writes it)
+SEGMENT_FORMAT = 2  # 2: the folder holds dataset_info.json (a new id, so every segment has it)
+SEGMENT_LOCK = "_WRITER"
+GRACE_S = 12 * 3600.0  # an unlisted segment younger than this may be a live run's (DAG: 8 h)
+_MOD = 2**256
+
+
+def split_info(entries: Sequence[Mapping[str, Any]], content: str) -> SplitInfo:
+    """A split's entry from the shard writer's (``etl.write.shards``: file, records, bytes,
+    sha256 each) and the content hash of their records."""
+    return SplitInfo.of(
+        num_examples=sum(e["records"] for e in entries),
+        num_bytes=sum(e["bytes"] for e in entries), content_hash=content,
+        shards=tuple(Shard.of(file=e["file"], records=e["records"], bytes=e["bytes"],
+                              sha256=e["sha256"]) for e in entries))
+
+
+def segment_id(partition: str, material: Mapping[str, Any]) -> str:
+    """``<partition>-<16 hex>`` from a JSON-able description of what the bytes depend on."""
+    blob = json.dumps({"format": SEGMENT_FORMAT, **material}, sort_keys=True, default=str)
+    seg = f"{partition}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
+    if not _PLAIN_NAME.match(seg):
+        raise ValueError(f"segment id {seg!r}: the partition label must be a plain name")
+    return seg
+
+
+def segments_uri(root: str, dataset: str) -> str:
+    return storage.join(dataset_uri(root, dataset), SEGMENTS_DIR)
+
+
+def segment_uri(root: str, dataset: str, seg: str) -> str:
+    if not isinstance(seg, str) or not _PLAIN_NAME.match(seg) or ".." in seg:
+        raise ValueError(f"segment id {seg!r}: expected a plain name (letters, digits, ._=-)")
+    return storage.join(segments_uri(root, dataset), seg)
+
+
+def read_segment(uri: str) -> SegmentMeta | None:
+    """The segment's ``segment.json``, or None while it is absent (unbuilt or unfinished)."""
+    path = storage.join(uri, SEGMENT_FILE)
+    try:
+        obj = storage.read_json(path)
+    except FileNotFoundError:
+        return None
+    fmt = obj.get("format_version") if isinstance(obj, dict) else None
+    if not isinstance(fmt, int) or fmt > SEGMENT_FORMAT or not isinstance(obj.get("splits"),
+                                                                          dict):
+        raise ValueError(f"{uri}/{SEGMENT_FILE}: expected a format_version <= {SEGMENT_FORMAT} "
+                         f"segment with a 'splits' object, got format_version={fmt!r}")
+    return SegmentMeta.from_json(obj, path)
+
+
+def write_segment(uri: str, meta: SegmentMeta) -> bool:
+    """Create ``segment.json`` only if absent (the segment becomes visible); False if another
+    builder created it first."""
+    return storage.create_if_absent(storage.join(uri, SEGMENT_FILE),
+                                    storage.json_bytes(meta.to_json()))
+
+
+def list_segments(root: str, dataset: str) -> list[str]:
+    """Ids of the dataset's finished segments (those with ``segment.json``)."""
+    base = segments_uri(root, dataset)
+    return sorted(name for name in storage.list_dir(base)
+                  if storage.exists(storage.join(base, name, SEGMENT_FILE)))
+
+
+def referenced(splits: Mapping[str, SplitInfo]) -> set[str]:
+    """The segments whose shards ``splits`` lists (empty for a version with its own shards)."""
+    return {shard.segment for info in splits.values() for shard in info.shards if shard.segment}
+
+
+def folders(version_uri: str, listed: Iterable[str], splits: Mapping[str, SplitInfo]
+            ) -> list[str]:
+    """URIs of the segment folders a version lists (``listed``, its ``segments`` in window
+    order, then any other its shards name): what ``tfds.builder_from_directories`` takes to
+    load the version (each holds a ``dataset_info.json``); empty for a version with its own
+    shards."""
+    ds_uri = version_uri.rstrip("/").rsplit("/", 1)[0]
+    listed = list(listed)
+    listed += sorted(referenced(splits) - set(listed))
+    for seg in listed:
+        if not isinstance(seg, str) or not _PLAIN_NAME.match(seg) or ".." in seg:
+            raise ValueError(f"{version_uri}/{MANIFEST}: segment {seg!r}: expected a plain name")
+    return [storage.join(ds_uri, SEGMENTS_DIR, seg) for seg in listed]
+
+
+def shard_relpath(shard: Shard) -> str:
+    """A shard's path below its dataset folder's version or segment.
+
+    ``file`` alone lives in the version folder (every version published before segments);
+    with ``segment`` it lives in ``segments/<segment>/``, shared by the versions that list it.
+    Both must be plain names, so a manifest cannot point outside the dataset.
+    """
+    name, seg = shard.file, shard.segment
+    for what, value in (("file", name), ("segment", seg)):
+        if (value is not None or what == "file") and not (
+                isinstance(value, str) and _PLAIN_NAME.match(value) and ".." not in value):
+            raise ValueError(f"manifest shard entry {shard.to_json()!r}: {what} {value!r} must "
+                             "be a plain file name (letters, digits, '.', '_', '=', '-')")
+    return f"{SEGMENTS_DIR}/{seg}/{name}" if seg else name
+
+
+def shard_uri(version_uri: str, shard: Shard) -> str:
+    """Where a shard listed in the manifest of ``version_uri`` is stored."""
+    rel = shard_relpath(shard)
+    base = version_uri.rstrip("/")
+    return storage.join(base.rsplit("/", 1)[0] if shard.segment else base, rel)
+
+
+def record_digest(record: bytes | memoryview) -> int:
+    return int.from_bytes(hashlib.sha256(record).digest(), "big")
+
+
+def content_hash(digests: Iterable[int]) -> str:
+    """Order-free hash of a multiset of records: the sum of their sha256 values mod 2**256.
+
+    The same records give the same hash however they are grouped into segments and shards,
+    and the hashes of parts combine with ``combine_content`` without reading a record.
+    """
+    return f"{sum(digests) % _MOD:064x}"
+
+
+def combine_content(hashes: Iterable[str]) -> str:
+    return f"{sum(int(h, 16) for h in hashes) % _MOD:064x}"
+
+
+def unfinished(root: str, dataset: str) -> list[str]:
+    """Segment folders without ``segment.json``: builds in flight or killed."""
+    base = segments_uri(root, dataset)
+    return sorted(name for name in storage.list_dir(base)
+                  if not storage.exists(storage.join(base, name, SEGMENT_FILE)))
+
+
+def delete_segment(root: str, dataset: str, seg: str) -> None:
+    """``segment.json`` first, so no reader trusts the folder while its shards go."""
+    uri = segment_uri(root, dataset, seg)
+    storage.delete_tree(storage.join(uri, SEGMENT_FILE))
+    storage.delete_tree(uri)
