@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,11 +31,17 @@ from etl.sources.extract import event_times, outside_each, read_files
 from etl.sources.lookups import join_lookups
 from etl.spec import Spec
 from etl.transform import tabular
-from etl.validation import partials as vpartials
-from etl.validation import partition as vpart
-from etl.validation.parts import validate_parts
-from etl.validation.report import jsonable, write_parquet
-from etl.validation.types import typed_frame
+from etl.validation import (
+    QUARANTINE_NUMBER_COLUMN,
+    REASON_COLUMN,
+    RowChecks,
+    RowReport,
+    check_rows,
+    metric_partials_by_group,
+    metric_partials_to_json,
+    typed_frame,
+)
+from etl.validation.report import write_parquet
 from etl.versions import lease, segments
 from etl.write import tfds as tfds_meta
 from etl.write import writer
@@ -67,7 +73,7 @@ class BuildContext:
 def build_batch(tasks: list[SegmentTask], ctx: BuildContext,
                 rights: list[pd.DataFrame]) -> dict[str, dict[str, Any]]:
     """Consecutive segments in one Dask task, their rows validated by one GX run
-    (``etl.validation.parts``); segments another run is building are waited for after, and
+    (``etl.validation.check_rows``); segments another run is building are waited for after, and
     built here only if that run dies."""
     done: dict[str, dict[str, Any]] = {}
     held, deferred = [], []
@@ -107,11 +113,9 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
             raws = [_read(task, ctx) for task, _ in todo]
             frames = _split(join_lookups(pd.concat([r for r, _ in raws], ignore_index=True),
                                          ctx.spec, rights), [len(r) for r, _ in raws])
-            reports = validate_parts(frames, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
-                                     list(ctx.spec.key),
-                                     [storage.join(t.uri, "quarantine") for t, _ in todo])
-            valids = [vpart.keep_valid(f, r, list(ctx.spec.key))
-                      for f, r in zip(frames, reports)]
+            checked = check_rows(frames, _row_checks(ctx),
+                                 [storage.join(t.uri, "quarantine") for t, _ in todo])
+            valids, reports = [c.valid for c in checked], [c.report for c in checked]
             lengths = [len(v) for v in valids]
             whole, parts = pd.concat(valids, ignore_index=True), np.repeat(
                 np.arange(len(valids)), lengths)
@@ -136,6 +140,10 @@ def _build_held(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
         for _, beat in beats:
             lease.release(beat.stop())
     return done
+
+
+def _row_checks(ctx: BuildContext) -> RowChecks:
+    return RowChecks(ctx.suite_name, tuple(ctx.row_configs), ctx.kinds, tuple(ctx.spec.key))
 
 
 def _check_classes(task: SegmentTask, ctx: BuildContext, stats: dict[str, Any]) -> None:
@@ -174,7 +182,7 @@ def _typed_each(whole: pd.DataFrame, parts: np.ndarray, lengths: list[int], ctx:
     typed = typed_frame(whole[list(ctx.metric_columns)],
                         {c: ctx.kinds[c] for c in ctx.metric_columns})
     return (_split(typed, lengths),
-            vpartials.group_partials(typed, parts, len(lengths), ctx.metric_keys))
+            metric_partials_by_group(typed, parts, len(lengths), ctx.metric_keys))
 
 
 def _encode_each(prepared: list[pd.DataFrame], ctx: BuildContext) -> list[pd.DataFrame]:
@@ -192,12 +200,12 @@ def _share(t0: float, cpu0: float, n: int) -> dict[str, Any]:
 
 
 def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: dict,
-           stats: dict[str, Any], final: pd.DataFrame, report: vpart.PartitionReport,
+           stats: dict[str, Any], final: pd.DataFrame, report: RowReport,
            misfiled: int) -> dict[str, Any]:
     """Everything after row-level validation, the feature transform and encoding: stored
     partials, shards, metadata (``typed``: the valid rows' metric columns, parsed)."""
     spec = ctx.spec
-    entries, arrays = vpartials.to_stored(partials)
+    entries, arrays = metric_partials_to_json(partials)
     write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays,
                    typed[list(ctx.key_columns)] if ctx.key_columns else None)
     splits = _write_splits(task, ctx, final)
@@ -215,7 +223,7 @@ def _build(task: SegmentTask, ctx: BuildContext, typed: pd.DataFrame, partials: 
             "quarantined_rows": len(report.bad_positions) + misfiled, "misfiled_rows": misfiled,
             "quarantine_files": [f"quarantine/{name}" for name in (
                 MISFILED if misfiled else None, report.quarantine_file) if name],
-            "row_partials": [jsonable(asdict(p)) for p in report.partials],
+            "row_partials": [c.to_json() for c in report.counts],
             "metric_partials": entries, "metric_arrays": PARTIALS_NPZ,
             "keys": bool(ctx.key_columns),
         },
@@ -260,10 +268,10 @@ def _read(task: SegmentTask, ctx: BuildContext) -> tuple[pd.DataFrame, int]:
     if misfiled.any():
         bad = raw[misfiled].copy()
         part_of = np.repeat(np.arange(len(counts)), counts)[misfiled]
-        bad[vpart.REASON_COLUMN] = [
+        bad[REASON_COLUMN] = [
             f"{source.event_time} outside the partition {task.parts[i].label} "
             f"[{iso(period[i][0])}, {iso(period[i][1])}) of its file" for i in part_of]
-        bad[vpart.PARTITION_COLUMN] = 0
+        bad[QUARANTINE_NUMBER_COLUMN] = 0
         write_parquet(bad, storage.join(task.uri, "quarantine"), MISFILED)
     elsewhere = outside_each(times, [(p.start, p.end) for p in task.parts], counts)
     return raw[~misfiled & ~elsewhere].reset_index(drop=True), int(misfiled.sum())
@@ -275,7 +283,5 @@ def probe_statistics(task: SegmentTask, ctx: BuildContext, rights: list[pd.DataF
     train split's classes before any segment is encoded (quarantine goes to ``scratch_uri``)."""
     scratch = replace(task, uri=storage.join(scratch_uri, task.segment))
     raw = join_lookups(_read(scratch, ctx)[0], ctx.spec, rights)
-    report = vpart.validate_partition(raw, 0, ctx.suite_name, list(ctx.row_configs), ctx.kinds,
-                                      list(ctx.spec.key), storage.join(scratch.uri, "quarantine"))
-    valid = vpart.keep_valid(raw, report, list(ctx.spec.key))
+    valid = check_rows([raw], _row_checks(ctx), [storage.join(scratch.uri, "quarantine")])[0].valid
     return tabular.split_partial(tabular.prepare_partition(valid, ctx.spec), ctx.spec)

@@ -27,7 +27,7 @@ from etl.provenance import code_version, iso
 from etl.segments.claim import claim
 from etl.segments.files import PARTIALS_NPZ, read_partials, write_partials
 from etl.transform import stats as stats_mod
-from etl.validation import partials as vpartials
+from etl.validation import RowCounts, merge_metric_partials, metric_partials_to_json, summed
 from etl.versions import lease, segments
 from etl.write import shards
 from etl.write import tfds as tfds_meta
@@ -200,15 +200,7 @@ def _merged_facts(uris: list[str], run: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _sum_row(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    from etl.validation.gx import PARTIAL_COUNT
-
-    errors = [p["error"] for p in parts if p.get("error")]
-    return {"element_count": sum(p["element_count"] for p in parts),
-            "missing_count": sum(p["missing_count"] for p in parts),
-            "unexpected_count": sum(p["unexpected_count"] for p in parts),
-            "values": [v for p in parts for v in p["values"]][:PARTIAL_COUNT],
-            "examples": [e for p in parts for e in p["examples"]][:PARTIAL_COUNT],
-            "error": errors[0] if errors else None}
+    return summed([RowCounts.from_json(p) for p in parts]).to_json()
 
 
 def _store_partials(uri: str, uris: list[str], run: list[dict[str, Any]],
@@ -216,7 +208,7 @@ def _store_partials(uri: str, uris: list[str], run: list[dict[str, Any]],
     """Merged metric partials and the inputs' keys, and their quarantine, into the merged
     segment (rejected rows stay readable when the inputs are gone)."""
     read = [read_partials(u, m) for u, m in zip(uris, run)]
-    entries, arrays = vpartials.to_stored(vpartials.merge_partials([p for p, _ in read]))
+    entries, arrays = metric_partials_to_json(merge_metric_partials([p for p, _ in read]))
     keyed = all(k is not None for _, k in read)
     write_partials(storage.join(uri, PARTIALS_NPZ), arrays,
                    pd.concat([k for _, k in read], ignore_index=True) if keyed else None)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.validation import partials as vpartials
+from etl.validation import metric_partials_from_json
 
 PARTIALS_NPZ = "partials.npz"
 _KEYS = "keys_parquet"  # not a metric array name: those are "k<i>"
@@ -43,7 +43,7 @@ def read_partials(uri: str, meta: dict[str, Any]) -> tuple[dict, pd.DataFrame | 
     arrays = _load(uri, meta)
     raw_keys = arrays.pop(_KEYS, None)
     keys = None if raw_keys is None else pd.read_parquet(io.BytesIO(raw_keys.tobytes()))
-    return vpartials.from_stored(meta["validation"]["metric_partials"], arrays), keys
+    return metric_partials_from_json(meta["validation"]["metric_partials"], arrays), keys
 
 
 def read_keys(uri: str, meta: dict[str, Any]) -> pd.DataFrame:

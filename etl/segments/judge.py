@@ -2,7 +2,7 @@
 
 Row-level expectations are summed over the segments and GX judges ``mostly`` on the totals;
 dataset-level ones (row counts, key uniqueness across segments, ...) get their metric values
-from the merged partials (``etl.validation.window``). The cost is O(segments); the stored keys
+from the merged partials (``etl.validation.metrics``). The cost is O(segments); the stored keys
 are read only when a duplicate has to be named.
 """
 
@@ -15,14 +15,11 @@ from etl.segments.files import read_keys, read_partials
 from etl.segments.plan import WindowPlan
 from etl.segments.window import Metas
 from etl.spec import Spec
-from etl.validation import partition as vpart
-from etl.validation.report import failure_message, finish
-from etl.validation.window import judge_window
+from etl.validation import RowCounts, failure_message, finish, judge_window
 
 
-def _row_partials(meta: dict[str, Any]) -> list[vpart.Partial]:
-    return [vpart.Partial(**{**p, "values": tuple(p["values"]), "examples": tuple(p["examples"])})
-            for p in meta["validation"]["row_partials"]]
+def _row_partials(meta: dict[str, Any]) -> list[RowCounts]:
+    return [RowCounts.from_json(p) for p in meta["validation"]["row_partials"]]
 
 
 def _examples(metas: Metas) -> Any:

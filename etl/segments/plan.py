@@ -32,9 +32,14 @@ from etl.sources.extract import fingerprint, period_end, window_listing
 from etl.sources.lookups import read_lookups
 from etl.spec import Spec
 from etl.transform.labels import task_of
-from etl.validation import gx as vgx
-from etl.validation.tabular import ValidationSpec, check_dataset_metrics
-from etl.validation.window import DatasetChecks, dataset_checks
+from etl.validation import (
+    DatasetChecks,
+    SplitSuite,
+    ValidationSpec,
+    check_dataset_metrics,
+    dataset_checks,
+    load_suite,
+)
 from etl.versions import segments
 from etl.write.writer import WriteConfig
 
@@ -55,7 +60,7 @@ class WindowPlan:
     known: frozenset[str]
     rights: list[Any]
     lookups_dropped: dict[str, int]
-    suite: vgx.SplitSuite
+    suite: SplitSuite
     checks: DatasetChecks
     vspec: ValidationSpec
 
@@ -80,7 +85,7 @@ def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
     wherever their partitions match, new ones of at most ``SEGMENT_RAW_BYTES`` elsewhere.
     ``label_schema`` None while the classes are still unknown (the digests are provisional)."""
     vspec = ValidationSpec.of(spec)
-    suite = vgx.load_suite(vspec.expectations, vspec.columns)
+    suite = load_suite(vspec.expectations, vspec.columns)
     check_dataset_metrics(suite, vspec)
     checks = dataset_checks(suite, list(vspec.columns), vspec.key)
     rights, dropped, lookup_uris = read_lookups(root, spec)

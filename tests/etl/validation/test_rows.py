@@ -1,4 +1,4 @@
-"""Several parts validated in one GX run report exactly what each would report alone."""
+"""Row checks: several segments checked in one GX run report exactly what each would alone."""
 
 from __future__ import annotations
 
@@ -12,10 +12,7 @@ import pytest
 from etl.sources.land import land
 from etl.sources.read import read_source_file
 from etl.spec import load_spec
-from etl.validation import gx as vgx
-from etl.validation.partition import validate_partition
-from etl.validation.parts import validate_parts
-from etl.validation.tabular import ValidationSpec
+from etl.validation import RowChecks, ValidationSpec, check_rows, load_suite
 
 
 @pytest.fixture(scope="module")
@@ -39,22 +36,25 @@ def days(tmp_path_factory: pytest.TempPathFactory) -> list[pd.DataFrame]:
 def test_parts_report_what_each_would_alone(days: list[pd.DataFrame], tmp_path: Path,
                                             monkeypatch) -> None:
     spec = ValidationSpec.of(load_spec("flights"))
-    suite = vgx.load_suite(spec.expectations, spec.columns)
-    args = (suite.name, list(suite.row), spec.kinds(), list(spec.key))
-    alone = [validate_partition(f, 0, *args, (tmp_path / f"a{i}").as_uri())
+    checks = RowChecks.of(load_suite(spec.expectations, spec.columns), spec)
+    alone = [check_rows([f], checks, [(tmp_path / f"a{i}").as_uri()])[0]
              for i, f in enumerate(days)]
-    from etl.validation import parts
+    from etl.validation import rows
 
     def no_fallback(*_):
         raise AssertionError("the parts were validated one by one, not split")
 
-    monkeypatch.setattr(parts, "validate_partition", no_fallback)
-    together = validate_parts(days, *args, [(tmp_path / f"t{i}").as_uri()
-                                            for i in range(len(days))])
+    monkeypatch.setattr(rows, "_one_by_one", no_fallback)
+    together = check_rows(days, checks, [(tmp_path / f"t{i}").as_uri() for i in range(len(days))])
     for a, t in zip(alone, together):
-        assert a.rows == t.rows and a.fingerprint == t.fingerprint
-        assert np.array_equal(a.bad_positions, t.bad_positions)
-        assert a.partials == t.partials
-    assert [len(r.bad_positions) for r in together] == [1, 2, 2]
-    q = pd.read_parquet(tmp_path / "t1" / together[1].quarantine_file)
+        assert a.report.rows == t.report.rows
+        assert np.array_equal(a.report.bad_positions, t.report.bad_positions)
+        assert a.report.counts == t.report.counts
+        pd.testing.assert_frame_equal(a.valid, t.valid)
+    assert [len(c.report.bad_positions) for c in together] == [1, 2, 2]
+    assert [len(c.valid) for c in together] == [299, 298, 298]
+    q = pd.read_parquet(tmp_path / "t1" / together[1].report.quarantine_file)
     assert sorted(q["carrier"].isna()) == [False, True]
+    for i in range(len(days)):  # the same rows quarantined, for the same reasons
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / f"a{i}"),
+                                      pd.read_parquet(tmp_path / f"t{i}"))
