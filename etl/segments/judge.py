@@ -44,11 +44,10 @@ def judge(spec: Spec, plan: WindowPlan, metas: Metas, mode: str,
         ValidationFailed: a row-level expectation failed over its ``mostly`` on the window's
             totals, or a dataset-level one (row count, key uniqueness across segments, ...).
     """
-    if plan.checks.key_columns:
-        plan.checks.plan.examples = _examples(metas)
     results, levels = judge_window(plan.suite, plan.checks, spec.key, mode,
                                    [_row_partials(m) for _, m in metas],
-                                   [read_partials(uri, m)[0] for uri, m in metas])
+                                   [read_partials(uri, m)[0] for uri, m in metas],
+                                   _examples(metas) if plan.checks.key_columns else None)
     built = [m for _, m in metas]
     counts = {
         "evaluated_rows": sum(m["validation"]["rows"] for m in built),

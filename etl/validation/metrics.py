@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,13 +38,11 @@ from etl.validation.suite import (
     ValidationSpec,
 )
 
-if TYPE_CHECKING:
-    import dask.dataframe as dd
-
 Key = tuple
 MetricPartials = dict  # plan key -> one metric partial (a count, a summary, value counts, hashes)
 EXAMPLE_ROWS = 20
-Finalize = Callable[[dict], Any]
+# merged metric partials, the rows where duplicated keys are looked up -> a metric value
+Finalize = Callable[[dict, Any], Any]
 
 def _grouped(pdf: pd.DataFrame, key: Key, groups: np.ndarray, order: np.ndarray,
              blocks: list[slice]) -> list[Any]:
@@ -182,12 +180,11 @@ class UnsupportedMetricError(PipelineError):
 
 
 class MetricPlan:
-    """The metric partials the metric providers need; ``examples`` is the frame (typed, lazily
-    read) where rows carrying duplicated keys are looked up, or None when no rows are at hand."""
+    """The metric partials the metric providers need, and how each metric value is derived
+    from them (``finals``: per expectation label, per metric configuration id)."""
 
-    def __init__(self, columns: Sequence[str], examples: dd.DataFrame | None = None) -> None:
+    def __init__(self, columns: Sequence[str]) -> None:
         self.columns = list(columns)
-        self.examples = examples
         self.keys: list[Key] = []
         self.finals: dict[str, dict[Any, Finalize]] = {}
 
@@ -196,9 +193,15 @@ class MetricPlan:
             self.keys.append(key)
         return key
 
-    def values(self, merged: dict[Key, Any]) -> dict[str, dict[str, Any]]:
-        """{expectation label: {metric configuration id: value}} from merged metric partials."""
-        return {label: {i: f(merged) for i, f in fs.items()} for label, fs in self.finals.items()}
+    def values(self, merged: dict[Key, Any], examples: Any = None) -> dict[str, dict[str, Any]]:
+        """{expectation label: {metric configuration id: value}} from merged metric partials.
+
+        ``examples``: the rows (a Dask frame of the typed key columns, or a function giving
+        one, called only when a duplicate is found) where duplicated keys are looked up for the
+        messages; None: no rows at hand.
+        """
+        return {label: {i: f(merged, examples) for i, f in fs.items()}
+                for label, fs in self.finals.items()}
 
 
 def _rows(plan: MetricPlan) -> Key:
@@ -227,39 +230,39 @@ def _numeric_value(op: str, p: dict[str, Any]) -> Any:
 def _aggregate(op: str) -> Callable[[MetricPlan, Any], Finalize]:
     def provider(plan: MetricPlan, mc: Any) -> Finalize:
         k = plan.need(("num", mc.metric_domain_kwargs["column"]))
-        return lambda v: jsonable(_numeric_value(op, v[k]))
+        return lambda v, _: jsonable(_numeric_value(op, v[k]))
 
     return provider
 
 
 def _row_count(plan: MetricPlan, mc: Any) -> Finalize:
     k = _rows(plan)
-    return lambda v: int(v[k])
+    return lambda v, _: int(v[k])
 
 
 def _columns(plan: MetricPlan, mc: Any) -> Finalize:
     cols = list(plan.columns)
-    return lambda v: cols
+    return lambda v, _: cols
 
 
 def _column_count(plan: MetricPlan, mc: Any) -> Finalize:
     n = len(plan.columns)
-    return lambda v: n
+    return lambda v, _: n
 
 
 def _nonnull_count(plan: MetricPlan, mc: Any) -> Finalize:
     k = _count(plan, mc.metric_domain_kwargs["column"])
-    return lambda v: int(v[k])
+    return lambda v, _: int(v[k])
 
 
 def _null_count(plan: MetricPlan, mc: Any) -> Finalize:
     r, k = _rows(plan), _count(plan, mc.metric_domain_kwargs["column"])
-    return lambda v: int(v[r]) - int(v[k])
+    return lambda v, _: int(v[r]) - int(v[k])
 
 
 def _non_null_proportion(plan: MetricPlan, mc: Any) -> Finalize:
     r, k = _rows(plan), _count(plan, mc.metric_domain_kwargs["column"])
-    return lambda v: (int(v[k]) / int(v[r])) if int(v[r]) else None
+    return lambda v, _: (int(v[k]) / int(v[r])) if int(v[r]) else None
 
 
 def _counts_metric(kind: str) -> Callable[[MetricPlan, Any], Finalize]:
@@ -269,7 +272,7 @@ def _counts_metric(kind: str) -> Callable[[MetricPlan, Any], Finalize]:
         k = _value_counts(plan, mc.metric_domain_kwargs["column"])
         value_kwargs = mc.metric_value_kwargs or {}
 
-        def finalize(v: dict) -> Any:
+        def finalize(v: dict, examples: Any) -> Any:
             vc: pd.Series = v[k]
             if kind == "value_counts":
                 sort = value_kwargs.get("sort") or "value"
@@ -332,7 +335,7 @@ def _uniqueness(suffix: str) -> Callable[[MetricPlan, Any], Finalize]:
         )
         k = _duplicates(plan, cols, ignore)
 
-        def finalize(v: dict) -> Any:
+        def finalize(v: dict, examples: Any) -> Any:
             dup = _dup_counts(v[k])
             if suffix == "unexpected_count":
                 return int(dup.sum())
@@ -342,7 +345,7 @@ def _uniqueness(suffix: str) -> Callable[[MetricPlan, Any], Finalize]:
                 return None
             if dup.empty:
                 return []
-            rows = _dup_examples(plan.examples, cols, ignore, dup)
+            rows = _dup_examples(examples, cols, ignore, dup)
             return (
                 rows
                 if suffix == "unexpected_index_list" or len(cols) > 1
@@ -389,19 +392,15 @@ def unsupported(metric_names: Sequence[str]) -> list[str]:
     return sorted(set(metric_names) - set(_PROVIDERS))
 
 
-def plan_metrics(
-    columns: Sequence[str],
-    needed: Sequence[tuple[str, Sequence[Any]]],
-    examples: dd.DataFrame | None = None,
-) -> MetricPlan:
+def plan_metrics(columns: Sequence[str], needed: Sequence[tuple[str, Sequence[Any]]]
+                 ) -> MetricPlan:
     """Which metric partials the expectations need (``plan.keys``); nothing is read yet.
 
     Args:
         columns: the dataset's columns (for the table.columns metrics).
         needed: (expectation label, its GX MetricConfigurations) pairs.
-        examples: where rows with duplicated keys are looked up for the messages.
     """
-    plan = MetricPlan(columns, examples)
+    plan = MetricPlan(columns)
     for label, configs in needed:
         for mc in configs:
             provider = _PROVIDERS.get(mc.metric_name)
@@ -464,13 +463,10 @@ class DatasetChecks:
         return tuple(self.plan.keys)
 
 
-def dataset_checks(suite: SplitSuite, columns: Sequence[str], key: Sequence[str],
-                   examples: Any = None) -> DatasetChecks:
+def dataset_checks(suite: SplitSuite, columns: Sequence[str], key: Sequence[str]
+                   ) -> DatasetChecks:
     """Plan the dataset-level metrics of ``suite`` over a frame with ``columns`` (asks GX
-    which metrics each expectation needs).
-
-    ``examples``: a frame (or a function returning one) where duplicated keys are looked up.
-    """
+    which metrics each expectation needs)."""
     from etl.validation import gx
 
     used = {c for cfg in suite.dataset for c in columns_of(cfg["kwargs"])}
@@ -480,7 +476,7 @@ def dataset_checks(suite: SplitSuite, columns: Sequence[str], key: Sequence[str]
     fmt = result_format(key)
     needed = tuple((f"{describe(cfg)} (#{i})", gx.required_metrics(cfg, fmt))
                    for i, cfg in enumerate(suite.dataset))
-    plan = plan_metrics(cols, needed, examples)
+    plan = plan_metrics(cols, needed)
     hashed = [c for k in plan.keys if k[0] == "hashes" for c in k[1]]
     return DatasetChecks(tuple(suite.dataset), needed, tuple(cols),
                          tuple(dict.fromkeys(hashed)), plan)
@@ -502,11 +498,13 @@ def check_dataset_metrics(suite: SplitSuite, vspec: ValidationSpec) -> None:
             )
 
 
-def judge_dataset(checks: DatasetChecks, merged: Mapping[Key, Any], key: Sequence[str]) -> list:
-    """GX results of the dataset-level expectations from merged metric partials."""
+def judge_dataset(checks: DatasetChecks, merged: Mapping[Key, Any], key: Sequence[str],
+                  examples: Any = None) -> list:
+    """GX results of the dataset-level expectations from merged metric partials
+    (``examples``: see ``MetricPlan.values``)."""
     from etl.validation import gx
 
-    values = checks.plan.values(dict(merged))
+    values = checks.plan.values(dict(merged), examples)
     fmt = result_format(key)
     return [gx.combined_result(cfg, _by_name(mcs, values.get(label, {})), fmt)
             for (label, mcs), cfg in zip(checks.needed, checks.configs)]
@@ -514,14 +512,16 @@ def judge_dataset(checks: DatasetChecks, merged: Mapping[Key, Any], key: Sequenc
 
 def judge_window(suite: SplitSuite, checks: DatasetChecks, key: Sequence[str], mode: str,
                  row_counts: Sequence[Sequence[RowCounts]],
-                 partials: Sequence[MetricPartials]) -> tuple[list, list[str]]:
+                 partials: Sequence[MetricPartials], examples: Any = None
+                 ) -> tuple[list, list[str]]:
     """(results, levels) of a window from what its segments stored.
 
     ``row_counts[j][i]``: segment j's counts of row expectation i; ``partials[j]``: segment
-    j's metric partials.
+    j's metric partials; ``examples``: where duplicated keys are looked up
+    (``MetricPlan.values``).
     """
     rows = [judge_row_counts(cfg, [seg[i] for seg in row_counts], key, mode)
             for i, cfg in enumerate(suite.row)]
-    dataset = judge_dataset(checks, merge_metric_partials(list(partials)), key) \
+    dataset = judge_dataset(checks, merge_metric_partials(list(partials)), key, examples) \
         if suite.dataset else []
     return rows + dataset, [ROW] * len(rows) + [DATASET] * len(dataset)

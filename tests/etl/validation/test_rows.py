@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -58,3 +59,17 @@ def test_parts_report_what_each_would_alone(days: list[pd.DataFrame], tmp_path: 
     for i in range(len(days)):  # the same rows quarantined, for the same reasons
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / f"a{i}"),
                                       pd.read_parquet(tmp_path / f"t{i}"))
+
+
+def test_row_counts_round_trip_and_sum() -> None:
+    """What segment.json stores (``row_partials``) loads back equal, and a window's (or a
+    compaction's) sum keeps the first error and at most KEPT_EXAMPLES values."""
+    from etl.validation import KEPT_EXAMPLES, RowCounts, summed
+
+    a = RowCounts(10, 1, 2, ("12a", "x"), ({"flight": 1},))
+    b = RowCounts(5, 0, 30, tuple(str(i) for i in range(30)), (), error="boom")
+    assert RowCounts.from_json(json.loads(json.dumps(a.to_json()))) == a
+    total = summed([a, b])
+    assert (total.element_count, total.missing_count, total.unexpected_count) == (15, 1, 32)
+    assert total.values[:3] == ("12a", "x", "0") and len(total.values) == KEPT_EXAMPLES
+    assert total.examples == ({"flight": 1},) and total.error == "boom"
