@@ -64,9 +64,12 @@ def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
     log.info("fixed overhead: etl run, then build and publish as tasks, one-day window")
     fixed = measure.etl_cli(_fresh_root(work, "day-cli", days=DAY), DAY_END, DAY_START)
     results["etl_fixed_run"] = fixed
-    results["etl_fixed_overhead_s"] = fixed["fixed_overhead_s"]
     tasks = overhead.task_overheads(_fresh_root(work, "day-tasks", days=DAY), DAY_END,
                                     DAY_START)
+    # Great Expectations is imported on first use, inside the run's build_s: a fixed cost
+    # all the same, so it is added back (measured alone in a fresh interpreter)
+    results["etl_fixed_overhead_s"] = (fixed["fixed_overhead_s"]
+                                       + tasks["per_task"]["build"]["gx_import_s"])
     results["etl_tasks"] = tasks
     results["etl_task_fixed_overhead_s"] = tasks["max_overhead_s"]
     for name in ("day-cli", "day-tasks"):

@@ -4,8 +4,10 @@ Each task of an ETL DAG calls one ``etl.pipeline`` step in the task runner's pro
 runs as its CLI subcommand (the same functions) in a fresh interpreter, over one window on a
 fresh root, as the one chain's DAG runs them: ``etl build`` then ``etl publish --written-uri``.
 ``build``'s overhead is its wall time minus the build, validation and compose times it records
-itself (``build_s``, ``validate_s``, ``compose_s``); importing Great Expectations happens with
-the module, before those timings start, so it is overhead (``gx_import_s`` says how much).
+itself (``build_s``, ``validate_s``, ``compose_s``), plus importing Great Expectations: that is
+a fixed cost of every process that validates, but it happens on first use (the suite is read
+while the window is planned), inside ``build_s``, so ``gx_import_s`` (measured on its own in a
+fresh interpreter) is added back.
 Publish records no time: its whole wall time is counted. Not included: the Airflow task
 runner's own start-up (supervisor, task SDK, XCom), which the DAG end-to-end tests exercise but
 this bench does not time.
@@ -50,7 +52,7 @@ def task_overheads(root: str, interval_end: str, interval_start: str | None,
     own = sum(timings.get(key, 0.0) for key in SEGMENT_WORK)
     gx = gx_import_s()
     out = {"build": {**build, "step_s": own, "timings": timings, "gx_import_s": gx,
-                     "overhead_s": build["wall_s"] - own},
+                     "overhead_s": build["wall_s"] - own + gx},
            "publish": {**publish, "step_s": None, "overhead_s": publish["wall_s"]}}
     return {"per_task": out, "max_overhead_s": max(t["overhead_s"] for t in out.values()),
             "note": "CLI subcommands in fresh interpreters; the Airflow task runner's own "

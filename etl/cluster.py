@@ -50,7 +50,8 @@ LOGGING_PRELOAD = "etl.logs"
 SCHEDULER_HTTP = {"dashboard_address": "127.0.0.1:0"}
 # What a worker process needs for every ETL stage; the forkserver imports it once.
 WORKER_PRELOAD = (LOGGING_PRELOAD, "distributed", "numpy", "pandas", "pyarrow", "dask.dataframe",
-                  "etl.sources.extract", "etl.validation.partition", "etl.transform.tabular",
+                  "etl.sources.extract", "etl.validation.rows", "etl.validation.gx",
+                  "etl.transform.tabular",
                   "etl.write.writer")
 
 

@@ -18,8 +18,7 @@ from etl.kinds import kind_of
 from etl.spec.load import spec_path
 from etl.spec.model import MULTICLASS, Spec
 from etl.spec.scheduling import read_settings
-from etl.validation.gx import load_suite
-from etl.validation.tabular import ValidationSpec, check_dataset_metrics
+from etl.validation import ValidationSpec, check_dataset_metrics, load_suite
 
 
 @dataclass

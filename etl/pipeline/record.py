@@ -16,7 +16,7 @@ from typing import Any
 
 from etl import storage, versions
 from etl.provenance import iso, run_key, utc
-from etl.validation.modes import check_mode
+from etl.validation.suite import check_mode
 
 LOCK_WAIT_S = 600.0  # a concurrent run of the same interval usually finishes within this
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,11 +35,17 @@ from etl.segments.plan import SegmentTask
 from etl.sources.extract import WindowRows, group_by_size, read_window
 from etl.spec import Spec
 from etl.transform.tabular import Prepared, prepare, prepare_rows, split_partial
-from etl.validation import partials as vpartials
-from etl.validation import partition as vpart
-from etl.validation.parts import validate_parts
-from etl.validation.report import jsonable, write_parquet
-from etl.validation.types import typed_frame
+from etl.validation import (
+    QUARANTINE_NUMBER_COLUMN,
+    REASON_COLUMN,
+    RowChecks,
+    RowReport,
+    check_rows,
+    metric_partials_by_group,
+    metric_partials_to_json,
+    typed_frame,
+)
+from etl.validation.report import write_parquet
 from etl.versions import lease, segment
 from etl.versions.segment import (
     Interval,
@@ -82,7 +88,7 @@ class Checked:
     dataset-level metric partials and the typed key columns (None: no key checks)."""
 
     valid: pd.DataFrame
-    report: vpart.PartitionReport
+    report: RowReport
     misfiled: int
     metric_partials: dict
     keys: pd.DataFrame | None
@@ -151,21 +157,20 @@ def _build(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
 def _check_rows(rows: list[WindowRows], ctx: BuildContext,
                 quarantine_uris: list[str]) -> list[Checked]:
     """Every row of each segment against the suite's row-level expectations, in one GX run
-    (``etl.validation.parts``), rejected and misfiled rows quarantined; the valid rows with
+    (``etl.validation.check_rows``), rejected and misfiled rows quarantined; the valid rows with
     their dataset-level metric partials."""
     for found, uri in zip(rows, quarantine_uris):
         if len(found.misfiled):
-            write_parquet(found.misfiled.assign(**{vpart.REASON_COLUMN: found.reasons,
-                                                   vpart.PARTITION_COLUMN: 0}), uri, MISFILED)
-    key = list(ctx.spec.key)
-    reports = validate_parts([r.rows for r in rows], ctx.suite_name, list(ctx.row_configs),
-                             ctx.kinds, key, quarantine_uris)
+            write_parquet(found.misfiled.assign(**{REASON_COLUMN: found.reasons,
+                                                   QUARANTINE_NUMBER_COLUMN: 0}), uri, MISFILED)
+    checks = RowChecks(ctx.suite_name, tuple(ctx.row_configs), ctx.kinds, tuple(ctx.spec.key))
     out = []
-    for found, report in zip(rows, reports):
-        valid = vpart.keep_valid(found.rows, report, key).reset_index(drop=True)
+    for found, rows_checked in zip(rows, check_rows([r.rows for r in rows], checks,
+                                                    quarantine_uris)):
+        valid, report = rows_checked.valid.reset_index(drop=True), rows_checked.report
         typed = typed_frame(valid[list(ctx.metric_columns)],
                             {c: ctx.kinds[c] for c in ctx.metric_columns})
-        partials = vpartials.group_partials(typed, np.zeros(len(typed), dtype=np.int64), 1,
+        partials = metric_partials_by_group(typed, np.zeros(len(typed), dtype=np.int64), 1,
                                             ctx.metric_keys)[0]
         out.append(Checked(valid, report, len(found.misfiled), partials,
                            typed[list(ctx.key_columns)] if ctx.key_columns else None))
@@ -184,7 +189,7 @@ def _record(task: SegmentTask, ctx: BuildContext, checked: Checked, prepared: Pr
     """The segment's side files (metric partials and keys, TFDS metadata) and, last, its
     ``segment.json`` -- created only if absent, and only while its lease is still ours."""
     spec, report, misfiled = ctx.spec, checked.report, checked.misfiled
-    entries, arrays = vpartials.to_stored(checked.metric_partials)
+    entries, arrays = metric_partials_to_json(checked.metric_partials)
     write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays, checked.keys)
     meta = SegmentMeta.of(
         format_version=segment.SEGMENT_FORMAT, dataset=spec.name,
@@ -200,7 +205,7 @@ def _record(task: SegmentTask, ctx: BuildContext, checked: Checked, prepared: Pr
             quarantined_rows=len(report.bad_positions) + misfiled, misfiled_rows=misfiled,
             quarantine_files=tuple(f"quarantine/{name}" for name in (
                 MISFILED if misfiled else None, report.quarantine_file) if name),
-            row_partials=tuple(RowPartial.of(**jsonable(asdict(p))) for p in report.partials),
+            row_partials=tuple(RowPartial.of(**c.to_json()) for c in report.counts),
             metric_partials=entries, metric_arrays=PARTIALS_NPZ,
             keys=bool(ctx.key_columns),
         ),

@@ -26,9 +26,9 @@ from etl import storage
 from etl.errors import PipelineError
 from etl.provenance import code_version, iso
 from etl.segments.claim import claim
-from etl.segments.files import PARTIALS_NPZ, read_partials, write_partials
+from etl.segments.files import PARTIALS_NPZ, read_partials, row_counts, write_partials
 from etl.transform import stats as stats_mod
-from etl.validation import partials as vpartials
+from etl.validation import merge_metric_partials, metric_partials_to_json, summed
 from etl.versions import lease, segment
 from etl.versions.segment import (
     Interval,
@@ -201,15 +201,7 @@ def _merged_facts(run: list[SegmentMeta]) -> dict[str, Any]:
 
 
 def _sum_row(counts: list[RowPartial]) -> RowPartial:
-    from etl.validation.gx import PARTIAL_COUNT
-
-    errors = [p.error for p in counts if p.error]
-    return RowPartial.of(element_count=sum(p.element_count for p in counts),
-                         missing_count=sum(p.missing_count for p in counts),
-                         unexpected_count=sum(p.unexpected_count for p in counts),
-                         values=[v for p in counts for v in p.values or ()][:PARTIAL_COUNT],
-                         examples=[e for p in counts for e in p.examples or ()][:PARTIAL_COUNT],
-                         error=errors[0] if errors else None)
+    return RowPartial.of(**summed([row_counts(p) for p in counts]).to_json())
 
 
 def _store_partials(uri: str, uris: list[str], run: list[SegmentMeta],
@@ -217,7 +209,7 @@ def _store_partials(uri: str, uris: list[str], run: list[SegmentMeta],
     """Merged metric partials and the inputs' keys, and their quarantine, into the merged
     segment (rejected rows stay readable when the inputs are gone); ``meta`` with them."""
     read = [read_partials(u, m) for u, m in zip(uris, run)]
-    entries, arrays = vpartials.to_stored(vpartials.merge_partials([p for p, _ in read]))
+    entries, arrays = metric_partials_to_json(merge_metric_partials([p for p, _ in read]))
     keyed = all(k is not None for _, k in read)
     write_partials(storage.join(uri, PARTIALS_NPZ), arrays,
                    pd.concat([k for _, k in read], ignore_index=True) if keyed else None)

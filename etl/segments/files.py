@@ -12,8 +12,8 @@ import pandas as pd
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.validation import partials as vpartials
-from etl.versions.segment import SEGMENT_FILE, SegmentMeta
+from etl.validation import RowCounts, metric_partials_from_json
+from etl.versions.segment import SEGMENT_FILE, RowPartial, SegmentMeta
 
 PARTIALS_NPZ = "partials.npz"
 _KEYS = "keys_parquet"  # not a metric array name: those are "k<i>"
@@ -46,7 +46,7 @@ def read_partials(uri: str, meta: SegmentMeta) -> tuple[dict, pd.DataFrame | Non
     arrays = _load(uri, meta)
     raw_keys = arrays.pop(_KEYS, None)
     keys = None if raw_keys is None else pd.read_parquet(io.BytesIO(raw_keys.tobytes()))
-    return vpartials.from_stored(meta.checks.metric_partials or [], arrays), keys
+    return metric_partials_from_json(meta.checks.metric_partials or [], arrays), keys
 
 
 def read_keys(uri: str, meta: SegmentMeta) -> pd.DataFrame:
@@ -55,3 +55,11 @@ def read_keys(uri: str, meta: SegmentMeta) -> pd.DataFrame:
     if keys is None:
         raise PipelineError(f"{uri}: the segment stored no keys")
     return keys
+
+
+def row_counts(stored: RowPartial) -> RowCounts:
+    """One expectation's row counts as ``segment.json`` stores them, back in validation's type
+    (summed when a window is judged or segments are compacted)."""
+    return RowCounts(element_count=stored.element_count, missing_count=stored.missing_count,
+                     unexpected_count=stored.unexpected_count, values=tuple(stored.values or ()),
+                     examples=tuple(stored.examples or ()), error=stored.error)

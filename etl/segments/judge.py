@@ -2,7 +2,7 @@
 
 Row-level expectations are summed over the segments and GX judges ``mostly`` on the totals;
 dataset-level ones (row counts, key uniqueness across segments, ...) get their metric values
-from the merged partials (``etl.validation.window``). The cost is O(segments); the stored keys
+from the merged partials (``etl.validation.metrics.judge_window``). The cost is O(segments); the stored keys
 are read only when a duplicate has to be named.
 """
 
@@ -11,20 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from etl.errors import ValidationFailed
-from etl.segments.files import read_keys, read_partials
+from etl.segments.files import read_keys, read_partials, row_counts
 from etl.segments.request import Metas
 from etl.spec import Spec
-from etl.validation import partition as vpart
-from etl.validation.report import failure_message, finish
-from etl.validation.window import judge_window
+from etl.validation import (
+    DatasetChecks,
+    RowCounts,
+    SplitSuite,
+    failure_message,
+    finish,
+    judge_window,
+)
 from etl.versions.segment import SegmentMeta
 
 
-def _row_partials(meta: SegmentMeta) -> list[vpart.Partial]:
-    return [vpart.Partial(element_count=p.element_count, missing_count=p.missing_count,
-                          unexpected_count=p.unexpected_count, values=tuple(p.values or ()),
-                          examples=tuple(p.examples or ()), error=p.error)
-            for p in meta.checks.row_partials]
+def _row_partials(meta: SegmentMeta) -> list[RowCounts]:
+    return [row_counts(p) for p in meta.checks.row_partials]
 
 
 def _examples(metas: Metas) -> Any:
@@ -41,7 +43,7 @@ def _examples(metas: Metas) -> Any:
     return frame
 
 
-def judge(spec: Spec, suite: Any, checks: Any, metas: Metas, mode: str,
+def judge(spec: Spec, suite: SplitSuite, checks: DatasetChecks, metas: Metas, mode: str,
           results_uri: str) -> dict[str, Any]:
     """The window's validation summary (results and Data Docs written to ``results_uri``):
     ``suite`` split by level, ``checks`` its dataset-level metric needs (``etl.validation``).
@@ -50,11 +52,10 @@ def judge(spec: Spec, suite: Any, checks: Any, metas: Metas, mode: str,
         ValidationFailed: a row-level expectation failed over its ``mostly`` on the window's
             totals, or a dataset-level one (row count, key uniqueness across segments, ...).
     """
-    if checks.key_columns:
-        checks.plan.examples = _examples(metas)
     results, levels = judge_window(suite, checks, spec.key, mode,
                                    [_row_partials(m) for _, m in metas],
-                                   [read_partials(uri, m)[0] for uri, m in metas])
+                                   [read_partials(uri, m)[0] for uri, m in metas],
+                                   _examples(metas) if checks.key_columns else None)
     built = [m for _, m in metas]
     counts = {
         "evaluated_rows": sum(m.checks.rows for m in built),

@@ -22,6 +22,7 @@ from typing import Any
 from etl import storage
 from etl.errors import PipelineError
 from etl.segments.request import BuildRequest, Judged, Window, new_segments
+from etl.validation import DatasetChecks, SplitSuite
 from etl.versions.segment import SegmentMeta
 
 log = logging.getLogger("etl.pipeline")
@@ -33,8 +34,8 @@ class RunInputs:
     its dataset-level checks (what ``judge`` needs too), each column's parse kind, the lookups
     (joined to every segment's rows) and the digests of the spec and lookup files."""
 
-    suite: Any  # etl.validation.gx.SplitSuite
-    checks: Any  # etl.validation.window.DatasetChecks
+    suite: SplitSuite
+    checks: DatasetChecks
     kinds: dict[str, str]
     lookups: list[Any]  # each join's right side (pandas frames)
     spec_digest: str
@@ -116,12 +117,10 @@ def _start(root: str, spec: Any) -> RunInputs:
     from etl.segments.plan import lookups_digest, spec_digest
     from etl.sources.extract import fingerprint
     from etl.sources.lookups import read_lookups
-    from etl.validation import gx as vgx
-    from etl.validation.tabular import ValidationSpec, check_dataset_metrics
-    from etl.validation.window import dataset_checks
+    from etl.validation import ValidationSpec, check_dataset_metrics, dataset_checks, load_suite
 
     vspec = ValidationSpec.of(spec)
-    suite = vgx.load_suite(vspec.expectations, vspec.columns)
+    suite = load_suite(vspec.expectations, vspec.columns)
     check_dataset_metrics(suite, vspec)
     lookups, _, uris = read_lookups(root, spec)
     return RunInputs(suite, dataset_checks(suite, list(vspec.columns), vspec.key),

@@ -1,9 +1,67 @@
-"""Validation: every row against the dataset's Great Expectations suite, bad rows quarantined.
+"""Validation: every row against the dataset's Great Expectations suite, bad rows quarantined,
+and a window judged as a whole from what its segments stored.
 
-Modules: ``partition`` (row-level checks of one segment's rows, run by ``etl.segments.build``),
-``window`` (a window judged from its segments' partials), ``gx`` (suites loaded and judged by Great
-Expectations), ``tabular`` (what validation needs from a spec; suite checks before any read),
-``metrics`` and ``partials`` (mergeable whole-dataset aggregates), ``types`` (column parsing),
-``report`` (results, Data Docs, summaries), ``images`` (decoding and checking image files) and
-``modes``.
+Modules, one concept each: ``suite`` (what validation needs from a spec: modes, declared
+columns, the suite split into row and dataset levels), ``rows`` (row checks of a batch of
+segments: valid rows, ``RowCounts`` per expectation, quarantine), ``metrics`` (dataset-level
+metric partials, their merge, and the window's judgement), ``report`` (results JSON, Data Docs,
+failure messages), ``images`` (decoding and checking image files) and ``gx`` (Great
+Expectations itself). Importing this package does not import GX: ``gx`` is imported by the
+functions that ask it something (``load_suite``, ``check_rows``, the judgement), so planning,
+publishing and reading versions never pay for it.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from etl.validation.metrics import (
+    DatasetChecks,
+    MetricPartials,
+    check_dataset_metrics,
+    dataset_checks,
+    judge_window,
+    merge_metric_partials,
+    metric_partials_by_group,
+    metric_partials_from_json,
+    metric_partials_to_json,
+)
+from etl.validation.report import failure_message, finish
+from etl.validation.rows import (
+    QUARANTINE_NUMBER_COLUMN,
+    REASON_COLUMN,
+    CheckedRows,
+    RowChecks,
+    RowCounts,
+    RowReport,
+    check_rows,
+    summed,
+    typed_frame,
+)
+from etl.validation.suite import (
+    KEPT_EXAMPLES,
+    MODES,
+    SplitSuite,
+    SuiteError,
+    ValidationSpec,
+    check_mode,
+)
+
+
+def load_suite(path: str | Path, columns: Iterable[str]) -> SplitSuite:
+    """The GX suite file at ``path`` split into row and dataset levels, checked against the
+    spec's ``columns`` (``etl.validation.gx.load_suite``; GX is imported here, on first use)."""
+    from etl.validation import gx
+
+    return gx.load_suite(path, columns)
+
+
+__all__ = [
+    "KEPT_EXAMPLES", "MODES", "QUARANTINE_NUMBER_COLUMN", "REASON_COLUMN", "CheckedRows",
+    "DatasetChecks", "MetricPartials", "RowChecks", "RowCounts", "RowReport", "SplitSuite",
+    "SuiteError", "ValidationSpec", "check_dataset_metrics", "check_mode", "check_rows",
+    "dataset_checks", "failure_message", "finish", "judge_window", "load_suite",
+    "merge_metric_partials", "metric_partials_by_group", "metric_partials_from_json",
+    "metric_partials_to_json", "summed", "typed_frame",
+]

@@ -1,11 +1,13 @@
-"""Great Expectations plumbing for etl.validation: suites, contexts and result combination.
+"""Great Expectations itself: the one module of etl that imports it, and only on first use.
 
-GX evaluates one pandas frame at a time, so the whole-dataset verdict is built in two steps:
-each Dask partition is validated on its own (see etl.validation.partition), then the
-per-partition counts are summed and handed back to the expectation's own validation logic
-(``_validate`` for row-level checks, ``metrics_validate`` for dataset-level ones fed with
-metrics Dask computed). GX therefore still decides success (including ``mostly``) and shapes
-the result exactly as Data Docs expect, but over every row instead of one partition.
+GX evaluates one pandas frame at a time, so the whole-window verdict is built in two steps:
+each segment's rows are checked (``run_rows``, called by ``etl.validation.rows``), then the
+per-segment counts are summed and handed back to the expectation's own validation logic
+(``judge_row`` for row-level checks, ``combined_result`` for dataset-level ones fed with
+metric values from merged partials, ``etl.validation.metrics``). GX therefore still decides
+success (including ``mostly``) and shapes the result exactly as Data Docs expect, but over every
+row instead of one frame. Importing GX costs seconds, so the modules that describe a suite
+(``etl.validation.suite``) or a plan never import this one at their own import time.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +36,10 @@ from great_expectations.render.renderer.renderer import renderer
 
 from etl.errors import PipelineError
 from etl.validation.report import columns_of, describe, jsonable
+from etl.validation.suite import DATASET, ROW, TYPE_EXPECTATION, SplitSuite, SuiteError
 
-ROW = "row"
-DATASET = "dataset"
-TYPE_EXPECTATION = "expect_column_values_to_be_in_type_list"
-ORDINAL_META = "_ordinal"  # position in the suite, injected so partition results can be matched
-PARTIAL_COUNT = 20  # unexpected values / example rows kept per expectation
-# Map expectations whose verdict depends on other rows: wrong when evaluated per partition.
+ORDINAL_META = "_ordinal"  # position in the suite, injected so split results can be matched
+# Map expectations whose verdict depends on other rows: wrong when evaluated per segment.
 _CROSS_ROW_MAP_METRICS = frozenset(
     {
         "column_values.unique",
@@ -93,27 +91,6 @@ class ExpectColumnValuesToBeValidHhmm(ColumnMapExpectation):
         ]
 
 
-class SuiteError(PipelineError, ValueError):
-    """The expectation suite file is unusable (bad JSON, level, or unknown column)."""
-
-
-@dataclass(frozen=True)
-class SplitSuite:
-    """A suite divided by where each expectation is evaluated.
-
-    Attributes:
-        name: the suite name, reused for the combined validation result.
-        row: expectation configs evaluated on every partition, then summed.
-        dataset: expectation configs evaluated once on whole-dataset metrics.
-        meta: suite meta, carried into the results.
-    """
-
-    name: str
-    row: tuple[dict, ...]
-    dataset: tuple[dict, ...]
-    meta: dict
-
-
 def _check_types(raw: Any, path: str | Path) -> None:
     """Every expectation type exists: GX logs an unknown one and silently drops it."""
     from great_expectations.exceptions import ExpectationNotFoundError
@@ -133,9 +110,10 @@ def _check_types(raw: Any, path: str | Path) -> None:
 
 
 def load_suite(path: str | Path, columns: Iterable[str]) -> SplitSuite:
-    """Read a GX ExpectationSuite JSON file and split it into row and dataset parts.
+    """Read a GX ExpectationSuite JSON file and split it into row and dataset parts
+    (callers use ``etl.validation.load_suite``, which imports this module when called).
 
-    Checks up front what would otherwise fail deep inside GX or silently per partition:
+    Checks up front what would otherwise fail deep inside GX or silently per segment:
     every expectation has ``meta.level``, names only known columns, and row-level ones are
     map expectations that do not compare rows with each other.
     """
@@ -192,7 +170,7 @@ def batch_definition():
 
     Building a context costs far more than validating a small frame, so it is made once
     per thread (GX objects are not documented as thread-safe) and reused by every
-    partition that thread validates.
+    frame that thread checks.
     """
     bd = getattr(_LOCAL, "batch_definition", None)
     if bd is None:
@@ -202,7 +180,7 @@ def batch_definition():
             progress_bars=ProgressBarsConfig(globally=False),
         )
         context = gx.get_context(mode="ephemeral", project_config=config)
-        source = context.data_sources.add_pandas("etl_partitions")
+        source = context.data_sources.add_pandas("etl_partitions")  # names only in GX
         asset = source.add_dataframe_asset("partition")
         bd = asset.add_batch_definition_whole_dataframe("whole_partition")
         _LOCAL.batch_definition = bd
@@ -212,6 +190,31 @@ def batch_definition():
 def suite_of(name: str, configs: Sequence[Mapping[str, Any]]) -> ExpectationSuite:
     """An in-memory suite of the given expectation configs (nothing is stored)."""
     return ExpectationSuite(name=name, expectations=[dict(c) for c in configs])
+
+
+# Every index of an unexpected row, never GX's pandas query string of them (unused here,
+# and one more filtered copy of the frame per expectation).
+ROW_RESULT_FORMAT = {"result_format": "COMPLETE", "return_unexpected_index_query": False}
+
+
+def run_rows(frame: Any, name: str, configs: Sequence[dict]) -> dict[int, Any]:
+    """Validate a frame with GX; results keyed by suite ordinal (``ORDINAL_META``: GX
+    reorders them).
+
+    One GX run per set of columns the expectations read, over a frame of those columns
+    alone: GX filters the frame it is given (nulls, unexpected rows) three or four times per
+    expectation, so a frame of every checked column made that cost grow with the square of
+    the column count (a third of the validation of a wide table).
+    """
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for cfg in configs:
+        groups.setdefault(tuple(columns_of(cfg["kwargs"])), []).append(cfg)
+    out: dict[int, Any] = {}
+    for cols, cfgs in groups.items():
+        batch = batch_definition().get_batch(batch_parameters={"dataframe": frame[list(cols)]})
+        res = batch.validate(suite_of(name, cfgs), result_format=ROW_RESULT_FORMAT)
+        out.update({r.expectation_config.meta[ORDINAL_META]: r for r in res.results})
+    return out
 
 
 def combined_result(
@@ -241,7 +244,7 @@ def required_metrics(cfg: Mapping[str, Any], result_format: dict) -> list:
 
 
 def judge_row(cfg: Mapping[str, Any], totals: Mapping[str, Any], result_format: dict):
-    """GX's verdict on a row-level expectation from counts summed over all partitions.
+    """GX's verdict on a row-level expectation from counts summed over all segments.
 
     ``totals`` holds element_count, missing_count, unexpected_count, values and examples.
     The expectation's own ``_validate`` applies ``mostly`` and shapes the result; for

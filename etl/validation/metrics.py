@@ -1,44 +1,190 @@
-"""Whole-dataset metric values for dataset-level expectations, from mergeable partials.
+"""Dataset metrics: whole-window metric values for dataset-level expectations, from mergeable
+metric partials, and the window judged from what its segments stored.
 
 A dataset-level expectation (row count, key uniqueness, mean, null fraction, value
-distribution) is only meaningful over all rows: a duplicate key may sit in two partitions.
-GX tells us which metrics an expectation needs (``get_validation_dependencies``); this module
-computes, for every partition, a small partial of each (row and non-null counts, a numeric
-summary, value counts, the key hashes), merges the partials in a tree and derives the metric
-values from the merged ones. GX then judges the expectation from these values exactly as if it
-had computed them itself. Partials of any grouping of rows merge to the same values, which is
-what lets a dataset be validated as a whole from parts built at different times.
+distribution) is only meaningful over all rows: a duplicate key may sit in two segments.
+GX tells us which metrics an expectation needs (``get_validation_dependencies``); each
+segment's build computes a small metric partial of each (row and non-null counts, a numeric
+summary from ``etl.moments``, value counts, the sorted 64-bit hashes of its keys) and stores it
+beside its rows; a window merges its segments' partials in a tree and derives the metric values
+from the merged ones. GX then judges the expectation from these values exactly as if it had
+computed them itself. Partials of any grouping of rows merge to the same values, which is what
+lets a window be judged as a whole from segments built on different nights. Row-level
+expectations are judged the same way from the segments' ``RowCounts``, summed.
+
+GX is imported only by the functions that ask it something (``etl.validation.gx``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from etl import moments
 from etl.errors import PipelineError
-from etl.validation.partials import Key, considered
-from etl.validation.report import jsonable
+from etl.validation.report import columns_of, describe, jsonable
+from etl.validation.rows import RowCounts, summed
+from etl.validation.suite import (
+    DATASET,
+    KEPT_EXAMPLES,
+    ROW,
+    SplitSuite,
+    SuiteError,
+    ValidationSpec,
+)
 
+Key = tuple
+MetricPartials = dict  # plan key -> one metric partial (a count, a summary, value counts, hashes)
 EXAMPLE_ROWS = 20
-Finalize = Callable[[dict], Any]
+# merged metric partials, the rows where duplicated keys are looked up -> a metric value
+Finalize = Callable[[dict, Any], Any]
+
+def _grouped(pdf: pd.DataFrame, key: Key, groups: np.ndarray, order: np.ndarray,
+             blocks: list[slice]) -> list[Any]:
+    """One plan key's partial for each group of rows (``order`` sorts the rows by group,
+    ``blocks`` are the groups' slices of that order)."""
+    kind, n = key[0], len(blocks)
+    if kind == "rows":
+        return [b.stop - b.start for b in blocks]
+    if kind == "count":
+        seen = pdf[key[1]].notna().to_numpy(dtype=bool)
+        return np.bincount(groups[seen], minlength=n).tolist()
+    if kind == "num":
+        x = pd.to_numeric(pdf[key[1]], errors="coerce").astype("float64").to_numpy()
+        x = x[order][:, None]
+        return [moments.of_array(x[b], [""])[""] for b in blocks]
+    if kind == "vc":
+        return _grouped_value_counts(pdf[key[1]], groups, n)
+    if kind == "hashes":
+        sub = pdf[list(key[1])]
+        keep = considered(sub, key[2])
+        hashed = pd.util.hash_pandas_object(sub[keep], index=False).to_numpy(dtype=np.uint64)
+        group = groups[keep]
+        by = np.lexsort((hashed, group))
+        hashed, bounds = hashed[by], np.searchsorted(group[by], np.arange(n + 1))
+        return [hashed[bounds[g]:bounds[g + 1]] for g in range(n)]
+    raise KeyError(key)
+
+
+def _grouped_value_counts(values: pd.Series, groups: np.ndarray, n: int) -> list[pd.Series]:
+    """Per group, ``values.value_counts(dropna=True)`` of its rows (most frequent first)."""
+    uniques, per_group = moments.group_counts(values, groups, n)
+    return [pd.Series(counts, name="count", dtype="int64",
+                      index=pd.Index(uniques.take(code), name=values.name))
+            for code, counts in per_group]
+
+
+def _merge(key: Key, a: Any, b: Any) -> Any:
+    kind = key[0]
+    if kind in ("rows", "count"):
+        return a + b
+    if kind == "num":
+        return moments.merge(a, b)
+    if kind == "vc":
+        return a.add(b, fill_value=0).astype("int64")
+    return np.sort(np.concatenate([a, b]))  # hashes
+
+
+def metric_partials(pdf: pd.DataFrame, keys: Sequence[Key]) -> MetricPartials:
+    """Every metric partial a plan needs, for one frame of rows."""
+    return metric_partials_by_group(pdf, np.zeros(len(pdf), dtype=np.int64), 1, keys)[0]
+
+
+def metric_partials_by_group(pdf: pd.DataFrame, groups: np.ndarray, n_groups: int,
+                             keys: Sequence[Key]) -> list[MetricPartials]:
+    """``metric_partials`` of each group of rows (``groups[i]``, in ``0..n_groups-1``, is
+    row i's group) at once: a batch of segments pays pandas' per-call costs once, not once
+    per segment and key."""
+    groups = np.asarray(groups, dtype=np.int64)
+    order, blocks = moments.group_blocks(groups, n_groups)
+    values = {k: _grouped(pdf, k, groups, order, blocks) for k in keys}
+    return [{k: values[k][g] for k in keys} for g in range(n_groups)]
+
+
+def merge_metric_partials(parts: Sequence[MetricPartials]) -> MetricPartials:
+    """Merge metric partials in a balanced tree (rounding does not grow with their number)."""
+    level = list(parts)
+    while len(level) > 1:
+        level = [{k: _merge(k, level[i][k], level[i + 1][k]) for k in level[i]}
+                 if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
+    return level[0] if level else {}
+
+
+def considered(sub: pd.DataFrame, ignore_row_if: str) -> np.ndarray:
+    """Rows GX would consider for uniqueness, given its ``ignore_row_if`` rule."""
+    isna = sub.isna()
+    if ignore_row_if == "all_values_are_missing":
+        return ~isna.all(axis=1).to_numpy()
+    if ignore_row_if == "any_value_is_missing":
+        return ~isna.any(axis=1).to_numpy()
+    return np.ones(len(sub), dtype=bool)
+
+
+def hashes_of(pdf: pd.DataFrame, cols: list[str], ignore_row_if: str) -> pd.Series:
+    """64-bit hash per considered row of ``cols``."""
+    sub = pdf[cols]
+    hashed = pd.util.hash_pandas_object(sub[considered(sub, ignore_row_if)], index=False)
+    return pd.Series(hashed.to_numpy(), name="h", dtype="uint64")
+
+
+def _key_json(key: Key) -> list:
+    return [list(k) if isinstance(k, tuple) else k for k in key]
+
+
+def _key_of(data: list) -> Key:
+    return tuple(tuple(k) if isinstance(k, list) else k for k in data)
+
+
+def metric_partials_to_json(partials: MetricPartials) -> tuple[list, dict[str, np.ndarray]]:
+    """(JSON-able entries, named uint64 arrays) of one segment's metric partials, for storing
+    beside the rows they describe; ``metric_partials_from_json`` is the inverse (value counts keep their values,
+    timestamps as ISO text)."""
+    entries, arrays = [], {}
+    for i, (key, value) in enumerate(partials.items()):
+        kind = key[0]
+        if kind == "hashes":
+            name = f"k{i}"
+            arrays[name] = np.asarray(value, dtype=np.uint64)
+            stored: Any = {"array": name}
+        elif kind == "vc":
+            stored = {"values": [jsonable(v) for v in value.index],
+                      "counts": [int(c) for c in value.to_numpy()]}
+        else:
+            stored = jsonable(value)
+        entries.append({"key": _key_json(key), "value": stored})
+    return entries, arrays
+
+
+def metric_partials_from_json(entries: Sequence[dict], arrays: Any) -> MetricPartials:
+    """The metric partials ``metric_partials_to_json`` gave (``arrays``: a mapping such as an open ``np.load``)."""
+    out: dict[Key, Any] = {}
+    for entry in entries:
+        key, value = _key_of(entry["key"]), entry["value"]
+        if key[0] == "hashes":
+            value = np.asarray(arrays[value["array"]], dtype=np.uint64)
+        elif key[0] == "vc":
+            # named as pandas names a fresh value_counts(): GX reads the "count" column
+            value = pd.Series(value["counts"], name="count", dtype="int64",
+                              index=pd.Index(value["values"], dtype=object, name=key[1]))
+        out[key] = value
+    return out
 
 
 class UnsupportedMetricError(PipelineError):
     """A dataset-level expectation needs a metric this module cannot compute on Dask."""
 
 
-class _Plan:
-    """The partials the metric providers need; ``examples`` is the frame (typed, lazily read)
-    where rows carrying duplicated keys are looked up, or None when no rows are at hand."""
+class MetricPlan:
+    """The metric partials the metric providers need, and how each metric value is derived
+    from them (``finals``: per expectation label, per metric configuration id)."""
 
-    def __init__(self, columns: Sequence[str], examples: dd.DataFrame | None = None) -> None:
+    def __init__(self, columns: Sequence[str]) -> None:
         self.columns = list(columns)
-        self.examples = examples
         self.keys: list[Key] = []
         self.finals: dict[str, dict[Any, Finalize]] = {}
 
@@ -47,23 +193,26 @@ class _Plan:
             self.keys.append(key)
         return key
 
-    def values(self, merged: dict[Key, Any]) -> dict[str, dict[str, Any]]:
-        """{expectation label: {metric configuration id: value}} from merged partials."""
-        return {label: {i: f(merged) for i, f in fs.items()} for label, fs in self.finals.items()}
+    def values(self, merged: dict[Key, Any], examples: Any = None) -> dict[str, dict[str, Any]]:
+        """{expectation label: {metric configuration id: value}} from merged metric partials.
+
+        ``examples``: the rows (a Dask frame of the typed key columns, or a function giving
+        one, called only when a duplicate is found) where duplicated keys are looked up for the
+        messages; None: no rows at hand.
+        """
+        return {label: {i: f(merged, examples) for i, f in fs.items()}
+                for label, fs in self.finals.items()}
 
 
-MetricPlan = _Plan
-
-
-def _rows(plan: _Plan) -> Key:
+def _rows(plan: MetricPlan) -> Key:
     return plan.need(("rows",))
 
 
-def _count(plan: _Plan, col: str) -> Key:
+def _count(plan: MetricPlan, col: str) -> Key:
     return plan.need(("count", col))
 
 
-def _value_counts(plan: _Plan, col: str) -> Key:
+def _value_counts(plan: MetricPlan, col: str) -> Key:
     return plan.need(("vc", col))
 
 
@@ -78,52 +227,52 @@ def _numeric_value(op: str, p: dict[str, Any]) -> Any:
     return p[op]  # mean, min, max
 
 
-def _aggregate(op: str) -> Callable[[_Plan, Any], Finalize]:
-    def provider(plan: _Plan, mc: Any) -> Finalize:
+def _aggregate(op: str) -> Callable[[MetricPlan, Any], Finalize]:
+    def provider(plan: MetricPlan, mc: Any) -> Finalize:
         k = plan.need(("num", mc.metric_domain_kwargs["column"]))
-        return lambda v: jsonable(_numeric_value(op, v[k]))
+        return lambda v, _: jsonable(_numeric_value(op, v[k]))
 
     return provider
 
 
-def _row_count(plan: _Plan, mc: Any) -> Finalize:
+def _row_count(plan: MetricPlan, mc: Any) -> Finalize:
     k = _rows(plan)
-    return lambda v: int(v[k])
+    return lambda v, _: int(v[k])
 
 
-def _columns(plan: _Plan, mc: Any) -> Finalize:
+def _columns(plan: MetricPlan, mc: Any) -> Finalize:
     cols = list(plan.columns)
-    return lambda v: cols
+    return lambda v, _: cols
 
 
-def _column_count(plan: _Plan, mc: Any) -> Finalize:
+def _column_count(plan: MetricPlan, mc: Any) -> Finalize:
     n = len(plan.columns)
-    return lambda v: n
+    return lambda v, _: n
 
 
-def _nonnull_count(plan: _Plan, mc: Any) -> Finalize:
+def _nonnull_count(plan: MetricPlan, mc: Any) -> Finalize:
     k = _count(plan, mc.metric_domain_kwargs["column"])
-    return lambda v: int(v[k])
+    return lambda v, _: int(v[k])
 
 
-def _null_count(plan: _Plan, mc: Any) -> Finalize:
+def _null_count(plan: MetricPlan, mc: Any) -> Finalize:
     r, k = _rows(plan), _count(plan, mc.metric_domain_kwargs["column"])
-    return lambda v: int(v[r]) - int(v[k])
+    return lambda v, _: int(v[r]) - int(v[k])
 
 
-def _non_null_proportion(plan: _Plan, mc: Any) -> Finalize:
+def _non_null_proportion(plan: MetricPlan, mc: Any) -> Finalize:
     r, k = _rows(plan), _count(plan, mc.metric_domain_kwargs["column"])
-    return lambda v: (int(v[k]) / int(v[r])) if int(v[r]) else None
+    return lambda v, _: (int(v[k]) / int(v[r])) if int(v[r]) else None
 
 
-def _counts_metric(kind: str) -> Callable[[_Plan, Any], Finalize]:
+def _counts_metric(kind: str) -> Callable[[MetricPlan, Any], Finalize]:
     """Metrics derived from one column's value counts (GX drops nulls here too)."""
 
-    def provider(plan: _Plan, mc: Any) -> Finalize:
+    def provider(plan: MetricPlan, mc: Any) -> Finalize:
         k = _value_counts(plan, mc.metric_domain_kwargs["column"])
         value_kwargs = mc.metric_value_kwargs or {}
 
-        def finalize(v: dict) -> Any:
+        def finalize(v: dict, examples: Any) -> Any:
             vc: pd.Series = v[k]
             if kind == "value_counts":
                 sort = value_kwargs.get("sort") or "value"
@@ -144,9 +293,9 @@ def _counts_metric(kind: str) -> Callable[[_Plan, Any], Finalize]:
     return provider
 
 
-def _duplicates(plan: _Plan, cols: list[str], ignore_row_if: str) -> Key:
-    """The sorted 64-bit hashes of every considered row's key, merged over partitions,
-    so two copies of a key in different partitions are counted together."""
+def _duplicates(plan: MetricPlan, cols: list[str], ignore_row_if: str) -> Key:
+    """The sorted 64-bit hashes of every considered row's key, merged over segments,
+    so two copies of a key in different segments are counted together."""
     return plan.need(("hashes", tuple(cols), ignore_row_if))
 
 
@@ -177,8 +326,8 @@ def _dup_examples(ddf: Any, cols: list[str], ignore: str,
     return [{c: jsonable(v) for c, v in r.items()} for _, r in rows.iterrows()]
 
 
-def _uniqueness(suffix: str) -> Callable[[_Plan, Any], Finalize]:
-    def provider(plan: _Plan, mc: Any) -> Finalize:
+def _uniqueness(suffix: str) -> Callable[[MetricPlan, Any], Finalize]:
+    def provider(plan: MetricPlan, mc: Any) -> Finalize:
         dk = mc.metric_domain_kwargs
         cols = list(dk.get("column_list") or [dk["column"]])
         ignore = dk.get("ignore_row_if") or (
@@ -186,7 +335,7 @@ def _uniqueness(suffix: str) -> Callable[[_Plan, Any], Finalize]:
         )
         k = _duplicates(plan, cols, ignore)
 
-        def finalize(v: dict) -> Any:
+        def finalize(v: dict, examples: Any) -> Any:
             dup = _dup_counts(v[k])
             if suffix == "unexpected_count":
                 return int(dup.sum())
@@ -196,7 +345,7 @@ def _uniqueness(suffix: str) -> Callable[[_Plan, Any], Finalize]:
                 return None
             if dup.empty:
                 return []
-            rows = _dup_examples(plan.examples, cols, ignore, dup)
+            rows = _dup_examples(examples, cols, ignore, dup)
             return (
                 rows
                 if suffix == "unexpected_index_list" or len(cols) > 1
@@ -208,7 +357,7 @@ def _uniqueness(suffix: str) -> Callable[[_Plan, Any], Finalize]:
     return provider
 
 
-_PROVIDERS: dict[str, Callable[[_Plan, Any], Finalize]] = {
+_PROVIDERS: dict[str, Callable[[MetricPlan, Any], Finalize]] = {
     "table.row_count": _row_count,
     "table.columns": _columns,
     "table.column_count": _column_count,
@@ -243,19 +392,15 @@ def unsupported(metric_names: Sequence[str]) -> list[str]:
     return sorted(set(metric_names) - set(_PROVIDERS))
 
 
-def plan_metrics(
-    columns: Sequence[str],
-    needed: Sequence[tuple[str, Sequence[Any]]],
-    examples: dd.DataFrame | None = None,
-) -> MetricPlan:
-    """Which partials the expectations need (``plan.keys``); nothing is read yet.
+def plan_metrics(columns: Sequence[str], needed: Sequence[tuple[str, Sequence[Any]]]
+                 ) -> MetricPlan:
+    """Which metric partials the expectations need (``plan.keys``); nothing is read yet.
 
     Args:
         columns: the dataset's columns (for the table.columns metrics).
         needed: (expectation label, its GX MetricConfigurations) pairs.
-        examples: where rows with duplicated keys are looked up for the messages.
     """
-    plan = _Plan(columns, examples)
+    plan = MetricPlan(columns)
     for label, configs in needed:
         for mc in configs:
             provider = _PROVIDERS.get(mc.metric_name)
@@ -266,3 +411,117 @@ def plan_metrics(
                 )
             plan.finals.setdefault(label, {})[mc.id] = provider(plan, mc)
     return plan
+
+
+def result_format(key: Sequence[str]) -> dict:
+    """SUMMARY results with example rows identified by the dataset key."""
+    return {
+        "result_format": "SUMMARY",
+        "partial_unexpected_count": KEPT_EXAMPLES,
+        "unexpected_index_column_names": list(key),
+    }
+
+
+def _by_name(needed: Sequence[Any], by_id: Mapping[Any, Any]) -> dict[str, Any]:
+    return {mc.metric_name: by_id[mc.id] for mc in needed}
+
+
+def judge_row_counts(cfg: dict, counts: Sequence[RowCounts], key: Sequence[str], mode: str):
+    """Sum one row-level expectation's counts over the segments and let GX judge the totals."""
+    from etl.validation import gx
+
+    errors = [c.error for c in counts if c.error]
+    if errors:
+        return gx.failed_result(cfg, f"{errors[0]} (in {len(errors)} part(s))")
+    if mode == "strict":
+        kwargs = dict(cfg["kwargs"], mostly=1.0)
+        cfg = dict(cfg, kwargs=kwargs, meta={**cfg.get("meta", {}), "strict_mode": True})
+    total = summed(counts)
+    totals = {"element_count": total.element_count, "missing_count": total.missing_count,
+              "unexpected_count": total.unexpected_count, "values": list(total.values),
+              "examples": list(total.examples)}
+    return gx.judge_row(cfg, totals, result_format(key))
+
+
+@dataclass(frozen=True)
+class DatasetChecks:
+    """The dataset-level expectations' metric needs, planned before any row is read.
+
+    ``columns``: the (typed) columns the metric partials are computed over; ``key_columns``:
+    those whose row hashes the uniqueness checks merge, kept per segment to name duplicated
+    keys.
+    """
+
+    configs: tuple[dict, ...]
+    needed: tuple[tuple[str, list], ...]
+    columns: tuple[str, ...]
+    key_columns: tuple[str, ...]
+    plan: MetricPlan
+
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        return tuple(self.plan.keys)
+
+
+def dataset_checks(suite: SplitSuite, columns: Sequence[str], key: Sequence[str]
+                   ) -> DatasetChecks:
+    """Plan the dataset-level metrics of ``suite`` over a frame with ``columns`` (asks GX
+    which metrics each expectation needs)."""
+    from etl.validation import gx
+
+    used = {c for cfg in suite.dataset for c in columns_of(cfg["kwargs"])}
+    if any(cfg["type"].startswith("expect_table_column") for cfg in suite.dataset):
+        used = set(columns)  # checks on the column list itself see every column
+    cols = [c for c in columns if c in used] or list(key)  # parse only these
+    fmt = result_format(key)
+    needed = tuple((f"{describe(cfg)} (#{i})", gx.required_metrics(cfg, fmt))
+                   for i, cfg in enumerate(suite.dataset))
+    plan = plan_metrics(cols, needed)
+    hashed = [c for k in plan.keys if k[0] == "hashes" for c in k[1]]
+    return DatasetChecks(tuple(suite.dataset), needed, tuple(cols),
+                         tuple(dict.fromkeys(hashed)), plan)
+
+
+def check_dataset_metrics(suite: SplitSuite, vspec: ValidationSpec) -> None:
+    """Fail on a dataset-level expectation no metric partial can answer, before reading any
+    data."""
+    from etl.validation import gx
+
+    fmt = result_format(vspec.key)
+    for cfg in suite.dataset:
+        names = [mc.metric_name for mc in gx.required_metrics(cfg, fmt)]
+        missing = unsupported(names)
+        if missing:
+            raise SuiteError(
+                f"{vspec.expectations}: dataset-level {describe(cfg)} needs metrics "
+                f"{missing} that etl.validation.metrics cannot compute on the whole dataset"
+            )
+
+
+def judge_dataset(checks: DatasetChecks, merged: Mapping[Key, Any], key: Sequence[str],
+                  examples: Any = None) -> list:
+    """GX results of the dataset-level expectations from merged metric partials
+    (``examples``: see ``MetricPlan.values``)."""
+    from etl.validation import gx
+
+    values = checks.plan.values(dict(merged), examples)
+    fmt = result_format(key)
+    return [gx.combined_result(cfg, _by_name(mcs, values.get(label, {})), fmt)
+            for (label, mcs), cfg in zip(checks.needed, checks.configs)]
+
+
+def judge_window(suite: SplitSuite, checks: DatasetChecks, key: Sequence[str], mode: str,
+                 row_counts: Sequence[Sequence[RowCounts]],
+                 partials: Sequence[MetricPartials], examples: Any = None
+                 ) -> tuple[list, list[str]]:
+    """(results, levels) of a window from what its segments stored.
+
+    ``row_counts[j][i]``: segment j's counts of row expectation i; ``partials[j]``: segment
+    j's metric partials; ``examples``: where duplicated keys are looked up
+    (``MetricPlan.values``).
+    """
+    rows = [judge_row_counts(cfg, [seg[i] for seg in row_counts], key, mode)
+            for i, cfg in enumerate(suite.row)]
+    dataset = judge_dataset(checks, merge_metric_partials(list(partials)), key, examples) \
+        if suite.dataset else []
+    return rows + dataset, [ROW] * len(rows) + [DATASET] * len(dataset)

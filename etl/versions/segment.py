@@ -59,7 +59,7 @@ class SplitInfo(JsonObject):
 
 @dataclass(frozen=True, kw_only=True)
 class RowPartial(JsonObject):
-    """What one segment says about one row-level expectation (``etl.validation.partition``)."""
+    """What one segment says about one row-level expectation (``etl.validation.rows.RowCounts``)."""
 
     element_count: int = key(int, default=0)
     missing_count: int = key(int, default=0)
@@ -79,7 +79,7 @@ class SegmentChecks(JsonObject):
     quarantine_files: tuple[str, ...] = key(list, strings(), default=())
     reasons: Mapping[str, Any] | None = key(dict)  # images: rejected files per reason
     row_partials: tuple[RowPartial, ...] = key(list, list_of(RowPartial), default=())
-    metric_partials: list | None = key(list)  # etl.validation.partials.to_stored entries
+    metric_partials: list | None = key(list)  # etl.validation.metrics.metric_partials_to_json entries
     metric_arrays: str | None = key(str)  # the side file holding their arrays
     keys: bool | None = key(bool)  # the side file holds the key columns
 

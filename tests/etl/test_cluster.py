@@ -28,7 +28,7 @@ def _no_active_client(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _worker_facts() -> dict[str, object]:
     return {"env": os.environ.get("FLIGHTPIPE_CLUSTER_PROBE"),
-            "preloaded": "etl.validation.partition" in sys.modules,
+            "preloaded": "etl.validation.gx" in sys.modules,
             "parent": os.getppid()}
 
 

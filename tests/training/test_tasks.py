@@ -10,12 +10,9 @@ import pytest
 import tensorflow as tf
 
 from etl.versions import Manifest
-from training import evaluate
-from training.gate import baseline_checks
+from tests.support import training_fixtures as fx
 from training.models.tabular import build_models
 from training.tasks import task_of
-
-from tests.support import training_fixtures as fx
 
 BASE = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(300, seed=2))
 

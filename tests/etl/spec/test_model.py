@@ -95,9 +95,9 @@ def test_reserved_names_are_the_ones_the_pipeline_adds() -> None:
     from etl.sources.lookups import _JOIN_PREFIX
     from etl.transform.split import HASH_COL, SPLIT_COL
     from etl.transform.tabular import MISSING_COL
-    from etl.validation.partition import PARTITION_COLUMN, REASON_COLUMN
+    from etl.validation import QUARANTINE_NUMBER_COLUMN, REASON_COLUMN
     from etl.write.writer import RECORD_COL, SHARD_COL
 
-    assert {HASH_COL, SPLIT_COL, PARTITION_COLUMN, REASON_COLUMN, RECORD_COL, SHARD_COL,
+    assert {HASH_COL, SPLIT_COL, QUARANTINE_NUMBER_COLUMN, REASON_COLUMN, RECORD_COL, SHARD_COL,
             MISSING_COL} == RESERVED_COLUMNS
     assert _JOIN_PREFIX == RESERVED_PREFIX

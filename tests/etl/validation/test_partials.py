@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 from etl import moments
-from etl.validation.partials import group_partials, hashes_of, merge_partials, partition_partials
+from etl.validation.metrics import (
+    hashes_of,
+    merge_metric_partials,
+    metric_partials,
+    metric_partials_by_group,
+)
 
 KEYS = [("rows",), ("count", "x"), ("num", "x"), ("vc", "c"),
         ("hashes", ("k1", "k2"), "all_values_are_missing")]
@@ -28,7 +33,7 @@ def frame() -> pd.DataFrame:
 @pytest.mark.parametrize("parts", [1, 3, 10, 300])
 def test_partials_of_any_grouping_merge_to_the_whole(frame, parts):
     chunks = [frame.iloc[i] for i in np.array_split(np.arange(len(frame)), parts)]
-    got = merge_partials([partition_partials(c, KEYS) for c in chunks])
+    got = merge_metric_partials([metric_partials(c, KEYS) for c in chunks])
     assert got[("rows",)] == len(frame)
     assert got[("count", "x")] == frame["x"].count()
     summary = got[("num", "x")]
@@ -46,12 +51,12 @@ def test_partials_of_any_grouping_merge_to_the_whole(frame, parts):
 
 
 def test_empty_parts_merge_cleanly(frame):
-    empty = partition_partials(frame.iloc[:0], KEYS)
-    some = partition_partials(frame.iloc[:5], KEYS)
-    got = merge_partials([empty, some, empty])
+    empty = metric_partials(frame.iloc[:0], KEYS)
+    some = metric_partials(frame.iloc[:5], KEYS)
+    got = merge_metric_partials([empty, some, empty])
     assert got[("rows",)] == 5
     assert got[("num", "x")] == moments.merge(moments.EMPTY, some[("num", "x")])
-    assert merge_partials([]) == {}
+    assert merge_metric_partials([]) == {}
 
 
 def test_each_group_of_a_batch_gets_its_own_rows_partials(frame):
@@ -59,7 +64,7 @@ def test_each_group_of_a_batch_gets_its_own_rows_partials(frame):
     rows alone give (an empty group included)."""
     groups = np.random.default_rng(5).integers(0, 6, len(frame))
     groups[groups == 2] = 3
-    got = group_partials(frame, groups, 6, KEYS)
+    got = metric_partials_by_group(frame, groups, 6, KEYS)
     for g, part in enumerate(got):
         rows = frame[groups == g]
         assert part[("rows",)] == len(rows)

