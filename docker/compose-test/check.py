@@ -5,9 +5,9 @@ copies. ``emulator``: the compose emulator refuses a second create-if-absent, as
 ``gpu-config``: the GPU worker's definition (it cannot run here) routes the gpu queue.
 ``e2e``: etl_<name> over REST, a Celery worker killed mid-task and the retry, the Asset-triggered
 train_<name> on the gpu-queue worker, the version in the emulator's bucket, the UI plugin's pages.
-``dask``: the same ETL on the ``dask`` profile's scheduler and workers, into another root: its
-tasks ran on the dask-worker containers, and its version holds the records of e2e's (built in
-the Airflow worker's own process), split by split.
+``dask``: wine's ETL through pipeline-cli twice, into two roots: in the container's own process,
+and on the ``dask`` profile's scheduler and workers; the second's tasks ran on the dask-worker
+containers, and its version holds the first's records, split by split.
 """
 
 from __future__ import annotations
@@ -161,31 +161,41 @@ def _check_storage(ns: argparse.Namespace, api: Api, published: dict, trained: d
 
 
 def run_dask(ns: argparse.Namespace) -> None:
-    """The ETL through pipeline-cli with PIPELINE_DASK_ADDRESS naming the dask profile's
-    scheduler, into its own root; where its tasks ran; its version against e2e's."""
+    """The ETL through pipeline-cli in-process, then with PIPELINE_DASK_ADDRESS naming the dask
+    profile's scheduler, each into its own root; where the second's tasks ran; the versions."""
     compose = shlex.split(os.environ["CT_COMPOSE_CMD"])
+    reference = _cli_etl(compose, ns, ns.reference_prefix, "")
+    candidate = _cli_etl(compose, ns, ns.prefix, ns.scheduler)
     cli = [*compose, "--profile", "tools", "run", "--rm", "--no-deps", "-T", "-i"]
-    root = f"gs://{ns.bucket}/{ns.prefix}"
-    etl = (f"python -m etl land --root {root} --dataset {ns.dataset} >&2 && exec python -m etl "
-           f"run --root {root} --dataset {ns.dataset} --interval-end {ns.interval_end} --json")
-    t0 = time.monotonic()
-    out = _run_cli([*cli, "-e", f"PIPELINE_DASK_ADDRESS={ns.scheduler}", "pipeline-cli",
-                    "bash", "-c", etl], "etl land + run on the dask profile")
-    result = json.loads(out[out.index("{"):])
-    say(f"pipeline-cli ran etl {ns.dataset} with PIPELINE_DASK_ADDRESS={ns.scheduler}: "
-        f"version {result['version']} in {time.monotonic() - t0:.0f} s")
     workers = json.loads(_run_cli([*cli, "pipeline-cli", "python", "-", ns.scheduler,
                                    str(ns.workers)], "the Dask probe", PROBE.read_text()))
     say(check_dask_workers(workers, _container_hostnames(compose, "dask-worker"), ns.workers))
     bucket = Bucket(ns.gcs, ns.bucket)
-    counts = bucket.check_one_version(f"{ns.prefix}/datasets/{ns.dataset}", result["version"])
-    say(f"bucket: {ns.prefix}/datasets/{ns.dataset}/{result['version']}: manifest + "
-        f"{counts['shards']} shards, {counts['records']} records; no temp objects")
-    ref_dir = f"{ns.reference_prefix}/datasets/{ns.dataset}"
-    reference = bucket.only_version(ref_dir)
-    say(compare_versions(json.loads(bucket.read(f"{ref_dir}/{reference}/manifest.json")),
-                         json.loads(bucket.read(f"{ns.prefix}/datasets/{ns.dataset}/"
-                                                f"{result['version']}/manifest.json"))))
+    manifests = []
+    for prefix, version in ((ns.reference_prefix, reference), (ns.prefix, candidate)):
+        counts = bucket.check_one_version(f"{prefix}/datasets/{ns.dataset}", version)
+        say(f"bucket: {prefix}/datasets/{ns.dataset}/{version}: manifest + {counts['shards']} "
+            f"shards, {counts['records']} records; no temp objects")
+        manifests.append(json.loads(bucket.read(f"{prefix}/datasets/{ns.dataset}/{version}/"
+                                                "manifest.json")))
+    say(compare_versions(*manifests))
+
+
+def _cli_etl(compose: list[str], ns: argparse.Namespace, prefix: str, scheduler: str) -> str:
+    """`etl land` + `etl run` of the dataset into gs://<bucket>/<prefix> in a pipeline-cli
+    container, PIPELINE_DASK_ADDRESS set to `scheduler` (empty: in-process); the version."""
+    root = f"gs://{ns.bucket}/{prefix}"
+    etl = (f"python -m etl land --root {root} --dataset {ns.dataset} >&2 && exec python -m etl "
+           f"run --root {root} --dataset {ns.dataset} --interval-end {ns.interval_end} --json")
+    where = f"on the Dask scheduler {scheduler}" if scheduler else "in-process"
+    t0 = time.monotonic()
+    out = _run_cli([*compose, "--profile", "tools", "run", "--rm", "--no-deps", "-T", "-i", "-e",
+                    f"PIPELINE_DASK_ADDRESS={scheduler}", "pipeline-cli", "bash", "-c", etl],
+                   f"etl land + run {where}")
+    version = json.loads(out[out.index("{"):])["version"]
+    say(f"pipeline-cli: etl {ns.dataset} {where} (PIPELINE_DASK_ADDRESS={scheduler!r}) -> "
+        f"{root}: version {version} in {time.monotonic() - t0:.0f} s")
+    return version
 
 
 def _run_cli(cmd: list[str], what: str, stdin: str | None = None) -> str:
@@ -268,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gcs", required=True)
     p.add_argument("--bucket", required=True)
     p.add_argument("--prefix", required=True, help="the dask run's root under the bucket")
-    p.add_argument("--reference-prefix", required=True, help="e2e's root under the bucket")
+    p.add_argument("--reference-prefix", required=True,
+                   help="the in-process run's root under the bucket")
     p.add_argument("--dataset", default="wine")
     p.add_argument("--interval-end", default=INTERVAL_END)
     p.add_argument("--scheduler", default="tcp://dask-scheduler:8786")
