@@ -182,7 +182,7 @@ main() {
     --root gs://flightpipe/pipeline --dataset wine >"$CT_WORK/land.log" 2>&1 \
     || { tail -20 "$CT_WORK/land.log"; ct_fail "etl land"; }
 
-  ct_phase "etl wine in-process and on the dask profile ($CT_DASK_WORKERS workers)"
+  ct_phase "etl wine in-process vs dask ($CT_DASK_WORKERS workers)"
   ct_compose --profile dask up -d --no-build --wait --wait-timeout 300 \
     --scale "dask-worker=$CT_DASK_WORKERS" dask-scheduler dask-worker >"$CT_WORK/up-dask.log" 2>&1 \
     || { tail -5 "$CT_WORK/up-dask.log"; ct_compose logs --no-color --tail 20 dask-scheduler dask-worker;
