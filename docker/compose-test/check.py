@@ -5,6 +5,9 @@ copies. ``emulator``: the compose emulator refuses a second create-if-absent, as
 ``gpu-config``: the GPU worker's definition (it cannot run here) routes the gpu queue.
 ``e2e``: etl_<name> over REST, a Celery worker killed mid-task and the retry, the Asset-triggered
 train_<name> on the gpu-queue worker, the version in the emulator's bucket, the UI plugin's pages.
+``dask``: wine's ETL through pipeline-cli twice, into two roots: in the container's own process,
+and on the ``dask`` profile's scheduler and workers; the second's tasks ran on the dask-worker
+containers, and its version holds the first's records, split by split.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ from stack import Api, Bucket, say
 
 IGNORED_BY_BOTH = {".dockerignore", "docker/Dockerfile"}  # sent whatever the filter says
 WAIT_ETL_S, WAIT_TRAIN_S = 900, 600
+INTERVAL_END = "2026-01-01T00:00:00+00:00"  # e2e's run and the dask one: the same window
+# Dask tasks the ETL must have run on the cluster: the one that reads the raw files and writes
+# the segment's shards (etl.segments.build.build_segments).
+ETL_DASK_TASKS = ("build_segments",)
+PROBE = Path(__file__).with_name("dask_probe.py")
 
 
 def check_context(src: Path, image: str) -> None:
@@ -93,10 +101,11 @@ def _kill_worker_during(api: Api, dag: str, run_id: str, task: str, compose: lis
     raise SystemExit(f"{task} never ran")
 
 
-def _container_hostname(compose: list[str], service: str) -> str:
+def _container_hostnames(compose: list[str], service: str) -> list[str]:
+    """The hostnames of `service`'s running containers (Docker's default: the id's first 12)."""
     out = subprocess.run([*compose, "ps", "-q", service], check=True, capture_output=True,
                          text=True).stdout.split()
-    return out[0][:12] if out else ""
+    return sorted(cid[:12] for cid in out)
 
 
 def run_e2e(ns: argparse.Namespace) -> None:
@@ -123,7 +132,7 @@ def run_e2e(ns: argparse.Namespace) -> None:
     say(f"the Asset event started {train} (run {train_run})")
     api.wait_success(train, train_run, WAIT_TRAIN_S)
     ti = api.task_instance(train, train_run, "train")
-    standin = _container_hostname(compose, "airflow-worker-gpu-standin")
+    standin = "".join(_container_hostnames(compose, "airflow-worker-gpu-standin")[:1])
     if ti["queue"] != "gpu" or ti["hostname"] != standin:
         raise SystemExit(f"train ran on {ti['hostname']} (queue {ti['queue']}), not on the "
                          f"gpu-queue stand-in {standin}")
@@ -151,6 +160,101 @@ def _check_storage(ns: argparse.Namespace, api: Api, published: dict, trained: d
         say(f"UI plugin page {page}: 200, names {version}")
 
 
+def run_dask(ns: argparse.Namespace) -> None:
+    """The ETL through pipeline-cli in-process, then with PIPELINE_DASK_ADDRESS naming the dask
+    profile's scheduler, each into its own root; where the second's tasks ran; the versions."""
+    compose = shlex.split(os.environ["CT_COMPOSE_CMD"])
+    reference = _cli_etl(compose, ns, ns.reference_prefix, "")
+    candidate = _cli_etl(compose, ns, ns.prefix, ns.scheduler)
+    cli = [*compose, "--profile", "tools", "run", "--rm", "--no-deps", "-T", "-i"]
+    workers = json.loads(_run_cli([*cli, "pipeline-cli", "python", "-", ns.scheduler,
+                                   str(ns.workers)], "the Dask probe", PROBE.read_text()))
+    say(check_dask_workers(workers, _container_hostnames(compose, "dask-worker"), ns.workers))
+    bucket = Bucket(ns.gcs, ns.bucket)
+    manifests = []
+    for prefix, version in ((ns.reference_prefix, reference), (ns.prefix, candidate)):
+        counts = bucket.check_one_version(f"{prefix}/datasets/{ns.dataset}", version)
+        say(f"bucket: {prefix}/datasets/{ns.dataset}/{version}: manifest + {counts['shards']} "
+            f"shards, {counts['records']} records; no temp objects")
+        manifests.append(json.loads(bucket.read(f"{prefix}/datasets/{ns.dataset}/{version}/"
+                                                "manifest.json")))
+    say(compare_versions(*manifests))
+
+
+def _cli_etl(compose: list[str], ns: argparse.Namespace, prefix: str, scheduler: str) -> str:
+    """`etl land` + `etl run` of the dataset into gs://<bucket>/<prefix> in a pipeline-cli
+    container, PIPELINE_DASK_ADDRESS set to `scheduler` (empty: in-process); the version."""
+    root = f"gs://{ns.bucket}/{prefix}"
+    etl = (f"python -m etl land --root {root} --dataset {ns.dataset} >&2 && exec python -m etl "
+           f"run --root {root} --dataset {ns.dataset} --interval-end {ns.interval_end} --json")
+    where = f"on the Dask scheduler {scheduler}" if scheduler else "in-process"
+    t0 = time.monotonic()
+    out = _run_cli([*compose, "--profile", "tools", "run", "--rm", "--no-deps", "-T", "-i", "-e",
+                    f"PIPELINE_DASK_ADDRESS={scheduler}", "pipeline-cli", "bash", "-c", etl],
+                   f"etl land + run {where}")
+    version = json.loads(out[out.index("{"):])["version"]
+    say(f"pipeline-cli: etl {ns.dataset} {where} (PIPELINE_DASK_ADDRESS={scheduler!r}) -> "
+        f"{root}: version {version} in {time.monotonic() - t0:.0f} s")
+    return version
+
+
+def _run_cli(cmd: list[str], what: str, stdin: str | None = None) -> str:
+    """stdout of a one-off container; its output in the failure when it fails."""
+    proc = subprocess.run(cmd, input=stdin or "", text=True, capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{what} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+                         f"{proc.stdout[-1000:]}")
+    return proc.stdout
+
+
+def check_dask_workers(workers: dict[str, dict], containers: list[str], expected: int) -> str:
+    """The probe's answer (dask_probe.py) judged: the scheduler's workers are exactly the
+    `expected` dask-worker containers, and the ETL's tasks (ETL_DASK_TASKS) ran on them."""
+    hosts = {addr: w["hostname"] for addr, w in workers.items()}
+    ran = {addr: sum(w["tasks"].get(t, 0) for t in ETL_DASK_TASKS) for addr, w in workers.items()}
+    names = "/".join(ETL_DASK_TASKS)
+    problems = []
+    if len(containers) != expected:
+        problems.append(f"{len(containers)} dask-worker container(s) running, expected {expected}")
+    if sorted(hosts.values()) != sorted(containers):
+        problems.append(f"the scheduler has {len(workers)} worker(s) on "
+                        f"{sorted(set(hosts.values()))}, not one on each dask-worker container "
+                        f"{containers}")
+    if not sum(ran.values()):
+        seen = {hosts[a]: w["tasks"] for a, w in workers.items()}
+        problems.append(f"no {names} task ran on any worker of the dask profile (tasks seen: "
+                        f"{seen}): the ETL computed elsewhere, e.g. in the client's own "
+                        "process (PIPELINE_DASK_ADDRESS not honoured?)")
+    if problems:
+        raise SystemExit("ETL on the dask profile: " + "; ".join(problems))
+    where = ", ".join(f"{hosts[a]}: {n}" for a, n in sorted(ran.items(), key=lambda i: hosts[i[0]]))
+    return (f"the ETL's {names} tasks ran on the dask-worker containers ({where}); the "
+            f"scheduler's workers are exactly those {len(containers)} containers")
+
+
+def compare_versions(reference: dict, candidate: dict) -> str:
+    """Split by split, the candidate (dask) manifest holds the reference's records: the same
+    order-free content hash and record count."""
+    splits = sorted(set(reference["splits"]) | set(candidate["splits"]))
+    ref = {split: _split_records(reference, split) for split in splits}
+    got = {split: _split_records(candidate, split) for split in splits}
+    differ = [f"{split}: {ref[split]} in-process vs {got[split]} on Dask"
+              for split in splits if ref[split] != got[split]]
+    if differ or not splits:
+        raise SystemExit(f"version {candidate.get('version')} built on the dask profile differs "
+                         f"from {reference.get('version')} built in-process (content hash, "
+                         f"records): {'; '.join(differ) or 'no splits'}")
+    return (f"version {candidate.get('version')} (dask) = {reference.get('version')} "
+            f"(in-process): per-split content hashes equal ("
+            + ", ".join(f"{split} {got[split][1]} records" for split in splits) + ")")
+
+
+def _split_records(manifest: dict, split: str) -> tuple[str, int]:
+    """(content hash, records) of one split of a manifest; ('absent', 0) without it."""
+    entry = manifest["splits"].get(split) or {}
+    return entry.get("content_hash", "absent"), entry.get("num_examples", 0)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,8 +272,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bucket", required=True)
     p.add_argument("--prefix", required=True)
     p.add_argument("--dataset", default="wine")
-    p.add_argument("--interval-end", default="2026-01-01T00:00:00+00:00")
+    p.add_argument("--interval-end", default=INTERVAL_END)
     p.add_argument("--kill-during", default="build")
+    p = sub.add_parser("dask")
+    p.add_argument("--gcs", required=True)
+    p.add_argument("--bucket", required=True)
+    p.add_argument("--prefix", required=True, help="the dask run's root under the bucket")
+    p.add_argument("--reference-prefix", required=True,
+                   help="the in-process run's root under the bucket")
+    p.add_argument("--dataset", default="wine")
+    p.add_argument("--interval-end", default=INTERVAL_END)
+    p.add_argument("--scheduler", default="tcp://dask-scheduler:8786")
+    p.add_argument("--workers", type=int, required=True, help="dask-worker containers started")
     ns = parser.parse_args(argv)
     if ns.command == "context":
         check_context(ns.src, ns.image)
@@ -177,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         check_emulator(ns.gcs, ns.bucket)
     elif ns.command == "gpu-config":
         check_gpu_config(ns.config)
+    elif ns.command == "dask":
+        run_dask(ns)
     else:
         run_e2e(ns)
     return 0

