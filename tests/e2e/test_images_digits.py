@@ -10,8 +10,9 @@ import pytest
 import tensorflow as tf
 from distributed import Client, LocalCluster
 
-from etl import pipeline
+from etl import pipeline, versions
 from etl.kinds import land
+from etl.versions import Manifest
 from training.config import ImageTrainConfig
 from training.data.images import make_image_dataset
 from training.train import train
@@ -21,7 +22,7 @@ DIGITS = 1797
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Manifest]:
     root = tmp_path_factory.mktemp("digits").as_uri()
     report = land(root, "digits")
     assert len(report.written) == DIGITS
@@ -29,21 +30,20 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster):
         res = pipeline.run("digits", root, END, run_id="digits")
-    manifest = json.loads(Path(res["version_uri"][7:], "manifest.json").read_text())
-    return root, manifest
+    return root, versions.read_manifest(res["version_uri"])
 
 
 def test_digits_version_counts_schema_and_shards(published) -> None:
     _, manifest = published
-    assert sum(s["num_examples"] for s in manifest["splits"].values()) == DIGITS
-    assert manifest["validation"]["quarantined_rows"] == 0
-    assert manifest["schema"]["features"]["image"] | {"augment": None} == {
+    assert sum(s.num_examples for s in manifest.splits.values()) == DIGITS
+    assert manifest.validation.quarantined_rows == 0
+    assert manifest.schema["features"]["image"] | {"augment": None} == {
         "dtype": "string", "kind": "image", "shape": [8, 8, 1], "encoding": "png",
         "augment": None}
-    assert manifest["schema"]["label"]["classes"] == 10
-    assert sum(manifest["statistics"]["label_counts"].values()) == \
-        manifest["splits"]["train"]["num_examples"]
-    assert len(manifest["splits"]["train"]["shards"]) >= 1
+    assert manifest.schema["label"]["classes"] == 10
+    assert sum(manifest.statistics["label_counts"].values()) == \
+        manifest.splits["train"].num_examples
+    assert len(manifest.splits["train"].shards) >= 1
 
 
 def test_the_tfds_builder_decodes_the_images(published) -> None:
@@ -51,18 +51,18 @@ def test_the_tfds_builder_decodes_the_images(published) -> None:
     from training.data.tfds import builder as tfds_builder
 
     root, manifest = published
-    builder = tfds_builder(f"{root}/datasets/digits/{manifest['version']}")
+    builder = tfds_builder(f"{root}/datasets/digits/{manifest.version}")
     ds = builder.as_dataset(split="test")
     example = next(iter(ds))
     assert example["image"].shape == (8, 8, 1) and example["image"].dtype == tf.uint8
     assert 0 <= int(example["label"]) < 10
     assert int(tf.reduce_max(example["image"])) > 0
-    assert builder.info.splits["test"].num_examples == manifest["splits"]["test"]["num_examples"]
+    assert builder.info.splits["test"].num_examples == manifest.splits["test"].num_examples
 
 
 def test_input_pipeline_augments_after_cache_and_is_seeded(published) -> None:
     root, manifest = published
-    vuri = f"{root}/datasets/digits/{manifest['version']}"
+    vuri = f"{root}/datasets/digits/{manifest.version}"
     cfg = ImageTrainConfig(batch_size=32, seed=7)
     x, y = next(iter(make_image_dataset(vuri, "train", manifest, cfg)))
     assert x.shape == (32, 8, 8, 1) and x.dtype == tf.float32 and y.dtype == tf.int64
@@ -90,7 +90,7 @@ def _stages(ds: tf.data.Dataset) -> list[str]:
 
 def test_cnn_trains_on_digits_and_passes_the_gate(published) -> None:
     root, manifest = published
-    vuri = f"{root}/datasets/digits/{manifest['version']}"
+    vuri = f"{root}/datasets/digits/{manifest.version}"
     result = train(vuri, f"{root}/models", "test-run")
     m = result["metrics"]
     assert m["blessing"]["blessed"] and m["test"]["accuracy"] > 0.9, m["blessing"]

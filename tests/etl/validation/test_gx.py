@@ -23,7 +23,7 @@ NO_GX = [
     "etl.segments.judge",
     "etl.segments.compact",
     "etl.pipeline",  # build_version, publish, run
-    "etl.pipeline.publish",
+    "etl.pipeline.chain",
     "etl.authoring.check",
     "etl.__main__",  # the CLI (``show``, ``versions`` ...)
     "etl.kinds",
