@@ -17,6 +17,9 @@ from etl.versions.manifest import Manifest
 from etl.versions.segment import SegmentMeta
 
 if TYPE_CHECKING:
+    from etl.spec import Spec
+    from etl.spec.images import ImageSpec
+    from etl.validation import DatasetChecks, SplitSuite
     from etl.write.writer import WriteConfig
 
 Metas = list[tuple[str, SegmentMeta]]  # (segment URI, segment.json), in window order
@@ -31,7 +34,7 @@ class BuildRequest:
     ``scratch_uri``: a run-private folder for anything that is not a segment.
     """
 
-    spec: Any
+    spec: Spec | ImageSpec
     root: str
     start: datetime | None
     end: datetime
@@ -42,16 +45,30 @@ class BuildRequest:
     previous: Manifest | None = None
 
 
+@dataclass(frozen=True)
+class RunInputs:
+    """What every segment of a tabular run reads once, before planning: the suite split by
+    level and its dataset-level checks (what ``judge`` needs too), each column's parse kind,
+    the lookups (joined to every segment's rows) and the digests of the spec and lookup files."""
+
+    suite: SplitSuite
+    checks: DatasetChecks
+    kinds: dict[str, str]
+    lookups: list[Any]  # each join's right side (pandas frames)
+    spec_digest: str
+    lookups_digest: str | None
+
+
 @dataclass
 class Window:
-    """The window's segments, built or found, in order; ``context`` is the kind's own
-    (what its ``judge`` needs: the suite and its checks, for tabular data)."""
+    """The window's segments, built or found, in order; ``context`` is what the kind's
+    ``judge`` needs (a tabular run's inputs; images need none)."""
 
-    spec: Any  # the spec with its label resolved (classes fixed for this version)
+    spec: Spec | ImageSpec  # the spec with its label resolved (classes fixed for this version)
     metas: Metas
     new: list[SegmentMeta]  # segments holding partitions the previous version did not
     built: int  # segments this run built (compactions not counted)
-    context: Any = None
+    context: RunInputs | None = None
     timings: dict[str, float] = field(default_factory=dict)
     previous: Manifest | None = None  # the request's: what drift is measured against
 

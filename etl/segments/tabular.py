@@ -16,30 +16,16 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from etl import storage
 from etl.errors import PipelineError
-from etl.segments.request import BuildRequest, Judged, Window, new_segments
-from etl.validation import DatasetChecks, SplitSuite
+from etl.segments.request import BuildRequest, Judged, RunInputs, Window, new_segments
+from etl.spec import Spec
 from etl.versions.segment import SegmentMeta
 
 log = logging.getLogger("etl.pipeline")
-
-
-@dataclass(frozen=True)
-class RunInputs:
-    """What every segment of a run reads once, before planning: the suite split by level and
-    its dataset-level checks (what ``judge`` needs too), each column's parse kind, the lookups
-    (joined to every segment's rows) and the digests of the spec and lookup files."""
-
-    suite: SplitSuite
-    checks: DatasetChecks
-    kinds: dict[str, str]
-    lookups: list[Any]  # each join's right side (pandas frames)
-    spec_digest: str
-    lookups_digest: str | None
 
 
 def build(request: BuildRequest) -> Window:
@@ -105,13 +91,13 @@ def _resolved_spec(request: BuildRequest) -> Any:
     return replace(spec, label=label_task(spec.label).inherit(spec.label, previous))
 
 
-def _classes_fixed(spec: Any) -> bool:
+def _classes_fixed(spec: Spec) -> bool:
     from etl.transform.labels import label_task
 
     return label_task(spec.label).fixed(spec.label)
 
 
-def _start(root: str, spec: Any) -> RunInputs:
+def _start(root: str, spec: Spec) -> RunInputs:
     """The suite (checked against what whole-window metrics can answer, before any read),
     the lookups and the digests every segment of the run shares."""
     from etl.segments.plan import lookups_digest, spec_digest
@@ -128,7 +114,7 @@ def _start(root: str, spec: Any) -> RunInputs:
                      lookups_digest(root, fingerprint(uris) if uris else None))
 
 
-def _plan(request: BuildRequest, spec: Any, inputs: RunInputs,
+def _plan(request: BuildRequest, spec: Spec, inputs: RunInputs,
           label_schema: dict[str, Any] | None, previous: bool = True) -> Any:
     """The window's segments from one listing of its raw partitions (and the previous
     manifest, unless ``previous`` is off)."""
@@ -141,7 +127,7 @@ def _plan(request: BuildRequest, spec: Any, inputs: RunInputs,
                        request.previous if previous else None)
 
 
-def _context(spec: Any, inputs: RunInputs, label_schema: dict[str, Any],
+def _context(spec: Spec, inputs: RunInputs, label_schema: dict[str, Any],
              request: BuildRequest) -> Any:
     """What every segment build of the run is given."""
     from etl.segments.build import BuildContext
