@@ -128,6 +128,11 @@ def run_e2e(ns: argparse.Namespace) -> None:
     say(f"{etl} succeeded in {time.monotonic() - t0:.0f} s; {ns.kill_during} completed at try "
         f"{tries} after the kill")
     published = api.xcom(etl, run_id, "publish")
+    gx = published.get("timings", {}).get("gx_import_s")
+    if gx != 0.0:
+        raise SystemExit(f"build imported Great Expectations itself ({gx} s): the default worker "
+                         "did not preload it (its AIRFLOW__CELERY__EXTRA_CELERY_CONFIG imports)")
+    say("build found Great Expectations loaded: the default worker preloads it (0.0 s import)")
     train_run = api.wait_asset_triggered(train, 120)
     say(f"the Asset event started {train} (run {train_run})")
     api.wait_success(train, train_run, WAIT_TRAIN_S)

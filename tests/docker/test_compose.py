@@ -8,6 +8,7 @@ Airflow setting the file sets is a real option of the installed Airflow and Cele
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -108,8 +109,27 @@ def test_celery_postgres_redis_wiring() -> None:
     assert env["AIRFLOW__CORE__DAGS_FOLDER"] == "/opt/flightpipe/dags"
     assert env["STORAGE_EMULATOR_HOST"] == "http://gcs-emulator:9023"
     assert env["PIPELINE_STORAGE_ROOT"].startswith("gs://")
-    for name in AIRFLOW:  # every component shares one configuration
-        assert env_of(name) == env_of("airflow-scheduler"), name
+    # every component shares one configuration; the default worker adds only its preload
+    preload = "AIRFLOW__CELERY__EXTRA_CELERY_CONFIG"
+    for name in AIRFLOW:
+        own = {k: v for k, v in env_of(name).items() if name != "airflow-worker" or k != preload}
+        shared = {k: v for k, v in env_of("airflow-scheduler").items()
+                  if name != "airflow-worker" or k != preload}
+        assert own == shared, name
+
+
+def test_the_workers_that_validate_preload_great_expectations() -> None:
+    """The default Celery worker and the Dask workers import GX once at start, every task
+    they run finds it loaded; the GPU worker, which never validates, does not."""
+
+    def imports(service: str) -> list[str]:
+        return json.loads(env_of(service)["AIRFLOW__CELERY__EXTRA_CELERY_CONFIG"]).get("imports", [])
+
+    assert imports("airflow-worker") == ["etl.validation.gx"]
+    assert imports("airflow-worker-gpu") == [] and imports("airflow-scheduler") == []
+    cmd = command("dask-worker")
+    assert cmd[cmd.index("--preload") + 1] == "etl.validation.gx"
+    assert importlib.util.find_spec("etl.validation.gx") is not None
 
 
 @pytest.mark.parametrize("service", LONG_RUNNING)
