@@ -64,14 +64,14 @@ def _fixed_overhead(results: dict[str, Any], work: Path) -> None:
     log.info("fixed overhead: etl run, then build and publish as tasks, one-day window")
     fixed = measure.etl_cli(_fresh_root(work, "day-cli", days=DAY), DAY_END, DAY_START)
     results["etl_fixed_run"] = fixed
-    tasks = overhead.task_overheads(_fresh_root(work, "day-tasks", days=DAY), DAY_END,
+    tasks = overhead.task_overheads(lambda name: _fresh_root(work, name, days=DAY), DAY_END,
                                     DAY_START)
     # Great Expectations is imported on first use, inside the run's build_s: each run records
     # that import's seconds and the figure counts them as overhead (bench.measure.etl_cli)
     results["etl_fixed_overhead_s"] = fixed["fixed_overhead_s"]
     results["etl_tasks"] = tasks
     results["etl_task_fixed_overhead_s"] = tasks["max_overhead_s"]
-    for name in ("day-cli", "day-tasks"):
+    for name in ("day-cli", "day-tasks", "day-forked"):
         shutil.rmtree(work / name, ignore_errors=True)
 
 
