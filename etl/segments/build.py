@@ -70,9 +70,7 @@ class BuildContext:
     spec: Spec
     label_schema: dict[str, Any]
     schema: dict[str, Any]  # the manifest's schema (features + resolved label)
-    suite_name: str
-    row_configs: tuple[dict, ...]
-    kinds: dict[str, str]
+    rows: RowChecks  # the suite's row-level checks, each column's parse kind, the key
     metric_keys: tuple
     metric_columns: tuple[str, ...]
     key_columns: tuple[str, ...]
@@ -163,13 +161,12 @@ def _check_rows(rows: list[WindowRows], ctx: BuildContext,
         if len(found.misfiled):
             write_parquet(found.misfiled.assign(**{REASON_COLUMN: found.reasons,
                                                    QUARANTINE_NUMBER_COLUMN: 0}), uri, MISFILED)
-    checks = RowChecks(ctx.suite_name, tuple(ctx.row_configs), ctx.kinds, tuple(ctx.spec.key))
     out = []
-    for found, rows_checked in zip(rows, check_rows([r.rows for r in rows], checks,
+    for found, rows_checked in zip(rows, check_rows([r.rows for r in rows], ctx.rows,
                                                     quarantine_uris)):
         valid, report = rows_checked.valid.reset_index(drop=True), rows_checked.report
         typed = typed_frame(valid[list(ctx.metric_columns)],
-                            {c: ctx.kinds[c] for c in ctx.metric_columns})
+                            {c: ctx.rows.kinds[c] for c in ctx.metric_columns})
         partials = metric_partials_by_group(typed, np.zeros(len(typed), dtype=np.int64), 1,
                                             ctx.metric_keys)[0]
         out.append(Checked(valid, report, len(found.misfiled), partials,

@@ -147,12 +147,14 @@ def _context(spec: Spec, inputs: RunInputs, label_schema: dict[str, Any],
     """What every segment build of the run is given."""
     from etl.segments.build import BuildContext
     from etl.segments.compose import manifest_schema
+    from etl.validation import RowChecks
 
     return BuildContext(
         spec=spec, label_schema=label_schema,
         schema=manifest_schema(spec, {"label_schema": label_schema}),
-        suite_name=inputs.suite.name, row_configs=tuple(inputs.suite.row),
-        kinds=inputs.kinds, metric_keys=inputs.checks.keys,
+        rows=RowChecks(inputs.suite.name, tuple(inputs.suite.row), inputs.kinds,
+                       tuple(spec.key)),
+        metric_keys=inputs.checks.keys,
         metric_columns=inputs.checks.columns, key_columns=inputs.checks.key_columns,
         write=request.write, run_id=request.run_id, material={"spec": inputs.spec_digest})
 
