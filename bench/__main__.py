@@ -57,7 +57,21 @@ def _scale(results: dict[str, Any], work: Path, scale: int,
     root, run = measure.etl_vs_floor(work, scale, days, _interval(days))
     results["etl_scaling"][key] = run
     results["etl_peak_rss_mb"][key] = run["etl"]["peak_rss_mb"]
+    if scale == 1:  # a small run computes in one process; the larger ones on a LocalCluster
+        results["etl_1x_on_a_cluster"] = _one_x_on_a_cluster(work, days)
     return root, run["etl"]
+
+
+def _one_x_on_a_cluster(work: Path, days: tuple[str, str] | None) -> dict[str, Any]:
+    """The 1x run again with a LocalCluster forced (``PIPELINE_IN_PROCESS_BYTES=0``): memory
+    compared like with like with the larger scales, which start one (``etl.cluster``)."""
+    log.info("ETL at 1x on a LocalCluster (memory like with like)")
+    root = _fresh_root(work, "1x-cluster", 1, days)
+    interval = _interval(days)
+    run = measure.etl_cli(root, interval["interval_end"], interval["interval_start"],
+                          env={**os.environ, "PIPELINE_IN_PROCESS_BYTES": "0"})
+    shutil.rmtree(work / "1x-cluster", ignore_errors=True)
+    return {k: run[k] for k in ("rows", "wall_s", "cpu_s", "peak_rss_mb", "peak_pss_mb")}
 
 
 def _fixed_overhead(results: dict[str, Any], work: Path) -> None:

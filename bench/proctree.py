@@ -1,5 +1,6 @@
 """Run a command as a child and measure it from outside: wall time, CPU of its whole process
-tree, and the peak of the tree's summed RSS.
+tree, and the peaks of the tree's summed RSS and PSS (where the OS reports it: a page shared by
+n processes, e.g. forked workers' libraries, counts 1/n in each, so the sum counts it once).
 
 Measuring from the parent counts what an operator pays: interpreter start-up, imports, Dask
 workers, Beam or Ray workers. CPU seconds are the larger of (a) the last sample of every
@@ -30,15 +31,17 @@ class ChildRun:
     wall_s: float
     cpu_s: float
     peak_rss_mb: float
+    peak_pss_mb: float | None = None  # proportional: a page shared by n processes counts 1/n
 
     def figures(self) -> dict[str, float]:
-        return {"wall_s": self.wall_s, "cpu_s": self.cpu_s, "peak_rss_mb": self.peak_rss_mb}
+        return {"wall_s": self.wall_s, "cpu_s": self.cpu_s, "peak_rss_mb": self.peak_rss_mb,
+                "peak_pss_mb": self.peak_pss_mb}
 
 
 class _TreeSampler:
     def __init__(self, pid: int, interval_s: float) -> None:
         self.root, self.interval_s = psutil.Process(pid), interval_s
-        self.peak, self.cpu = 0, {}
+        self.peak, self.peak_pss, self.cpu = 0, 0, {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -47,15 +50,16 @@ class _TreeSampler:
             procs = [self.root, *self.root.children(recursive=True)]
         except psutil.Error:
             return
-        total = 0
+        total = pss = 0
         for proc in procs:
             try:
                 with proc.oneshot():
                     total += proc.memory_info().rss
                     self.cpu[(proc.pid, proc.create_time())] = sum(proc.cpu_times()[:2])
+                pss += getattr(proc.memory_full_info(), "pss", 0)
             except psutil.Error:
                 continue
-        self.peak = max(self.peak, total)
+        self.peak, self.peak_pss = max(self.peak, total), max(self.peak_pss, pss)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -92,7 +96,8 @@ def run_child(cmd: list[str], *, cwd: str | os.PathLike | None = None,
             err += f"\n[bench] killed after {timeout_s} s"
     wall = time.perf_counter() - t0
     cpu = max(sum(sampler.cpu.values()), _children_cpu() - cpu0)
-    return ChildRun(proc.returncode, out, err, wall, cpu, sampler.peak / 2**20)
+    return ChildRun(proc.returncode, out, err, wall, cpu, sampler.peak / 2**20,
+                    sampler.peak_pss / 2**20 if sampler.peak_pss else None)
 
 
 def run_checked(cmd: list[str], **kwargs: Any) -> ChildRun:

@@ -57,6 +57,23 @@ def _rss_growth(r: dict[str, Any]) -> float | None:
     return _ratio(rss[largest], rss.get("1x"))
 
 
+def _memory_rows(r: dict[str, Any]) -> list[str]:
+    """Peak RSS and PSS per scale, and the 1x run forced onto a LocalCluster: the larger
+    scales start one, the 1x run does not, so that run is memory's like-with-like reference."""
+    cluster = r.get("etl_1x_on_a_cluster")
+    runs = sorted(r.get("etl_scaling", {}).items(), key=lambda kv: int(kv[0][:-1]))
+    if not runs or not cluster:
+        return []
+    figures = [f"{scale} {_num(run['etl'].get('peak_rss_mb'))} / "
+               f"{_num(run['etl'].get('peak_pss_mb'))}" for scale, run in runs]
+    largest = runs[-1][1]["etl"]
+    return [(f"| peak memory, RSS / PSS MiB | {', '.join(figures)} | 1x on a LocalCluster "
+             f"{_num(cluster.get('peak_rss_mb'))} / {_num(cluster.get('peak_pss_mb'))} | "
+             f"{runs[-1][0]} vs it: RSS "
+             f"{_num(_ratio(largest.get('peak_rss_mb'), cluster.get('peak_rss_mb')), '.2f')}x, "
+             f"PSS {_num(_ratio(largest.get('peak_pss_mb'), cluster.get('peak_pss_mb')), '.2f')}x |")]
+
+
 def _night_growth(r: dict[str, Any]) -> float | None:
     """Objects written by the late night minus the early one, the larger over both datasets
     (``objects_per_nightly_run`` keys ``<dataset>_day_<N>``): 0 when history costs nothing."""
@@ -242,7 +259,7 @@ def table(r: dict[str, Any]) -> str:
     lines = [(f"Machine: {m['cores']} cores, {m['memory_gb']} GiB, GPU: {gpu}{load}, "
              f"measured {when}; scales run: {', '.join(r.get('etl_scaling', {})) or 'none'}"),
              "", "| figure | value | beside it | ratio |", "| --- | --- | --- | --- |"]
-    lines += _scale_rows(r) + _peer_rows(r)
+    lines += _scale_rows(r) + _memory_rows(r) + _peer_rows(r)
     lines.append(f"| etl run, one-day window: wall, steps, fixed overhead | "
                  f"{_num(fixed.get('wall_s'), '.2f')} s, {_num(fixed.get('steps_s'), '.2f')} s, "
                  f"{_num(r.get('etl_fixed_overhead_s'), '.2f')} s | | |")

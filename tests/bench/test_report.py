@@ -171,3 +171,16 @@ def test_a_part_not_run_is_a_miss_that_says_it_was_not_measured() -> None:
     assert "scaling, segments" in stall["not_measured"]
     table = report.table({**partial, "targets": report.check_targets(partial)})
     assert "| stall ratio <= 1.10 (issue 7) | n/a | **MISSED** (not measured) |" in table
+
+
+def test_memory_is_shown_beside_the_1x_run_on_a_cluster_when_it_was_measured() -> None:
+    assert report._memory_rows(RESULTS) == []
+    runs = {scale: {**run, "etl": {**run["etl"], "peak_pss_mb": run["etl"]["peak_rss_mb"] * 0.8}}
+            for scale, run in RESULTS["etl_scaling"].items()}
+    measured = {**RESULTS, "etl_scaling": runs,
+                "etl_1x_on_a_cluster": {"peak_rss_mb": 1280.0, "peak_pss_mb": 1000.0}}
+    [row] = report._memory_rows(measured)
+    assert "1x 1,000 / 800, 4x 1,600 / 1,280" in row
+    assert "1x on a LocalCluster 1,280 / 1,000" in row
+    assert "4x vs it: RSS 1.25x, PSS 1.28x" in row
+    assert row in report.table(measured)
