@@ -168,7 +168,9 @@ def _log_in_and_trigger(page, base: str, expect) -> None:
     page.wait_for_url(f"{base}/")
     page.goto(f"{base}/dags/etl_flights")
     page.get_by_role("button", name="Trigger").first.click()
-    dialog = page.get_by_role("dialog")
+    # the trigger form itself: the date picker's popover is a role=dialog element too, and it
+    # may still be in the page (closing) when the form is submitted
+    dialog = page.locator('[role="dialog"][data-scope="dialog"]')
     expect(dialog.get_by_text("Spec default (shards.compression)")).to_be_visible()
     dialog.get_by_test_id("datetime-input").nth(1).click()  # [0] is the logical date
     picker = page.locator('[data-scope="popover"][data-part="content"]').last

@@ -174,7 +174,7 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
     _via(monkeypatch, gcs_emulator.endpoint)
     assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
     staged = sorted(p.name for p in local.rglob("*.tfrecord*"))
-    assert staged == sorted(s["file"] for sp in ("train", "eval")
+    assert staged == sorted(s.file for sp in ("train", "eval")
                             for s in manifest.splits[sp].shards)
 
 
