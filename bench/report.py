@@ -22,7 +22,9 @@ REQUIRED_KEYS = ("etl_rows_per_s", "etl_floor_rows_per_s", "etl_fixed_overhead_s
                  "tiny_partitions_bulk_ratio", "objects_per_nightly_run", "gcs_nightly_requests",
                  "gcs_nightly_wall_s_at_30ms", "flights_bulk_oneshot_ratio",
                  "training_shard_files")
-OBJECTS_LIMIT, REQUESTS_LIMIT, REQUESTS_SPREAD = 12, 100, 0.10
+# Objects per nightly run: issue 25's 12, raised to 14 by issue 34 so that stock TFDS loads a
+# version (one dataset_info.json per new segment: 13 measured on flights).
+OBJECTS_LIMIT, REQUESTS_LIMIT, REQUESTS_SPREAD = 14, 100, 0.10
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -92,7 +94,7 @@ def _issue25_checks(r: dict[str, Any]) -> list[tuple[str, str, float | None, flo
     return [
         ("tiny partitions: bulk build vs the same rows as one file CPU <= 1.3x (issue 25)",
          "tiny_partitions_bulk_ratio", r.get("tiny_partitions_bulk_ratio"), 1.3, "<="),
-        (f"objects written per nightly run <= {OBJECTS_LIMIT} (issue 25)",
+        (f"objects written per nightly run <= {OBJECTS_LIMIT} (issues 25, 34)",
          "objects_per_nightly_run", max(objects, default=None), OBJECTS_LIMIT, "<="),
         ("objects per nightly run the same early and late (issue 25)",
          "objects_per_nightly_run: late - early", _night_growth(r), 0, "<="),
