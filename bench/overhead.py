@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench.measure import REPO
+from bench.measure import GX_IMPORT, REPO, work_s
 from bench.proctree import last_json, run_checked
 
 
@@ -63,7 +63,7 @@ while chunk := os.read(read, 1 << 16):
 _, status = os.waitpid(pid, 0)
 wall = time.monotonic() - t0
 sys.stdout.write(out.decode())
-print(json.dumps({"forked_wall_s": wall, "exit": os.waitstatus_to_exitcode(status)}))
+print(json.dumps({"forked_wall_s": wall}))
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
@@ -106,7 +106,7 @@ def task_overheads(fresh_root: Callable[[str], str], interval_end: str,
         stdout, publish = _step(["publish", "--written-uri", draft])
         out[name] = _build_figures(build, last_json(stdout).get("timings", {}))
         out.setdefault("publish", {**publish, "step_s": None, "overhead_s": publish["wall_s"]})
-    if out["build on a preloading worker"]["gx_import_s"] != 0.0:
+    if out["build on a preloading worker"][GX_IMPORT] != 0.0:
         raise RuntimeError("the forked build imported GX itself: the preload did not hold")
     out["build"]["gx_import_bare_s"] = gx_import_bare_s()
     worker = ("build on a preloading worker", "publish")
@@ -122,6 +122,5 @@ def _build_figures(build: dict[str, float], timings: dict[str, float]) -> dict[s
     """``build``'s overhead: its wall less the work it timed itself, GX's import added back
     (it happens on first use, inside ``build_s``)."""
     own = sum(timings.get(key, 0.0) for key in SEGMENT_WORK)
-    gx = timings.get("gx_import_s", 0.0)
-    return {**build, "step_s": own, "timings": timings, "gx_import_s": gx,
-            "overhead_s": build["wall_s"] - own + gx}
+    return {**build, "step_s": own, "timings": timings, "gx_import_s": timings.get(GX_IMPORT, 0.0),
+            "overhead_s": build["wall_s"] - work_s(timings, SEGMENT_WORK)}

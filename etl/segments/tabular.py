@@ -15,6 +15,7 @@ new raw partitions plus O(segments).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import replace
 from typing import Any
@@ -76,8 +77,6 @@ def _import_gx() -> float:
     """Import Great Expectations (the suite is read through it next) and return the seconds
     that took in this process, 0.0 where it was already loaded: a fixed cost of every process
     that validates, inside ``build_s``, which the bench counts as overhead, not work."""
-    import sys
-
     if "great_expectations" in sys.modules:
         return 0.0
     t0 = time.monotonic()
