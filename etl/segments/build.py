@@ -29,7 +29,6 @@ import pandas as pd
 
 from etl import storage
 from etl.provenance import code_version, iso
-from etl.segments.claim import claim, try_claim
 from etl.segments.files import PARTIALS_NPZ, write_partials
 from etl.segments.plan import SegmentTask
 from etl.sources.extract import WindowRows, group_by_size, read_window
@@ -110,7 +109,7 @@ def build_segments(tasks: list[SegmentTask], ctx: BuildContext,
     done: dict[str, SegmentMeta] = {}
     held, deferred = [], []
     for task in tasks:
-        meta, ours = try_claim(task.uri, ctx.run_id)
+        meta, ours = lease.try_claim(task.uri, ctx.run_id)
         if meta is not None:
             done[task.segment] = meta
         elif ours is not None:
@@ -119,7 +118,7 @@ def build_segments(tasks: list[SegmentTask], ctx: BuildContext,
             deferred.append(task)
     done.update(_build(held, ctx, lookups))
     for task in deferred:
-        meta, ours = claim(task.uri, ctx.run_id)
+        meta, ours = lease.claim(task.uri, ctx.run_id)
         done[task.segment] = meta if ours is None else \
             _build([(task, ours)], ctx, lookups)[task.segment]
     return [done[t.segment] for t in tasks]

@@ -25,7 +25,6 @@ import pandas as pd
 from etl import storage
 from etl.errors import PipelineError
 from etl.provenance import code_version, iso
-from etl.segments.claim import claim
 from etl.segments.files import PARTIALS_NPZ, read_partials, row_counts, write_partials
 from etl.transform import stats as stats_mod
 from etl.validation import merge_metric_partials, metric_partials_to_json, summed
@@ -101,7 +100,7 @@ def merge_segments(root: str, dataset: str, run: list[SegmentMeta], target_bytes
     same ones is waited for); verified before visible."""
     seg = merged_id(run)
     uri = segment.segment_uri(root, dataset, seg)
-    existing, held = claim(uri, run_id)
+    existing, held = lease.claim(uri, run_id)
     if existing is not None:
         return existing
     with lease.Heartbeat(held) as beat:

@@ -21,7 +21,6 @@ from typing import Any
 from etl import storage
 from etl.errors import ValidationFailed
 from etl.provenance import code_version, iso
-from etl.segments.claim import claim
 from etl.segments.plan import known_segments
 from etl.segments.request import BuildRequest, Judged, Window, new_segments
 from etl.versions import lease, segment
@@ -58,7 +57,7 @@ def build(request: BuildRequest) -> Window:
                 if k.partitions == (tuple(partition),)), None) or \
         segment.segment_id("all", {"partitions": [partition]})
     uri = segment.segment_uri(request.root, spec.name, seg)
-    meta, held = claim(uri, request.run_id)
+    meta, held = lease.claim(uri, request.run_id)
     if meta is None:
         with lease.Heartbeat(held) as beat:
             try:

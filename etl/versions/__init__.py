@@ -7,7 +7,7 @@ two runs cannot both publish one version) → LATEST advanced → lock released.
 is ever renamed, which object stores cannot do atomically. Import-light: no dask/gx/tf.
 
 This module is the public face; the code lives in ``ids`` (ids and URIs), ``lease`` (locks
-kept alive by heartbeats, dead holders broken), ``lock`` (the ``_WRITER`` lease),
+kept alive by heartbeats, dead holders broken: the ``_WRITER`` lease, a segment's lease),
 ``manifest`` (``Manifest``: read, verify), ``segment`` (``SegmentMeta``, segment ids, content
 hashes, folders) and ``catalog`` (publishing, listing, latest, LATEST, retention).
 """
@@ -40,13 +40,11 @@ from etl.versions.lease import (
     HEARTBEAT_S,
     Heartbeat,
     Lease,
-    dead_reason,
-    describe,
-)
-from etl.versions.lock import (
     WriterLock,
     acquire_writer_lock,
     current_holder,
+    dead_reason,
+    describe,
     hand_off_writer_lock,
     refresh_writer_lock,
     release_writer_lock,

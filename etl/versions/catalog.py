@@ -24,7 +24,7 @@ from etl.versions.ids import (
     split_version_uri,
     version_uri,
 )
-from etl.versions.lock import WriterLock, current_holder, release_writer_lock
+from etl.versions.lease import WriterLock, current_holder, release_writer_lock
 from etl.versions.manifest import Manifest
 
 log = logging.getLogger("etl.versions")  # the facade's name, which log configs filter on

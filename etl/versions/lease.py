@@ -1,13 +1,19 @@
-"""Leases: a lock object in storage that its holder keeps alive with heartbeats.
+"""Leases: a lock object in storage that its holder keeps alive with heartbeats, and the two
+leases the pipeline takes: a version's ``_WRITER`` and a segment's build lease.
 
-One holder at a time per lease object (a version's ``_WRITER``; segment and compaction locks
-reuse this module). The holder rewrites the body every ``heartbeat_s`` from a background
+One holder at a time per lease object. The holder rewrites the body every ``heartbeat_s`` from a background
 thread (``Heartbeat``), so it stays held through long Dask steps. A lease whose last heartbeat
 is older than its ``expiry_s``, or whose process on this host is gone, is dead: the next
 acquirer breaks it by compare-and-delete (GCS generation precondition, local ``flock``), so a
 dead holder blocks for at most ``expiry_s`` and a live one is never broken. A run may pass a
 lease to its next step (another process) with a longer ``handoff`` expiry and a payload (what
 that step needs, e.g. a version's draft) inside the same object; see docs/RELIABILITY.md.
+
+The writer lease (``acquire_writer_lock`` ... ``release_writer_lock``) adds the version rules:
+a published version cannot be locked, and a writer that lost its lease must not publish.
+A segment's lease (``try_claim``, ``claim``) is waited for instead of failing: two runs of one
+window plan the same segments, and the second uses what the first built (saying so at WARNING
+at once and every ``WAIT_LOG_EVERY_S``); a dead builder's lease expires and is broken.
 """
 
 from __future__ import annotations
@@ -18,12 +24,21 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
 from etl import storage
-from etl.errors import LeaseHeldError, LeaseLostError
+from etl.errors import (
+    LeaseHeldError,
+    LeaseLostError,
+    VersionExistsError,
+    VersionLockedError,
+)
+from etl.versions import segment
+from etl.versions.ids import MANIFEST, WRITER_LOCK
+from etl.versions.segment import SegmentMeta
 
 log = logging.getLogger("etl.versions")  # the facade's name, which log configs filter on
 
@@ -295,3 +310,121 @@ class Heartbeat:
                 continue
             with self._mutex:
                 self._lease = fresh
+
+
+# --- a version's writer lease ---------------------------------------------------------------
+
+WriterLock = Lease  # the writer lease's name for callers; ``uri`` is the ``_WRITER`` object
+# Publishing takes seconds; a hand-off with less expiry left than this is renewed first.
+PUBLISH_MARGIN_S = 120.0
+
+
+def lock_uri(version_uri: str) -> str:
+    return storage.join(version_uri, WRITER_LOCK)
+
+
+def version_of(lock: Lease) -> str:
+    """The version URI a writer lock is on."""
+    return lock.uri.rstrip("/").rsplit("/", 1)[0]
+
+
+def acquire_writer_lock(uri: str, owner: str, *, heartbeat_s: float | None = None,
+                        expiry_s: float | None = None) -> WriterLock:
+    """Become the only writer of version ``uri`` before writing its shards.
+
+    ``owner`` should be stable across retries of one task (the run id) so a retry after a
+    crash re-acquires at once; another owner's lease is broken only once it is dead.
+
+    Raises:
+        VersionExistsError: the version is already published.
+        VersionLockedError: another owner's live lease holds it.
+    """
+    manifest_uri = storage.join(uri, MANIFEST)
+    if storage.exists(manifest_uri):
+        raise VersionExistsError(uri)
+    try:
+        lock = acquire(lock_uri(uri), owner, heartbeat_s=heartbeat_s, expiry_s=expiry_s)
+    except LeaseHeldError as exc:
+        raise VersionLockedError(uri, exc.holder) from None
+    if storage.exists(manifest_uri):  # a publisher finished between our two checks
+        release(lock)
+        raise VersionExistsError(uri)
+    return lock
+
+
+def refresh_writer_lock(lock: WriterLock) -> WriterLock:
+    """Beat once by hand; VersionLockedError if the lease was taken over."""
+    try:
+        return refresh(lock)
+    except LeaseHeldError as exc:
+        raise VersionLockedError(version_of(lock), exc.holder) from None
+
+
+def hand_off_writer_lock(lock: WriterLock, draft: dict[str, Any]) -> WriterLock:
+    """Shards written: keep the lease for the publish step (maybe another process), with the
+    version's draft (its manifest to be) inside it."""
+    try:
+        return hand_off(lock, draft)
+    except LeaseHeldError as exc:
+        raise VersionLockedError(version_of(lock), exc.holder) from None
+
+
+def take_handed_off_lock(uri: str) -> WriterLock | None:
+    """The publish step takes the lease its build handed off (the draft is its ``payload``);
+    None when there is none. VersionLockedError if a builder is working under it."""
+    try:
+        return handed_off(lock_uri(uri), PUBLISH_MARGIN_S)
+    except LeaseHeldError as exc:
+        raise VersionLockedError(uri, exc.holder) from None
+
+
+def release_writer_lock(lock: WriterLock) -> bool:
+    """Drop our lease (only if it is still ours); True if it was deleted."""
+    return release(lock)
+
+
+# --- a segment's build lease ----------------------------------------------------------------
+
+SEGMENT_WAIT_S = 1800.0  # a live builder is waited for this long (a bulk segment takes minutes)
+POLL_S = 1.0
+WAIT_LOG_EVERY_S = 30.0
+
+
+def try_claim(uri: str, run_id: str) -> tuple[SegmentMeta | None, Lease | None]:
+    """(segment.json, None) if the segment exists, (None, our lease) if we may build it,
+    (None, None) while a live builder holds it."""
+    meta = segment.read_segment(uri)
+    if meta is not None:
+        return meta, None
+    try:
+        return None, acquire(storage.join(uri, segment.SEGMENT_LOCK), run_id)
+    except LeaseHeldError:
+        return None, None
+
+
+def claim(uri: str, run_id: str, wait_s: float = SEGMENT_WAIT_S
+          ) -> tuple[SegmentMeta | None, Lease | None]:
+    """Like ``try_claim``, but a live builder is waited for until it publishes the segment
+    (then ``(meta, None)``) or dies (then ``(None, our lease)``).
+
+    Raises:
+        LeaseHeldError: the builder is still alive after ``wait_s``.
+    """
+    start = time.monotonic()
+    next_log = start
+    while True:
+        meta = segment.read_segment(uri)
+        if meta is not None:
+            return meta, None
+        try:
+            return None, acquire(storage.join(uri, segment.SEGMENT_LOCK), run_id)
+        except LeaseHeldError as exc:
+            now = time.monotonic()
+            if now - start > wait_s:
+                raise
+            if now >= next_log:
+                log.warning("segment %s is being built by %s; waiting for it (%.0f of %.0f s "
+                            "waited)", uri.rstrip("/").rsplit("/", 1)[-1],
+                            describe(exc.holder or {}), now - start, wait_s)
+                next_log = now + WAIT_LOG_EVERY_S
+            time.sleep(POLL_S)

@@ -23,7 +23,6 @@ import pytest
 
 from etl import pipeline, storage, versions
 from etl.errors import ChecksumMismatchError, StorageError
-from etl.segments import claim
 from etl.storage import fs as storage_fs
 from etl.storage import retry as storage_retry
 from etl.versions import lease
@@ -200,7 +199,7 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
     assert "being built by" in waits[0].getMessage(), caplog.text  # the segment's lease
     assert len(broke) == 1 and "no heartbeat for" in broke[0].getMessage(), caplog.text
     expiry = float(SHORT_LEASE[lease.EXPIRY_ENV])
-    assert broke[0].created - killed_at <= expiry + claim.POLL_S + 5.0  # + one poll + slack
+    assert broke[0].created - killed_at <= expiry + lease.POLL_S + 5.0  # + one poll + slack
     assert versions.list_versions(landed_gcs, DATASET) == [DAY_VERSION]
     assert versions.read_manifest(vuri).run_id == "other"
     assert_one_clean_version(landed_gcs, DAY_VERSION)

@@ -23,7 +23,7 @@ import yaml
 from etl import pipeline, storage, versions
 from etl.errors import ValidationFailed
 from etl.segments import build as segment_build
-from etl.segments import claim, plan
+from etl.segments import plan
 from etl.sources.land import land
 from etl.spec import SPECS_DIR
 from etl.versions import segment
@@ -261,7 +261,7 @@ def test_a_segment_another_run_is_building_is_waited_for(landed: Path, tmp_path:
     body = storage.read_bytes(storage.join(uri, segment.SEGMENT_FILE))
     storage.delete_tree(storage.join(uri, segment.SEGMENT_FILE))
     held = lease.acquire(storage.join(uri, segment.SEGMENT_LOCK), "other-run")
-    monkeypatch.setattr(claim, "POLL_S", 0.05)
+    monkeypatch.setattr(lease, "POLL_S", 0.05)
     built = []
     monkeypatch.setattr(segment_build, "_record", lambda *a: built.append(a) or {})
 
