@@ -7,8 +7,6 @@ re-delivery or a compaction; tabular statistics are merged from the segments' pa
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +25,7 @@ from etl.versions.manifest import (
     Verdict,
     VersionSources,
 )
-from etl.versions.segment import SegmentMeta, SplitInfo
+from etl.versions.segment import SegmentMeta, SplitInfo, json_digest
 
 
 def manifest_schema(spec: Spec, stats: dict[str, Any]) -> dict[str, Any]:
@@ -57,9 +55,8 @@ def compose_splits(spec: Spec, metas: Metas) -> dict[str, SplitInfo]:
 def _fingerprint(metas: Metas) -> VersionSources:
     files = [f for _, m in metas for f in m.sources.files]
     lookups = sorted({m.sources.lookups or "" for _, m in metas} - {""})
-    digest = hashlib.sha256(json.dumps([files, lookups], sort_keys=True,
-                                       default=str).encode()).hexdigest()
-    return VersionSources.of(sha256=digest, files=files, lookups_sha256=lookups)
+    return VersionSources.of(sha256=json_digest([files, lookups]), files=files,
+                             lookups_sha256=lookups)
 
 
 def merged_statistics(spec: Spec, metas: list[SegmentMeta]) -> dict[str, Any]:

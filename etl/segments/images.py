@@ -11,7 +11,6 @@ lease like a tabular segment; ``judge`` applies the run's validation mode to wha
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import time
@@ -51,8 +50,7 @@ def build(request: BuildRequest) -> Window:
                                f"({', '.join(spec.source.extensions)})")
     material = {"dataset": spec.name, "spec": hashlib.sha256(spec.path.read_bytes()).hexdigest(),
                 "files": fingerprint["sha256"]}
-    digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
-    partition = ["all", digest]
+    partition = ["all", segment.json_digest(material)[:16]]
     seg = next((k.segment for k in known_segments(request.previous)
                 if k.partitions == (tuple(partition),)), None) or \
         segment.segment_id("all", {"partitions": [partition]})

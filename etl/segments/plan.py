@@ -20,7 +20,6 @@ The build reads the files, the lookups and the suite (``etl.segments.tabular``).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -31,6 +30,7 @@ from etl.sources.extract import RawPartition, period_end
 from etl.spec import Spec
 from etl.versions import segment
 from etl.versions.manifest import Manifest, SegmentEntry
+from etl.versions.segment import json_digest
 
 # Raw bytes one segment is built from: what one GX run validates in one Dask task, so a bulk
 # build still spreads over the workers (a year of flights is a few segments, not one).
@@ -116,7 +116,7 @@ def spec_digest(spec: Spec) -> str:
 def lookups_digest(root: str, fingerprint: dict[str, Any] | None) -> str | None:
     """The digest of the lookup files (``etl.sources.extract.fingerprint`` of them, keyed by
     their path under the root); None without joins."""
-    return _digest(_relative(root, fingerprint["files"])) if fingerprint else None
+    return json_digest(_relative(root, fingerprint["files"])) if fingerprint else None
 
 
 def window_partitions(root: str, spec: Spec, start: datetime | None, end: datetime,
@@ -138,7 +138,7 @@ def window_partitions(root: str, spec: Spec, start: datetime | None, end: dateti
         material = {**shared, "partition": label, "files": [entry],
                     "clip": None if whole else [iso(lo), iso(hi)]}
         partitions.append(RawPartition(label, info["uri"], lo, hi, span, info,
-                                       _digest(material)[:16]))
+                                       json_digest(material)[:16]))
     return partitions
 
 
@@ -205,10 +205,6 @@ def _task(root: str, spec: Spec, partitions: list[RawPartition], lookups: str | 
     files = _relative(root, [p.file for p in partitions])
     return SegmentTask(seg, segment.segment_uri(root, spec.name, seg), label, tuple(partitions),
                        {"files": files, "lookups": lookups})
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _relative(root: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,8 +8,6 @@ Values stay strings exactly as the raw files hold them (see ``etl.spec``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from etl.provenance import iso
 from etl.sources.lookups import join_lookups
 from etl.sources.read import as_frame, read_source_table, source_uri
 from etl.spec import Source, Spec
+from etl.versions.segment import json_digest
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +166,7 @@ def fingerprint(uris: list[str]) -> dict[str, Any]:
     for uri in sorted(uris):
         info = storage.stat(uri)
         files.append({"uri": uri, **{k: v for k, v in info.items() if k != "uri"}})
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True, default=str).encode()).hexdigest()
-    return {"sha256": digest, "files": files}
+    return {"sha256": json_digest(files), "files": files}
 
 
 def group_by_size(items: Iterable[T], size: Callable[[T], int], limit: int) -> list[list[T]]:

@@ -10,7 +10,6 @@ instead of an image; the stage after decides between quarantine and failure.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import logging
@@ -23,6 +22,7 @@ from etl import storage
 from etl.errors import PipelineError
 from etl.sources.land import WRITE_THREADS, LandReport, land_one
 from etl.spec.images import KEY_COLUMN, ImageSpec
+from etl.versions.segment import json_digest
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +98,7 @@ def list_images(root: str, spec: ImageSpec) -> tuple[pd.DataFrame, dict[str, Any
     entries = [{"uri": f"{base}/{rel}", "size": int(info.get("size") or 0),
                 "mtime": str(info.get("mtime") or info.get("updated") or ""),
                 "generation": str(info.get("generation") or "")} for rel, info in files.items()]
-    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
-    return frame, {"sha256": digest, "files": len(entries), "source": base}
+    return frame, {"sha256": json_digest(entries), "files": len(entries), "source": base}
 
 
 def _png_gray(pixels: np.ndarray) -> bytes:

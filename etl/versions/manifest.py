@@ -8,7 +8,6 @@ segments has no ``layout``, ``segments`` or per-split ``content_hash`` and reads
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +15,21 @@ from typing import Any
 from etl import storage
 from etl.errors import ChecksumMismatchError, IncompleteVersionError
 from etl.versions.ids import MANIFEST
-from etl.versions.jsondata import JsonObject, key, list_of, mapping_of, nested, pairs
-from etl.versions.segment import Interval, SplitInfo, folders, referenced, shard_uri
+from etl.versions.segment import (
+    HoldsSplits,
+    Interval,
+    JsonObject,
+    SplitInfo,
+    folders,
+    json_digest,
+    key,
+    list_of,
+    mapping_of,
+    nested,
+    pairs,
+    referenced,
+    shard_uri,
+)
 
 FORMAT_VERSION = 1
 VOLATILE_MANIFEST_KEYS = ("created_at", "run_id")  # differ between otherwise equal runs
@@ -80,7 +92,7 @@ class SpecFacts(JsonObject):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Manifest(JsonObject):
+class Manifest(JsonObject, HoldsSplits):
     """A version's ``manifest.json`` (docs/INTERFACES.md)."""
 
     format_version: int | None = key(int)
@@ -107,10 +119,6 @@ class Manifest(JsonObject):
         return self.validation or Verdict()
 
     @property
-    def interval(self) -> Interval:
-        return self.data_interval or Interval()
-
-    @property
     def sources(self) -> VersionSources:
         return self.source_fingerprint or VersionSources()
 
@@ -118,22 +126,6 @@ class Manifest(JsonObject):
     def composed(self) -> bool:
         """Its shards live in segment folders (``layout`` "segments")."""
         return self.layout == "segments"
-
-    @property
-    def num_examples(self) -> int:
-        return sum(info.num_examples for info in self.splits.values())
-
-    @property
-    def num_bytes(self) -> int:
-        return sum(info.num_bytes for info in self.splits.values())
-
-    @property
-    def num_shards(self) -> int:
-        return sum(len(info.shards) for info in self.splits.values())
-
-    def split(self, name: str) -> SplitInfo:
-        """The split's entry, empty if the version holds none of it."""
-        return self.splits.get(name) or SplitInfo()
 
     def referenced(self) -> set[str]:
         """The segments its shards are stored in (empty for a version with its own)."""
@@ -205,10 +197,7 @@ def manifest_sha256(
     manifest: Manifest, exclude: tuple[str, ...] = VOLATILE_MANIFEST_KEYS
 ) -> str:
     """Fingerprint of a manifest's content, ignoring per-run keys: equal data, equal hash."""
-    kept = {k: v for k, v in manifest.to_json().items() if k not in exclude}
-    return hashlib.sha256(
-        json.dumps(kept, sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()
+    return json_digest({k: v for k, v in manifest.to_json().items() if k not in exclude})
 
 
 def format_shards(manifest: Manifest) -> str:

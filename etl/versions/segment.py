@@ -13,27 +13,173 @@ new id, so a published segment is never rewritten. Import-light: no dask, GX or 
 
 ``Shard`` and ``SplitInfo`` are a split's entry in ``segment.json`` and in a version's
 ``manifest.json`` alike (``etl.versions.manifest``).
+
+Both files are frozen dataclasses read from and written back to JSON objects, key for key
+(``JsonObject``): a field is named as its JSON key; its metadata says what JSON type it
+holds and how a nested object is converted (``nested``, ``mapping_of``, ``list_of``). What a
+file held is what it gives back: ``to_json`` writes the keys the object was read with (a key
+present with ``null`` stays present, an absent one stays absent) and keys this code does not
+know (``json_extra``) too, so an old or newer file survives a read and a write. A writer
+names its keys with ``of(**fields)``: those are the keys written. A malformed file fails in
+``from_json`` naming the file and the key, and what was expected.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
 
 from etl import storage
 from etl.versions.ids import _PLAIN_NAME, MANIFEST, SEGMENTS_DIR, dataset_uri
-from etl.versions.jsondata import (
-    JsonObject,
-    key,
-    list_of,
-    mapping_of,
-    nested,
-    pairs,
-    strings,
-)
+
+_OWN = ("json_order", "json_extra")
+
+@dataclass(frozen=True)
+class Codec:
+    """How a field's JSON value becomes its Python value and back."""
+
+    load: Callable[[Any, str, str], Any]  # (value, file, key path)
+    dump: Callable[[Any], Any]
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", int: "an integer",
+             bool: "true or false", float: "a number", type(None): "null"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _named(at: str) -> str:
+    return f"key {at!r}: " if at else ""
+
+
+def _check(value: Any, kind: type | tuple[type, ...], where: str, at: str) -> Any:
+    if not isinstance(value, kind):
+        shown = repr(value)
+        raise ValueError(  # noqa: TRY004 -- a malformed file, as json's own errors are
+            f"{where}: {_named(at)}expected {_kind_name(kind)}, got "
+            f"{shown[:60] + '...' if len(shown) > 60 else shown}")
+    return value
+
+
+def nested(cls: type[JsonObject]) -> Codec:
+    return Codec(lambda v, where, at: cls.from_json(v, where, at), lambda v: v.to_json())
+
+
+def mapping_of(cls: type[JsonObject]) -> Codec:
+    """A JSON object of ``cls`` objects by name (splits by split name)."""
+    def load(value: Any, where: str, at: str) -> dict[str, Any]:
+        return {k: cls.from_json(v, where, f"{at}.{k}")
+                for k, v in _check(value, dict, where, at).items()}
+    return Codec(load, lambda v: {k: x.to_json() for k, x in v.items()})
+
+
+def list_of(cls: type[JsonObject]) -> Codec:
+    """A JSON array of ``cls`` objects, held as a tuple."""
+    def load(value: Any, where: str, at: str) -> tuple[Any, ...]:
+        return tuple(cls.from_json(v, where, f"{at}[{i}]")
+                     for i, v in enumerate(_check(value, list, where, at)))
+    return Codec(load, lambda v: [x.to_json() for x in v])
+
+
+def strings() -> Codec:
+    """A JSON array of strings, held as a tuple."""
+    def load(value: Any, where: str, at: str) -> tuple[str, ...]:
+        items = _check(value, list, where, at)
+        for i, item in enumerate(items):
+            _check(item, str, where, f"{at}[{i}]")
+        return tuple(items)
+    return Codec(load, list)
+
+
+def pairs() -> Codec:
+    """A JSON array of arrays (a segment's partitions: ``[key, digest]`` each), held as
+    tuples; an item that is no array is kept as it is (``etl.versions.diff`` compares it)."""
+    def load(value: Any, where: str, at: str) -> tuple[Any, ...]:
+        return tuple(tuple(p) if isinstance(p, list) else p
+                     for p in _check(value, list, where, at))
+    return Codec(load, lambda v: [list(p) if isinstance(p, tuple) else p for p in v])
+
+
+def key(kind: type | tuple[type, ...] = object, codec: Codec | None = None, *,
+        required: bool = False, default: Any = None) -> Any:
+    """A field held under its own name as a JSON key: ``required`` ones must be present
+    (and not null); others default to ``default`` when absent (``{}``: a new empty dict)."""
+    meta = {"kind": kind, "codec": codec, "required": required}
+    if required:
+        return field(metadata=meta)
+    if default == {}:
+        return field(default_factory=dict, metadata=meta)
+    if isinstance(default, (list, dict)):
+        raise TypeError("a mutable default would be shared: use a tuple")
+    return field(default=default, metadata=meta)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonObject:
+    """Base of the typed JSON objects: ``json_order`` holds the keys as read (or as a writer
+    named them with ``of``), ``json_extra`` the keys this code does not know (and a null read
+    where a field has an empty default, so that it is written back as null)."""
+
+    json_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    json_extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def _keys(cls) -> list[dataclasses.Field]:
+        return [f for f in dataclasses.fields(cls) if f.name not in _OWN]
+
+    @classmethod
+    def of(cls, **values: Any) -> Self:
+        """An object a writer makes: exactly the keys given are written, in that order."""
+        return cls(json_order=tuple(values), **values)
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str, at: str = "") -> Self:
+        """``where``: the file named by any error; ``at``: the key path of ``obj`` in it."""
+        _check(obj, dict, where, at)
+        values, nulls = {}, {}
+        for f in cls._keys():
+            path = f"{at}.{f.name}" if at else f.name
+            if f.name not in obj or obj[f.name] is None:
+                if f.metadata["required"]:
+                    raise ValueError(f"{where}: {_named(path)}expected "
+                                     f"{_kind_name(f.metadata['kind'])}, the key is "
+                                     f"{'null' if f.name in obj else 'missing'}")
+                if f.name in obj and _default(f) is not None:
+                    nulls[f.name] = None  # read as its default, written back as null
+                continue
+            value = _check(obj[f.name], f.metadata["kind"], where, path)
+            codec = f.metadata["codec"]
+            values[f.name] = codec.load(value, where, path) if codec else value
+        known = {f.name for f in cls._keys()}
+        return cls(json_order=tuple(obj), json_extra={
+            **{k: v for k, v in obj.items() if k not in known}, **nulls}, **values)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object: the keys read or named, then any field set since, then extras."""
+        fields = {f.name: f for f in self._keys()}
+        order = list(self.json_order) or [n for n in fields if getattr(self, n) is not None]
+        order += [n for n, f in fields.items() if n not in order
+                  and getattr(self, n) != _default(f) and getattr(self, n) is not None]
+        order += [k for k in self.json_extra if k not in order]
+        out: dict[str, Any] = {}
+        for name in order:
+            if name not in fields or (name in self.json_extra
+                                      and getattr(self, name) == _default(fields[name])):
+                out[name] = self.json_extra[name]
+                continue
+            value, codec = getattr(self, name), fields[name].metadata["codec"]
+            out[name] = codec.dump(value) if codec is not None and value is not None else value
+        return out
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,8 +246,36 @@ class Interval(JsonObject):
     end: str | None = key(str)
 
 
+class HoldsSplits:
+    """What a version's manifest and a segment's ``segment.json`` both answer from their
+    ``splits`` and ``data_interval`` (the fields of both dataclasses)."""
+
+    splits: Mapping[str, SplitInfo]
+    data_interval: Interval | None
+
+    @property
+    def interval(self) -> Interval:
+        return self.data_interval or Interval()
+
+    @property
+    def num_examples(self) -> int:
+        return sum(info.num_examples for info in self.splits.values())
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(info.num_bytes for info in self.splits.values())
+
+    @property
+    def num_shards(self) -> int:
+        return sum(len(info.shards) for info in self.splits.values())
+
+    def split(self, name: str) -> SplitInfo:
+        """The split's entry, empty if it holds none of that split."""
+        return self.splits.get(name) or SplitInfo()
+
+
 @dataclass(frozen=True, kw_only=True)
-class SegmentMeta(JsonObject):
+class SegmentMeta(JsonObject, HoldsSplits):
     """A segment's ``segment.json``. ``format_version`` 1 (before ``dataset_info.json``) and
     2 read alike; a segment built by compaction has a ``level`` and ``compacted_from``."""
 
@@ -133,24 +307,8 @@ class SegmentMeta(JsonObject):
         return self.validation or SegmentChecks()
 
     @property
-    def interval(self) -> Interval:
-        return self.data_interval or Interval()
-
-    @property
     def sources(self) -> SourceFiles:
         return self.source_fingerprint or SourceFiles()
-
-    @property
-    def num_examples(self) -> int:
-        return sum(info.num_examples for info in self.splits.values())
-
-    @property
-    def num_bytes(self) -> int:
-        return sum(info.num_bytes for info in self.splits.values())
-
-    def split(self, name: str) -> SplitInfo:
-        """The split's entry, empty if the segment holds none of it."""
-        return self.splits.get(name) or SplitInfo()
 
     @property
     def train_rows(self) -> int:
@@ -176,10 +334,15 @@ def split_info(entries: Sequence[Mapping[str, Any]], content: str) -> SplitInfo:
                               sha256=e["sha256"]) for e in entries))
 
 
+def json_digest(value: Any) -> str:
+    """sha256 (hex) of a JSON-able value, keys sorted (anything else as its ``str``): the one
+    digest of a description -- a segment's material, a partition's, a source listing."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def segment_id(partition: str, material: Mapping[str, Any]) -> str:
     """``<partition>-<16 hex>`` from a JSON-able description of what the bytes depend on."""
-    blob = json.dumps({"format": SEGMENT_FORMAT, **material}, sort_keys=True, default=str)
-    seg = f"{partition}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
+    seg = f"{partition}-{json_digest({'format': SEGMENT_FORMAT, **material})[:16]}"
     if not _PLAIN_NAME.match(seg):
         raise ValueError(f"segment id {seg!r}: the partition label must be a plain name")
     return seg
