@@ -5,7 +5,7 @@ a ``Task`` that carries every step that depends on it: the label's encoding in t
 pipeline, the model head and what the exported model returns, loss and metrics, the test
 report, the baseline a model must beat and the gate's rules and paired loss, plots and the model card's lines.
 ``training.train`` calls these and never tests the task itself; a new task is one entry in
-``TASKS``. (The ETL side, label encoding and class checks, is ``etl.transform.labels``.)
+``TASKS``. (The ETL side, label encoding and class checks, is ``etl.spec.labels``.)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A uniquely named package (Airflow puts the DAGs folder on ``sys.path``, so a gen
 could shadow another module); ``.airflowignore`` keeps the dag-processor from parsing it as
 DAG files. Import-light on purpose: stdlib, pendulum and ``airflow.sdk`` only, nothing that
 touches the metadata database, Variables or connections. The specs search path and the
-per-spec scheduling keys come from ``etl.spec.folders`` / ``etl.spec.scheduling`` (stdlib + PyYAML, nothing heavy).
+per-spec scheduling keys come from ``etl.spec.scheduling`` (stdlib + PyYAML, nothing heavy).
 """
 
 from __future__ import annotations

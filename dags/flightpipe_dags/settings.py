@@ -1,8 +1,8 @@
 """Deployment settings of the dataset DAGs: spec discovery, schedule, pools, storage, Assets.
 
 Kept import-light on purpose: the dag-processor imports this module on every parse, so it
-uses only the standard library, pendulum, ``airflow.sdk``, ``etl.spec.folders`` and
-``etl.spec.scheduling`` (the specs search path and scheduling keys; stdlib + PyYAML); the
+uses only the standard library, pendulum, ``airflow.sdk`` and ``etl.spec.scheduling`` (the
+specs search path and scheduling keys; stdlib + PyYAML); the
 pipeline code is imported inside task bodies. Nothing here touches the metadata database, Variables or
 connections.
 
@@ -24,8 +24,7 @@ from typing import Any
 import pendulum
 from airflow.sdk import Asset, CronDataIntervalTimetable, PartitionedAssetTimetable
 
-from etl.spec.folders import find_specs
-from etl.spec.scheduling import PARTITIONED, DagSettings, read_settings
+from etl.spec.scheduling import PARTITIONED, DagSettings, find_specs, read_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ETL_SCHEDULE_ENV = "PIPELINE_ETL_SCHEDULE"

@@ -108,7 +108,7 @@ class WaitForData(BaseOperator):
         """Fail now, no retries: waiting longer is the operator's call (the spec key)."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from etl.spec.folders import find_specs
+        from etl.spec.scheduling import find_specs
 
         spec = find_specs().get(self.dataset, f"the spec of {self.dataset}")
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more"

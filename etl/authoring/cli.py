@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from etl.authoring import DEFAULT_BUDGET_BYTES
-from etl.spec.folders import SPECS_PATH_ENV, search_path
+from etl.spec.scheduling import SPECS_PATH_ENV, search_path
 
 
 def add_spec_parser(sub: argparse._SubParsersAction, default_root: str) -> None:

@@ -38,7 +38,7 @@ from etl.authoring.sections import (
 )
 from etl.authoring.suite import draft_suite
 from etl.spec import DEFAULT_SHARD_BYTES, SpecError, check_name
-from etl.spec.fields import column_identifiers
+from etl.spec.model import column_identifiers
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
            ".ndjson": "jsonl", ".json": "jsonl"}

@@ -97,7 +97,7 @@ def _missing(task: Any, found: dict[str, Any]) -> bool:
 
 def _resolved_spec(request: BuildRequest) -> Any:
     """The spec with the label this version uses (classes inherited from the last version)."""
-    from etl.transform.labels import label_task
+    from etl.spec.labels import label_task
 
     spec, previous = request.spec, request.previous
     label = previous.label() if previous is not None else None
@@ -106,7 +106,7 @@ def _resolved_spec(request: BuildRequest) -> Any:
 
 
 def _classes_fixed(spec: Spec) -> bool:
-    from etl.transform.labels import label_task
+    from etl.spec.labels import label_task
 
     return label_task(spec.label).fixed(spec.label)
 
@@ -185,9 +185,9 @@ def judge(window: Window, mode: str, results_uri: str) -> Judged:
 
 def _drift(window: Window) -> dict[str, Any] | None:
     """The new segments' train statistics against the previous version's, judged by the
-    spread over comparable earlier segments (``etl.transform.drift``)."""
+    spread over comparable earlier segments (``etl.spec.drift``)."""
     from etl.segments.compose import merged_statistics
-    from etl.transform.drift import calendar_features, compare
+    from etl.spec.drift import calendar_features, compare
 
     previous = window.previous
     if previous is None or not window.new:
@@ -212,7 +212,7 @@ def _peers(window: Window, rows: int) -> list[dict[str, Any]]:
     """The statistics of each earlier segment of comparable size (at most PEER_SIZE times the
     new train rows: other nights, not a compacted month whose spread is narrower)."""
     from etl.segments.compose import merged_statistics
-    from etl.transform.drift import PEER_SIZE
+    from etl.spec.drift import PEER_SIZE
 
     new = {m.segment for m in window.new}
     return [merged_statistics(window.spec, [m]) for _, m in window.metas

@@ -17,7 +17,7 @@ from typing import Any
 from etl import storage
 from etl.sources.land import LandReport, land_one
 from etl.spec import Spec
-from etl.spec.fields import SpecError, reject_unknown
+from etl.spec.model import SpecError, reject_unknown
 
 _OPTIONS = ("from", "loader", "options", "target", "target_names", "id_column")
 

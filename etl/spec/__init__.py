@@ -20,14 +20,26 @@ one parser per task: binary, multiclass, regression) and ``images`` (image specs
 
 from __future__ import annotations
 
-from etl.spec.fields import SpecError, check_name, check_relpath
 from etl.spec.load import SPECS_DIR, load_spec
-from etl.spec.model import COMPRESSIONS, DEFAULT_SHARD_BYTES, Feature, Join, Source, Spec, Split
+from etl.spec.model import (
+    COMPRESSIONS,
+    DEFAULT_SHARD_BYTES,
+    DatasetSpec,
+    Feature,
+    Join,
+    Source,
+    Spec,
+    SpecError,
+    Split,
+    check_name,
+    check_relpath,
+)
 
 __all__ = [
     "COMPRESSIONS",
     "DEFAULT_SHARD_BYTES",
     "SPECS_DIR",
+    "DatasetSpec",
     "Feature",
     "Join",
     "Source",

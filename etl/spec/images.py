@@ -16,15 +16,21 @@ from typing import Any
 
 import yaml
 
-from etl.spec.fields import SpecError, check_choice, check_name, check_relpath, get_field
 from etl.spec.load import (
     check_folder_name,
     check_settings,
     parse_shards,
     spec_path,
 )
-from etl.spec.model import DEFAULT_MIN_TRAIN_SHARDS, DEFAULT_SHARD_BYTES, Split
-from etl.spec.splits import parse_split
+from etl.spec.model import (
+    DatasetSpec,
+    SpecError,
+    check_choice,
+    check_name,
+    check_relpath,
+    get_field,
+    parse_split,
+)
 
 KIND = "images"
 LAYOUTS = ("folders", "index")
@@ -70,23 +76,16 @@ class Quarantine:
     max_fraction: float = DEFAULT_MAX_FRACTION
 
 
-@dataclass(frozen=True)
-class ImageSpec:
+@dataclass(frozen=True, kw_only=True)
+class ImageSpec(DatasetSpec):
     """A whole image dataset description; see ``etl/examples/digits/spec.yaml``."""
 
-    name: str
-    path: Path
     source: ImageSource
     label_name: str
     classes: tuple[str, ...]
     rules: ImageRules
-    split: Split
     quarantine: Quarantine
     augment: dict[str, Any]
-    shard_target_bytes: int = DEFAULT_SHARD_BYTES
-    compression: str | None = None
-    min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
-    description: str = ""
     kind: str = KIND
 
     def output_shape(self) -> list[int | None]:

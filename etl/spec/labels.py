@@ -1,15 +1,26 @@
-"""The ``label`` block of a tabular spec: one parser per task, chosen once by ``task``.
+"""A tabular spec's label: the ``label`` block, one parser per task, and what each task
+does in the ETL -- both chosen once by ``task``.
 
 A task's parser checks only the fields that task has (a regression label has no ``op``; a
 binary one no ``classes``), so a field set for the wrong task fails as an unknown field
 naming the file and the dotted path, before any data is touched.
+
+The task object (``label_task``) says how the rows' label is computed from its (typed) source
+column, how the mergeable statistics summarize it (class counts or moments), how the classes
+are resolved and checked once the whole split is known, and how the value is stored in the
+Example. The transform calls these and never tests the task itself; a new task is one entry
+in ``TASKS`` and one in ``_PARSERS``. No pandas import: the spec loader runs at DAG parse
+time, and the task functions only call methods of the columns they are given.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from etl.spec.fields import SpecError, check_choice, check_name, get_field, reject_unknown
+from etl.errors import ValidationFailed
 from etl.spec.model import (
     BINARY,
     LABEL_OPS,
@@ -18,7 +29,132 @@ from etl.spec.model import (
     MULTICLASS,
     REGRESSION,
     Label,
+    SpecError,
+    check_choice,
+    check_name,
+    get_field,
+    reject_unknown,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_OPS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le,
+        "eq": operator.eq}
+COUNTS, MOMENTS = "counts", "moments"
+_SHOWN = 5  # unknown class values named in a failure
+
+
+@dataclass(frozen=True)
+class LabelTask:
+    """The ETL stage functions of one label task.
+
+    encode(label, typed source, source column type) -> the prepared label column;
+    summary: how ``etl.transform.stats`` summarizes it (``counts`` or ``moments``);
+    resolve(label, per-split label counts, where) -> the manifest's ``schema.label`` (the
+    classes, checked against every split; raises ValidationFailed naming unknown values);
+    store(prepared label, schema.label) -> the Example column;
+    inherit(label, previous version's schema.label or None) -> the label this version uses
+    (classes not listed in the spec stay those of the first version that took them);
+    fixed(label) -> whether the stored values are known before any data is read (False for
+    classes still to be taken from the train split).
+    """
+
+    name: str
+    encode: Callable[[Label, pd.Series, str], pd.Series]
+    summary: str
+    resolve: Callable[[Label, dict[str, dict[str, int]], str], dict[str, Any]]
+    store: Callable[[pd.Series, dict[str, Any]], pd.Series]
+    inherit: Callable[[Label, dict[str, Any] | None], Label] = lambda label, previous: label
+    fixed: Callable[[Label], bool] = lambda label: True
+
+
+def _binary(label: Label, source: pd.Series, source_type: str) -> pd.Series:
+    del source_type
+    return _OPS[label.op](source, label.value).astype("int64")
+
+
+def _class_text(label: Label, source: pd.Series, source_type: str) -> pd.Series:
+    """Class values as text: an int64 source gives "3", not the float parse's "3.0"."""
+    del label
+    if source_type == "int64":
+        return source.astype("Int64").astype("str")
+    return source.astype("str")
+
+
+def _as_float(label: Label, source: pd.Series, source_type: str) -> pd.Series:
+    del label, source_type
+    return source.astype("float64")
+
+
+def _fixed_classes(label: Label, counts: dict[str, dict[str, int]], where: str) -> dict[str, Any]:
+    del counts, where
+    return label.schema()
+
+
+def _resolve_classes(label: Label, counts: dict[str, dict[str, int]],
+                     where: str) -> dict[str, Any]:
+    """The spec's classes, or the train split's vocabulary (sorted); every value must be one."""
+    names = list(label.names) or sorted(counts.get("train", {}))
+    known = set(names)
+    unknown: dict[str, list[str]] = {}
+    for split, seen in counts.items():
+        for value in sorted(set(seen) - known):
+            unknown.setdefault(value, []).append(f"{split}: {seen[value]}")
+    if unknown:
+        origin = (label.names_from or f"{where}.label.classes {names}" if label.names
+                  else f"the train split's classes {names} ({where}.label lists none)")
+        shown = "; ".join(f"{v!r} ({', '.join(n)} rows)" for v, n in list(unknown.items())[:_SHOWN])
+        raise ValidationFailed(
+            f"label {label.name!r} (column {label.source!r}): {len(unknown)} value(s) not in "
+            f"{origin}: {shown}. Nothing was published.",
+            {"unknown_classes": sorted(unknown)})
+    if len(names) < 2:
+        raise ValidationFailed(f"label {label.name!r}: the train split has {len(names)} "
+                               f"class(es) {names}; a classifier needs at least 2")
+    return {**label.schema(), "classes": len(names), "names": names}
+
+
+def _inherit_classes(label: Label, previous: dict[str, Any] | None) -> Label:
+    """Classes the spec does not list are fixed by the newest published version, so a class
+    that appears later fails the run instead of silently renumbering the classes."""
+    if label.names or not previous or not previous.get("names"):
+        return label
+    names = tuple(str(n) for n in previous["names"])
+    return replace(label, names=names, classes=len(names),
+                   names_from=f"the classes {list(names)} of the published version "
+                              f"{previous.get('version', '?')} (the spec lists none)")
+
+
+def _store_int(values: pd.Series, schema: dict[str, Any]) -> pd.Series:
+    del schema
+    return values.astype("int64")
+
+
+def _store_index(values: pd.Series, schema: dict[str, Any]) -> pd.Series:
+    index = {name: i for i, name in enumerate(schema["names"])}
+    return values.map(index).astype("int64")
+
+
+def _store_float(values: pd.Series, schema: dict[str, Any]) -> pd.Series:
+    del schema
+    return values.astype("float32")
+
+
+TASKS: dict[str, LabelTask] = {
+    BINARY: LabelTask(BINARY, _binary, COUNTS, _fixed_classes, _store_int),
+    MULTICLASS: LabelTask(MULTICLASS, _class_text, COUNTS, _resolve_classes, _store_index,
+                          _inherit_classes, lambda label: bool(label.names)),
+    REGRESSION: LabelTask(REGRESSION, _as_float, MOMENTS, _fixed_classes, _store_float),
+}
+
+
+def label_task(label: Label) -> LabelTask:
+    """The task object of a spec's label (the spec loader has checked the name)."""
+    return TASKS[label.task]
+
+
+# --- the label block -------------------------------------------------------------------------
 
 _COMMON = ("name", "source", "task", "drop_reason")
 _NUMERIC = ("int64", "float64")
@@ -47,7 +183,7 @@ def _fields(d: dict, where: str, own: tuple[str, ...], label: Label, source_type
         raise SpecError(f"{where}.source: {label.source!r} must be {needs}, is {source_type}")
 
 
-def _binary(d: dict, where: str, label: Label, source_type: str) -> Label:
+def _parse_binary(d: dict, where: str, label: Label, source_type: str) -> Label:
     _fields(d, where, ("op", "value"), label, source_type, _NUMERIC,
             "numeric for a binary comparison")
     op = check_choice(get_field(d, "op", where, str), LABEL_OPS, f"{where}.op")
@@ -55,7 +191,7 @@ def _binary(d: dict, where: str, label: Label, source_type: str) -> Label:
     return Label(**{**label.__dict__, "op": op, "value": float(value)})
 
 
-def _multiclass(d: dict, where: str, label: Label, source_type: str) -> Label:
+def _parse_multiclass(d: dict, where: str, label: Label, source_type: str) -> Label:
     _fields(d, where, ("classes",), label, source_type, _CLASS_TYPES,
             "a string or int64 column for a multiclass label")
     raw = get_field(d, "classes", where, list, [])
@@ -67,7 +203,7 @@ def _multiclass(d: dict, where: str, label: Label, source_type: str) -> Label:
     return Label(**{**label.__dict__, "names": names, "classes": len(names)})
 
 
-def _regression(d: dict, where: str, label: Label, source_type: str) -> Label:
+def _parse_regression(d: dict, where: str, label: Label, source_type: str) -> Label:
     _fields(d, where, ("transform",), label, source_type, _NUMERIC,
             "numeric (int64/float64) for a regression label")
     transform = check_choice(d.get("transform"), LABEL_TRANSFORMS, f"{where}.transform")
@@ -75,4 +211,4 @@ def _regression(d: dict, where: str, label: Label, source_type: str) -> Label:
 
 
 _PARSERS: dict[str, Callable[[dict, str, Label, str], Label]] = {
-    BINARY: _binary, MULTICLASS: _multiclass, REGRESSION: _regression}
+    BINARY: _parse_binary, MULTICLASS: _parse_multiclass, REGRESSION: _parse_regression}

@@ -14,22 +14,6 @@ from typing import Any
 import yaml
 
 from etl.spec.drift import parse_drift
-from etl.spec.fields import (
-    SpecError,
-    check_choice,
-    check_name,
-    check_relpath,
-    get_field,
-    reject_unknown,
-)
-from etl.spec.folders import (
-    DEFAULT_SPECS_DIR,
-    SPEC_FILE,
-    DuplicateSpecError,
-    SpecNotFoundError,
-    search_path,
-    spec_file,
-)
 from etl.spec.labels import parse_label
 from etl.spec.model import (
     COMPRESSIONS,
@@ -49,9 +33,27 @@ from etl.spec.model import (
     Partitioning,
     Source,
     Spec,
+    SpecError,
+    check_choice,
+    check_name,
+    check_relpath,
+    column_header,
+    column_type,
+    get_field,
+    reject_unknown,
+    tabular_split,
 )
-from etl.spec.scheduling import SETTINGS_KEYS, SpecSettingsError, parse_settings
-from etl.spec.splits import column_header, column_type, tabular_split
+from etl.spec.scheduling import (
+    DEFAULT_SPECS_DIR,
+    SETTINGS_KEYS,
+    SPEC_FILE,
+    DuplicateSpecError,
+    SpecNotFoundError,
+    SpecSettingsError,
+    parse_settings,
+    search_path,
+    spec_file,
+)
 
 SPECS_DIR = DEFAULT_SPECS_DIR  # etl/examples: the default of $PIPELINE_SPECS_PATH
 _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -60,7 +62,7 @@ _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 def spec_path(name_or_path: str | Path) -> Path:
     """Resolve a dataset name (``flights``, found on the specs search path) or a spec.yaml path.
 
-    The search rule lives in ``etl.spec.folders`` so the DAG files list the same specs.
+    The search rule lives in ``etl.spec.scheduling`` so the DAG files list the same specs.
     """
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")):

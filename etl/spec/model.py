@@ -1,17 +1,48 @@
-"""What a tabular dataset spec says, as frozen dataclasses, and the values its fields allow.
+"""What a dataset spec says, as frozen dataclasses, the values its fields allow, and the
+checks every field goes through.
 
-The loader (``etl.spec.load``) builds them after checking every field and cross-reference,
-so code that receives a ``Spec`` can trust it without re-validating.
+The loaders (``etl.spec.load`` for tables, ``etl.kinds.images.spec`` for images) build them
+after checking every field and cross-reference, so code that receives a ``Spec`` can trust it
+without re-validating. Every check raises ``SpecError`` naming the file and the dotted field
+path, so a typo fails before any data is touched, with a message that says where to look.
+``DatasetSpec`` is what every kind's spec has (name, file, split, shard settings): the shared
+machinery reads a spec through it. The ``split`` block and the column declarations have rules
+of their own (``parse_split``, shared by image specs; ``column_type``, ``column_header``).
+Import-light (no YAML, no pandas): the DAG files read specs at parse time.
 """
 
 from __future__ import annotations
 
+import keyword
+import re
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from etl.spec.drift import DriftSpec
-from etl.spec.fields import RESERVED_COLUMNS, RESERVED_PREFIX  # noqa: F401 (re-exported)
+from etl.errors import PipelineError
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MISSING = object()
+# Letters NFKD does not decompose into ASCII, spelled as their languages transliterate them.
+_LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe",
+                          "Œ": "OE", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th", "ð": "d"})
+# Soft keywords of every supported Python (3.12 adds ``type``), whatever runs the draft.
+_SOFT_KEYWORDS = frozenset({"match", "case", "type", "_"})
+
+
+class SpecError(PipelineError, ValueError):
+    """A spec file is malformed; the message names the file and the field."""
+
+
+# Columns the pipeline adds to its own frames (split and its hash, shard, encoded record,
+# quarantine reason and partition, missing-value bits; lookup join keys get the prefix): a data
+# column so named would be overwritten, so a spec may not use one (``source:`` reads such a
+# header under another name, and ``column_identifiers`` never drafts one).
+RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "quarantine_reason",
+                              "quarantine_partition", "_missing"})
+RESERVED_PREFIX = "__join_"
 
 DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
 # Train shards = 10 x training hosts (the lecture notes' rule), so file-level autosharding gives
@@ -135,6 +166,35 @@ class Feature:
     fill: str | float | int | None = None
 
 
+DRIFT_LIMITS = ("mean_shift", "psi", "null_share")
+
+
+@dataclass(frozen=True)
+class DriftLimits:
+    """When a statistic of new data counts as drifted (see ``etl.spec.drift``).
+
+    ``mean_shift``: |mean_new - mean_old| in old standard deviations; ``psi``: the population
+    stability index of a categorical's value shares (< 0.1 stable, > 0.2 shifted, the usual
+    reading); ``null_share``: the rise of the share of missing values (0.1 = 10 points).
+    """
+
+    mean_shift: float = 0.5
+    psi: float = 0.2
+    null_share: float = 0.1
+    calendar: bool = False  # a function of the event time: excluded from the nightly test
+
+
+@dataclass(frozen=True)
+class DriftSpec:
+    """The default limits and each named feature's own."""
+
+    default: DriftLimits = DriftLimits()
+    features: dict[str, DriftLimits] = field(default_factory=dict)
+
+    def limits(self, feature: str) -> DriftLimits:
+        return self.features.get(feature, self.default)
+
+
 SPLIT_BY = ("key", "row")
 
 
@@ -155,12 +215,28 @@ class Split:
     stratify: bool = False
 
 
-@dataclass(frozen=True)
-class Spec:
-    """A whole dataset description, validated; see ``etl/examples/flights/spec.yaml``."""
+@dataclass(frozen=True, kw_only=True)
+class DatasetSpec:
+    """What every kind's spec has, and all the shared machinery (planning, compose, the
+    chain) reads of one: its name and file, the split rule and the shard settings."""
 
     name: str
     path: Path
+    split: Split
+    shard_target_bytes: int = DEFAULT_SHARD_BYTES
+    compression: str | None = None
+    min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
+    description: str = ""
+
+    def manifest_schema(self) -> dict[str, Any]:
+        """The ``schema`` block of manifest.json (docs/INTERFACES.md)."""
+        raise NotImplementedError(f"{type(self).__name__} describes no manifest schema")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spec(DatasetSpec):
+    """A whole tabular dataset description, validated; see ``etl/examples/flights/spec.yaml``."""
+
     primary: str
     sources: dict[str, Source]
     joins: tuple[Join, ...]
@@ -168,12 +244,7 @@ class Spec:
     label: Label
     features: tuple[Feature, ...]
     exclude: tuple[str, ...]
-    split: Split
     expectations: Path
-    shard_target_bytes: int = DEFAULT_SHARD_BYTES
-    compression: str | None = None
-    min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
-    description: str = ""
     upstream: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides
     drift: DriftSpec = field(default_factory=DriftSpec)  # limits of the drift report
@@ -207,3 +278,164 @@ class Spec:
             schema["training"] = {k: list(v) if isinstance(v, tuple) else v
                                   for k, v in self.training.items()}
         return schema
+
+
+# --- field checks ----------------------------------------------------------------------------
+
+def check_name(value: Any, where: str) -> str:
+    """A column or source name: an identifier, since it becomes a feature key and a path part."""
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise SpecError(f"{where}: expected an identifier like 'arr_delay', got {value!r}")
+    return value
+
+
+def column_identifiers(headers: Sequence[str]) -> dict[str, str]:
+    """Each source header's identifier: what every stage after the read names the column.
+
+    Upstream exports name columns freely (``Ship Mode``, ``Sub-Category``, ``2nd``, ``Größe``,
+    ``class``); features, Example keys and Keras inputs need identifiers. Lowercase ASCII
+    snake_case (accents stripped), ``c_`` before a leading digit, ``column_<n>`` (1-based) for
+    a name with nothing left, ``_`` after a Python keyword (a Keras input named ``class``
+    breaks the SavedModel's signature) or a column the pipeline adds itself
+    (``quarantine_reason``), and ``_2``, ``_3``... in header order for names that
+    collide (``Price`` and ``price``), so the mapping is deterministic and one-to-one.
+    """
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for n, header in enumerate(headers, start=1):
+        if header in out:  # a repeated header names one column
+            continue
+        text = unicodedata.normalize("NFKD", str(header).translate(_LETTERS))
+        ascii_text = text.encode("ascii", "ignore").decode()
+        base = re.sub(r"[^a-z0-9]+", "_", ascii_text.lower()).strip("_") or f"column_{n}"
+        if base[0].isdigit():
+            base = f"c_{base}"
+        if keyword.iskeyword(base) or base in _SOFT_KEYWORDS or base in RESERVED_COLUMNS:
+            base = f"{base}_"
+        name, i = base, 1
+        while name in taken:
+            i += 1
+            name = f"{base}_{i}"
+        out[header] = check_name(name, f"column {header!r}")
+        taken.add(name)
+    return out
+
+
+def get_field(d: dict, key: str, where: str, types: type | tuple, default: Any = _MISSING) -> Any:
+    """One field of a mapping, type-checked, with the dotted field path in the error."""
+    if key not in d or d[key] is None and default is not _MISSING:
+        if default is _MISSING:
+            raise SpecError(f"{where}.{key}: required field is missing")
+        return default
+    value = d[key]
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in _astuple(types):
+        names = "/".join(t.__name__ for t in _astuple(types))
+        raise SpecError(f"{where}.{key}: expected {names}, got {value!r}")
+    return value
+
+
+def _astuple(types: type | tuple) -> tuple:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def reject_unknown(d: dict, allowed: tuple[str, ...], where: str) -> None:
+    """Unknown fields are typos (``join:`` for ``joins:``) that would silently do nothing."""
+    for key in d:
+        if key not in allowed:
+            raise SpecError(f"{where}.{key}: unknown field; expected one of {list(allowed)}")
+
+
+def check_choice(value: Any, allowed: tuple, where: str) -> Any:
+    """``value`` if it is one of ``allowed``; the error lists what is."""
+    if value not in allowed:
+        raise SpecError(f"{where}: expected one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def check_relpath(value: str, where: str) -> str:
+    """A path or URI from a spec: absolute URIs allowed, relative ones may not climb out."""
+    if "://" not in value and (value.startswith("/") or ".." in Path(value).parts):
+        raise SpecError(f"{where}: expected a path inside the root (no '..', not absolute), "
+                        f"got {value!r}")
+    return value
+
+
+# --- the split block and column declarations ------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_split(d: dict, where: str, columns: dict[str, str] | None = None) -> Split:
+    """The ``split`` block; image specs share it (``columns`` None: fractions and salt only),
+    so one rule splits every dataset."""
+    extra = ("by", "group_by", "stratify") if columns is not None else ()
+    reject_unknown(d, ("fractions", "salt", *extra), where)
+    fracs = get_field(d, "fractions", where, dict)
+    items = tuple((check_name(k, f"{where}.fractions"), v) for k, v in fracs.items())
+    if not items or any(not _is_number(v) or not 0 < v <= 1 for _, v in items):
+        raise SpecError(f"{where}.fractions: expected split names with fractions in (0, 1], "
+                        f"got {fracs!r}")
+    if abs(sum(v for _, v in items) - 1.0) > 1e-9:
+        raise SpecError(f"{where}.fractions: must sum to 1, got {sum(v for _, v in items)}")
+    if "train" not in fracs:
+        raise SpecError(f"{where}.fractions: a 'train' split is required (statistics use it)")
+    return Split(fractions=tuple((k, float(v)) for k, v in items),
+                 salt=str(get_field(d, "salt", where, (str, int), "")),
+                 **(_split_identity(d, where, columns) if columns is not None else {}))
+
+
+def _split_identity(d: dict, where: str, columns: dict[str, str]) -> dict[str, Any]:
+    """``by`` (key or row), ``group_by`` (primary-source columns) and ``stratify``."""
+    by = check_choice(get_field(d, "by", where, str, "key"), SPLIT_BY, f"{where}.by")
+    group_by = tuple(get_field(d, "group_by", where, list, []))
+    for col in group_by:
+        if col not in columns:
+            raise SpecError(f"{where}.group_by: {col!r} is not a column of the primary source")
+    stratify = get_field(d, "stratify", where, bool, False)
+    if group_by and stratify:
+        raise SpecError(f"{where}: group_by keeps each group in one split, so its classes cannot "
+                        f"also be stratified; drop stratify or group_by")
+    return {"by": by, "group_by": group_by, "stratify": stratify}
+
+
+def tabular_split(raw: dict, w: str, columns: dict[str, str], task: str) -> Split:
+    split = parse_split(get_field(raw, "split", w, dict), f"{w}.split", columns)
+    if split.stratify and task == REGRESSION:
+        raise SpecError(f"{w}.split.stratify: a regression label has no classes to stratify by")
+    return split
+
+
+def column_type(decl: Any, where: str) -> tuple[str, str | None]:
+    """A column's type, ``int64`` or ``{type: timestamp, format: "%Y/%m/%d"}`` (strftime codes,
+    ``epoch_s`` or ``epoch_ms``); the format only for timestamps. The mapping form may also
+    name the file's header (``source:``, see ``column_header``)."""
+    if not isinstance(decl, dict):
+        return check_choice(decl, COLUMN_TYPES, where), None
+    reject_unknown(decl, ("type", "format", "source"), where)
+    kind = check_choice(decl.get("type"), COLUMN_TYPES, f"{where}.type")
+    fmt = get_field(decl, "format", where, str, None)
+    if fmt is not None and kind != "timestamp":
+        raise SpecError(f"{where}.format: only a timestamp column takes a format, this is {kind!r}")
+    if fmt is not None and fmt not in TIME_FORMATS and "%" not in fmt:
+        raise SpecError(f"{where}.format: expected strftime codes like '%Y/%m/%d' or one of "
+                        f"{list(TIME_FORMATS)}, got {fmt!r}")
+    return kind, fmt
+
+
+def column_header(decl: Any, column: str, where: str) -> str:
+    """The header the raw file holds for ``column``: ``source:`` if given (any non-empty text,
+    kept exactly: spaces, dots, case), else the column's own name.
+
+    The key is the identifier every later stage uses; ``source`` is whatever the upstream
+    export calls it, which a user cannot rename.
+    """
+    if not isinstance(decl, dict) or decl.get("source") is None:
+        return column
+    header = decl["source"]
+    if not isinstance(header, str) or not header:
+        hint = f"; quote it: source: \"{header}\"" if isinstance(header, (int, float)) else ""
+        raise SpecError(f"{where}.source: expected the column's header in the file (a "
+                        f"non-empty string), got {header!r}{hint}")
+    return header

@@ -1,12 +1,20 @@
-"""Per-spec scheduling and training settings: the keys the DAG files read at parse time.
+"""What the DAG files read at parse time, and nothing heavier: which specs there are (the search
+path) and how each asks Airflow to run it (its scheduling and training keys).
 
-A spec may say how Airflow runs its dataset: ``schedule`` (a cron, ``none`` for manual
-runs only, or ``partitioned``: a run per raw partition announced as an Asset event), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
+The search path: ``PIPELINE_SPECS_PATH`` names one or more folders separated by
+``os.pathsep`` (``:`` on Linux); unset or empty means the repository's examples
+(``etl/examples``). Each folder holds one sub-folder per dataset, named like the dataset,
+with its ``spec.yaml`` (and the files it refers to, such as the GX suite, beside it). A
+dataset name found in two folders is an error naming both files: silently preferring one
+would train on a spec nobody is looking at.
+
+The settings: a spec may say how Airflow runs its dataset: ``schedule`` (a cron, ``none``
+for manual runs only, or ``partitioned``: a run per raw partition announced as an Asset
+event), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
 ``TrainConfig.with_overrides`` names, ``min_margin`` included), ``arrival`` (``{wait: 6h,
 every: 1m}``: how long a run waits for its window's late partitions, ``0`` failing at once,
-and how often it lists them meanwhile). ``incremental`` is accepted and
-ignored, with a deprecation line: every version is now built from segments. The DAG files
-parse every spec
+and how often it lists them meanwhile). ``incremental`` is accepted and ignored, with a
+deprecation line: every version is now built from segments. The DAG files parse every spec
 on every parse, so this reads the YAML once and looks at these keys only; the full spec is
 checked by ``etl.spec`` (which calls ``parse_settings`` too, so both agree on every rule).
 Errors name the file and the field, like every spec error.
@@ -15,6 +23,7 @@ Errors name the file and the field, like every spec error.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -51,6 +60,63 @@ _CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster parsing
 _DEPRECATED_SAID: set[str] = set()  # files whose `incremental` key was reported already
 log = logging.getLogger("etl.spec")
+
+SPECS_PATH_ENV = "PIPELINE_SPECS_PATH"
+SPEC_FILE = "spec.yaml"
+DEFAULT_SPECS_DIR = Path(__file__).resolve().parent.parent / "examples"  # etl/examples
+DATASET_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class SpecNotFoundError(LookupError, ValueError):
+    """No folder on the search path has a spec of that name; the message lists the folders."""
+
+
+class DuplicateSpecError(ValueError):
+    """Two folders on the search path hold a spec of the same name; both paths are named."""
+
+
+def search_path(value: str | None = None) -> list[Path]:
+    """The spec folders in search order: ``value``, else ``$PIPELINE_SPECS_PATH``, else default.
+
+    Relative folders are taken from the current directory; empty entries are ignored.
+    """
+    text = os.environ.get(SPECS_PATH_ENV, "") if value is None else value
+    folders = [Path(p).expanduser().resolve() for p in text.split(os.pathsep) if p.strip()]
+    return folders or [DEFAULT_SPECS_DIR]
+
+
+def find_specs(folders: list[Path] | None = None) -> dict[str, Path]:
+    """Every dataset on the search path: ``{name: path of its spec.yaml}``, sorted by name.
+
+    Only folder names are listed (no YAML is parsed), so this is cheap enough for every DAG
+    parse. A folder on the path that does not exist is skipped (a deployment may mount it
+    later); a name in two folders raises ``DuplicateSpecError``.
+    """
+    found: dict[str, Path] = {}
+    for folder in search_path() if folders is None else folders:
+        if not folder.is_dir():
+            continue
+        for entry in sorted(folder.iterdir()):
+            spec = entry / SPEC_FILE
+            if not (DATASET_NAME.match(entry.name) and spec.is_file()):
+                continue
+            if entry.name in found and found[entry.name] != spec:
+                raise DuplicateSpecError(
+                    f"dataset {entry.name!r} has two specs on {SPECS_PATH_ENV}: "
+                    f"{found[entry.name]} and {spec}; rename or remove one")
+            found[entry.name] = spec
+    return dict(sorted(found.items()))
+
+
+def spec_file(name: str, folders: list[Path] | None = None) -> Path:
+    """The spec.yaml of dataset ``name`` on the search path, or an error listing the folders."""
+    specs = find_specs(folders)
+    if name not in specs:
+        where = ", ".join(str(f) for f in (search_path() if folders is None else folders))
+        raise SpecNotFoundError(f"no spec named {name!r}: expected {name}/{SPEC_FILE} in one of "
+                                f"the spec folders [{where}] (set {SPECS_PATH_ENV})")
+    return specs[name]
+
 
 
 class SpecSettingsError(ValueError):

@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 
 from etl.errors import ValidationFailed
 from etl.spec import Feature, Spec
+from etl.spec.labels import label_task
 from etl.transform import stats as stats_mod
-from etl.transform.labels import label_task
 from etl.transform.split import (
     HASH_COL,
     SPLIT_COL,

@@ -19,7 +19,7 @@ from etl.authoring.columns import ColumnProfile, column_profiles, null_tokens
 from etl.authoring.profile import Origin, profile_frame
 from etl.authoring.suite import widen
 from etl.kinds import land
-from etl.spec.folders import DEFAULT_SPECS_DIR
+from etl.spec.scheduling import DEFAULT_SPECS_DIR
 
 
 def profile_column(name: str, values: pd.Series) -> ColumnProfile:

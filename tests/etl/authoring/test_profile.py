@@ -21,7 +21,7 @@ from etl.authoring.partitions import matching_files
 from etl.authoring.profile import Origin, merge, profile_frame
 from etl.authoring.scan import plan, scan
 from etl.spec import Source
-from etl.spec.folders import DEFAULT_SPECS_DIR
+from etl.spec.scheduling import DEFAULT_SPECS_DIR
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from etl.authoring.profile import Origin, profile_frame
 from etl.sources.read import SourceReadError, read_source_file
 from etl.sources.times import parse_timestamps
 from etl.spec import Source, SpecError
-from etl.spec.splits import column_type
+from etl.spec.model import column_type
 
 
 def profile_column(name: str, values: pd.Series) -> ColumnProfile:

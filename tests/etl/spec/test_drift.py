@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etl.transform.drift import compare, mean_shift, psi
+from etl.spec.drift import compare, mean_shift, psi
 
 OLD = {"num_examples": 1000, "numeric": {"distance": {"mean": 1000.0, "var": 400.0 ** 2,
                                                      "count": 1000}},
@@ -81,7 +81,7 @@ def test_a_feature_whose_values_vanish_drifts_by_its_null_share() -> None:
 
 def test_calendar_features_are_left_out_and_limits_come_from_the_spec(tmp_path) -> None:
     from etl.spec import load_spec
-    from etl.transform.drift import calendar_features
+    from etl.spec.drift import calendar_features
 
     spec = load_spec("flights")
     assert calendar_features(spec) == {"month", "day_of_week"}
