@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from etl import storage
@@ -40,7 +39,7 @@ from etl.validation import (
     RowChecks,
     RowReport,
     check_rows,
-    metric_partials_by_group,
+    metric_partials,
     metric_partials_to_json,
     typed_frame,
 )
@@ -166,8 +165,7 @@ def _check_rows(rows: list[WindowRows], ctx: BuildContext,
         valid, report = rows_checked.valid.reset_index(drop=True), rows_checked.report
         typed = typed_frame(valid[list(ctx.metric_columns)],
                             {c: ctx.rows.kinds[c] for c in ctx.metric_columns})
-        partials = metric_partials_by_group(typed, np.zeros(len(typed), dtype=np.int64), 1,
-                                            ctx.metric_keys)[0]
+        partials = metric_partials(typed, ctx.metric_keys)
         out.append(Checked(valid, report, len(found.misfiled), partials,
                            typed[list(ctx.key_columns)] if ctx.key_columns else None))
     return out

@@ -22,11 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from etl import storage
+from etl import statistics, storage
 from etl.errors import PipelineError
 from etl.provenance import code_version, iso
 from etl.segments.files import PARTIALS_NPZ, read_partials, row_counts, write_partials
-from etl.transform import stats as stats_mod
 from etl.validation import merge_metric_partials, metric_partials_to_json, summed
 from etl.versions import lease, segment
 from etl.versions.segment import (
@@ -186,7 +185,7 @@ def _merged_facts(run: list[SegmentMeta]) -> dict[str, Any]:
             dropped[reason] = dropped.get(reason, 0) + int(n)
     rows = [list(p) for p in zip(*(m.checks.row_partials for m in run))]
     return {
-        "statistics_partial": stats_mod.merge_all(m.statistics_partial for m in run),
+        "statistics_partial": statistics.merge_all(m.statistics_partial for m in run),
         "dropped_rows": dropped,
         "source_fingerprint": SourceFiles.of(
             files=tuple(f for m in run for f in m.sources.files),

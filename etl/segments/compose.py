@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from etl import statistics
 from etl.provenance import code_version
 from etl.segments.request import Metas
 from etl.spec import Spec
-from etl.transform import stats as stats_mod
 from etl.transform.tabular import finalize_partial
 from etl.versions import segment
 from etl.versions.manifest import (
@@ -62,7 +62,7 @@ def _fingerprint(metas: Metas) -> VersionSources:
 def merged_statistics(spec: Spec, metas: list[SegmentMeta]) -> dict[str, Any]:
     """The statistics of tabular segments together: their partials merged, then finalized
     (the same figures however the rows were grouped into segments)."""
-    stats = finalize_partial(stats_mod.merge_all(m.statistics_partial for m in metas), spec)
+    stats = finalize_partial(statistics.merge_all(m.statistics_partial for m in metas), spec)
     dropped: dict[str, int] = {}
     for m in metas:
         for reason, n in (m.dropped_rows or {}).items():

@@ -243,8 +243,8 @@ def _compute(fn: Any, items: list, ctx: Any, lookups: Any, dask_address: str | N
 def _learn_classes(request: BuildRequest, inputs: RunInputs) -> tuple[Any, dict[str, Any]]:
     """Classes the spec does not list and no version fixed yet: the window's train split's,
     learned by a statistics-only pass before any segment is encoded."""
+    from etl import statistics
     from etl.segments.build import probe_statistics
-    from etl.transform import stats as stats_mod
     from etl.transform import tabular
 
     spec = request.spec
@@ -252,7 +252,7 @@ def _learn_classes(request: BuildRequest, inputs: RunInputs) -> tuple[Any, dict[
     stats = _compute(probe_statistics, list(plan.tasks),
                      _context(spec, inputs, spec.label.schema(), request), inputs.lookups,
                      request.dask_address, storage.join(request.scratch_uri, "probe"))
-    schema = tabular.resolve_label(stats_mod.merge_all(stats), spec)
+    schema = tabular.resolve_label(statistics.merge_all(stats), spec)
     names = tuple(schema["names"])
     label = replace(spec.label, names=names, classes=len(names),
                     names_from=f"the train split's classes {list(names)} ({spec.path}.label "

@@ -50,7 +50,7 @@ class LabelTask:
     """The ETL stage functions of one label task.
 
     encode(label, typed source, source column type) -> the prepared label column;
-    summary: how ``etl.transform.stats`` summarizes it (``counts`` or ``moments``);
+    summary: how ``etl.statistics`` summarizes it (``counts`` or ``moments``);
     resolve(label, per-split label counts, where) -> the manifest's ``schema.label`` (the
     classes, checked against every split; raises ValidationFailed naming unknown values);
     store(prepared label, schema.label) -> the Example column;

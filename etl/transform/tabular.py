@@ -17,10 +17,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from etl import statistics
 from etl.errors import ValidationFailed
 from etl.spec import Feature, Spec
 from etl.spec.labels import label_task
-from etl.transform import stats as stats_mod
 from etl.transform.split import (
     HASH_COL,
     SPLIT_COL,
@@ -97,7 +97,7 @@ class Prepared:
     out for a null label."""
 
     rows: pd.DataFrame
-    statistics: stats_mod.StatisticsPartial
+    statistics: statistics.StatisticsPartial
     dropped: int
 
 
@@ -187,21 +187,15 @@ def _feature_names(spec: Spec) -> tuple[list[str], list[str]]:
             [f.name for f in spec.features if f.kind == "categorical"])
 
 
-def split_partial(prepared: pd.DataFrame, spec: Spec) -> stats_mod.StatisticsPartial:
+def split_partial(prepared: pd.DataFrame, spec: Spec) -> statistics.StatisticsPartial:
     """The mergeable statistics of one frame of prepared rows, per split."""
-    return split_partials(prepared, np.zeros(len(prepared), dtype=np.int64), 1, spec)[0]
-
-
-def split_partials(prepared: pd.DataFrame, groups: np.ndarray, n_groups: int,
-                   spec: Spec) -> list[stats_mod.StatisticsPartial]:
-    """``split_partial`` of each group of rows (``groups[i]``: row i's group), in one pass."""
     numeric, categorical = _feature_names(spec)
-    return stats_mod.partials(prepared, groups, n_groups, [s for s, _ in spec.split.fractions],
-                              spec.label.name, numeric, categorical, label_task(spec.label).summary,
-                              missing=(MISSING_COL, filled(spec)))
+    return statistics.partial(prepared, prepared[SPLIT_COL], [s for s, _ in spec.split.fractions],
+                              spec.label.name, numeric, categorical,
+                              label_task(spec.label).summary, missing=(MISSING_COL, filled(spec)))
 
 
-def finalize_partial(merged: stats_mod.StatisticsPartial, spec: Spec) -> dict[str, Any]:
+def finalize_partial(merged: statistics.StatisticsPartial, spec: Spec) -> dict[str, Any]:
     """The manifest's statistics (train split) from merged partials.
 
     ``label_schema`` is the manifest's ``schema.label`` with the classes resolved (raises
@@ -209,7 +203,7 @@ def finalize_partial(merged: stats_mod.StatisticsPartial, spec: Spec) -> dict[st
     are keyed by the stored value (the class index).
     """
     numeric, categorical = _feature_names(spec)
-    stats = stats_mod.finalize(merged, [s for s, _ in spec.split.fractions], numeric,
+    stats = statistics.finalize(merged, [s for s, _ in spec.split.fractions], numeric,
                                categorical)
     schema = resolve_label(merged, spec)
     if schema.get("names"):
@@ -220,7 +214,7 @@ def finalize_partial(merged: stats_mod.StatisticsPartial, spec: Spec) -> dict[st
     return stats
 
 
-def resolve_label(partial: stats_mod.StatisticsPartial, spec: Spec, where: str | None = None
+def resolve_label(partial: statistics.StatisticsPartial, spec: Spec, where: str | None = None
                   ) -> dict[str, Any]:
     """The label's schema with its classes resolved from a partial's label counts; raises
     ValidationFailed naming a class value outside the classes (``where``: the spec's path)."""

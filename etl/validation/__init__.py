@@ -23,7 +23,7 @@ from etl.validation.metrics import (
     dataset_checks,
     judge_window,
     merge_metric_partials,
-    metric_partials_by_group,
+    metric_partials,
     metric_partials_from_json,
     metric_partials_to_json,
 )
@@ -62,6 +62,6 @@ __all__ = [
     "DatasetChecks", "MetricPartials", "RowChecks", "RowCounts", "RowReport", "SplitSuite",
     "SuiteError", "ValidationSpec", "check_dataset_metrics", "check_mode", "check_rows",
     "dataset_checks", "failure_message", "finish", "judge_window", "load_suite",
-    "merge_metric_partials", "metric_partials_by_group", "metric_partials_from_json",
+    "merge_metric_partials", "metric_partials", "metric_partials_from_json",
     "metric_partials_to_json", "summed", "typed_frame",
 ]

@@ -5,7 +5,7 @@ A dataset-level expectation (row count, key uniqueness, mean, null fraction, val
 distribution) is only meaningful over all rows: a duplicate key may sit in two segments.
 GX tells us which metrics an expectation needs (``get_validation_dependencies``); each
 segment's build computes a small metric partial of each (row and non-null counts, a numeric
-summary from ``etl.moments``, value counts, the sorted 64-bit hashes of its keys) and stores it
+summary from ``etl.statistics``, value counts, the sorted 64-bit hashes of its keys) and stores it
 beside its rows; a window merges its segments' partials in a tree and derives the metric values
 from the merged ones. GX then judges the expectation from these values exactly as if it had
 computed them itself. Partials of any grouping of rows merge to the same values, which is what
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from etl import moments
 from etl.errors import PipelineError
+from etl.statistics import group_counts, merge_moments, moments_of_array
 from etl.validation.report import columns_of, describe, jsonable
 from etl.validation.rows import RowCounts, summed
 from etl.validation.suite import (
@@ -44,39 +44,31 @@ EXAMPLE_ROWS = 20
 # merged metric partials, the rows where duplicated keys are looked up -> a metric value
 Finalize = Callable[[dict, Any], Any]
 
-def _grouped(pdf: pd.DataFrame, key: Key, groups: np.ndarray, order: np.ndarray,
-             blocks: list[slice]) -> list[Any]:
-    """One plan key's partial for each group of rows (``order`` sorts the rows by group,
-    ``blocks`` are the groups' slices of that order)."""
-    kind, n = key[0], len(blocks)
+def _partial(pdf: pd.DataFrame, key: Key) -> Any:
+    """One plan key's partial of one frame of rows."""
+    kind = key[0]
     if kind == "rows":
-        return [b.stop - b.start for b in blocks]
+        return len(pdf)
     if kind == "count":
-        seen = pdf[key[1]].notna().to_numpy(dtype=bool)
-        return np.bincount(groups[seen], minlength=n).tolist()
+        return int(pdf[key[1]].notna().sum())
     if kind == "num":
         x = pd.to_numeric(pdf[key[1]], errors="coerce").astype("float64").to_numpy()
-        x = x[order][:, None]
-        return [moments.of_array(x[b], [""])[""] for b in blocks]
+        return moments_of_array(x[:, None], [""])[""]
     if kind == "vc":
-        return _grouped_value_counts(pdf[key[1]], groups, n)
+        return _counted(pdf[key[1]])
     if kind == "hashes":
         sub = pdf[list(key[1])]
         keep = considered(sub, key[2])
-        hashed = pd.util.hash_pandas_object(sub[keep], index=False).to_numpy(dtype=np.uint64)
-        group = groups[keep]
-        by = np.lexsort((hashed, group))
-        hashed, bounds = hashed[by], np.searchsorted(group[by], np.arange(n + 1))
-        return [hashed[bounds[g]:bounds[g + 1]] for g in range(n)]
+        return np.sort(pd.util.hash_pandas_object(sub[keep], index=False)
+                       .to_numpy(dtype=np.uint64))
     raise KeyError(key)
 
 
-def _grouped_value_counts(values: pd.Series, groups: np.ndarray, n: int) -> list[pd.Series]:
-    """Per group, ``values.value_counts(dropna=True)`` of its rows (most frequent first)."""
-    uniques, per_group = moments.group_counts(values, groups, n)
-    return [pd.Series(counts, name="count", dtype="int64",
-                      index=pd.Index(uniques.take(code), name=values.name))
-            for code, counts in per_group]
+def _counted(values: pd.Series) -> pd.Series:
+    """``values.value_counts(dropna=True)``, most frequent first, ties in a fixed order."""
+    uniques, [(code, counts)] = group_counts(values, np.zeros(len(values), dtype=np.int64), 1)
+    return pd.Series(counts, name="count", dtype="int64",
+                     index=pd.Index(uniques.take(code), name=values.name))
 
 
 def _merge(key: Key, a: Any, b: Any) -> Any:
@@ -84,26 +76,15 @@ def _merge(key: Key, a: Any, b: Any) -> Any:
     if kind in ("rows", "count"):
         return a + b
     if kind == "num":
-        return moments.merge(a, b)
+        return merge_moments(a, b)
     if kind == "vc":
         return a.add(b, fill_value=0).astype("int64")
     return np.sort(np.concatenate([a, b]))  # hashes
 
 
 def metric_partials(pdf: pd.DataFrame, keys: Sequence[Key]) -> MetricPartials:
-    """Every metric partial a plan needs, for one frame of rows."""
-    return metric_partials_by_group(pdf, np.zeros(len(pdf), dtype=np.int64), 1, keys)[0]
-
-
-def metric_partials_by_group(pdf: pd.DataFrame, groups: np.ndarray, n_groups: int,
-                             keys: Sequence[Key]) -> list[MetricPartials]:
-    """``metric_partials`` of each group of rows (``groups[i]``, in ``0..n_groups-1``, is
-    row i's group) at once: a batch of segments pays pandas' per-call costs once, not once
-    per segment and key."""
-    groups = np.asarray(groups, dtype=np.int64)
-    order, blocks = moments.group_blocks(groups, n_groups)
-    values = {k: _grouped(pdf, k, groups, order, blocks) for k in keys}
-    return [{k: values[k][g] for k in keys} for g in range(n_groups)]
+    """Every metric partial a plan needs, for one frame of rows (a segment's valid rows)."""
+    return {k: _partial(pdf, k) for k in keys}
 
 
 def merge_metric_partials(parts: Sequence[MetricPartials]) -> MetricPartials:

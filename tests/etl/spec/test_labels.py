@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from etl import statistics
 from etl.errors import ValidationFailed
 from etl.sources.bundled import sklearn_frame
 from etl.spec import SPECS_DIR, SpecError, load_spec
-from etl.transform import stats as stats_mod
 from etl.transform import tabular as transform
 from etl.transform.split import SPLIT_COL
 
@@ -106,7 +106,7 @@ def test_regression_label_moments_merge_like_the_whole() -> None:
     assert prepared["progression"].dtype == np.float64
     whole = transform.split_partial(prepared, spec)
     parts = [transform.split_partial(prepared.iloc[i::5], spec) for i in range(5)]
-    merged = stats_mod.merge_all(parts[::-1])
+    merged = statistics.merge_all(parts[::-1])
     train = prepared[prepared[SPLIT_COL] == "train"]["progression"].to_numpy()
     for partial in (whole, merged):
         label = transform.finalize_partial(partial, spec)["label"]

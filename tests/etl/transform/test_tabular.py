@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from etl import statistics
 from etl.sources import extract
 from etl.sources.land import land
 from etl.sources.lookups import join_lookups, read_lookups
 from etl.spec import Spec, load_spec
 from etl.transform import split
-from etl.transform import stats as stats_mod
 from etl.transform import tabular as transform
 
 LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
@@ -106,7 +106,7 @@ def test_statistics_use_train_only_and_mean_fills_stay_missing(raw: pd.DataFrame
     cut = len(raw) // 3
     partials = [transform.split_partial(transform.prepare_rows(raw.iloc[i:i + cut], spec),
                                         spec) for i in range(0, len(raw), cut)]
-    stats = transform.finalize_partial(stats_mod.merge_all(partials), spec)
+    stats = transform.finalize_partial(statistics.merge_all(partials), spec)
     whole = transform.finalize_partial(transform.split_partial(
         transform.prepare_rows(raw, spec), spec), spec)
     assert stats["split_counts"] == whole["split_counts"]

@@ -6,13 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from etl import moments
-from etl.validation.metrics import (
-    hashes_of,
-    merge_metric_partials,
-    metric_partials,
-    metric_partials_by_group,
-)
+from etl.statistics import EMPTY_MOMENTS, merge_moments, moments_of
+from etl.validation.metrics import hashes_of, merge_metric_partials, metric_partials
 
 KEYS = [("rows",), ("count", "x"), ("num", "x"), ("vc", "c"),
         ("hashes", ("k1", "k2"), "all_values_are_missing")]
@@ -55,21 +50,21 @@ def test_empty_parts_merge_cleanly(frame):
     some = metric_partials(frame.iloc[:5], KEYS)
     got = merge_metric_partials([empty, some, empty])
     assert got[("rows",)] == 5
-    assert got[("num", "x")] == moments.merge(moments.EMPTY, some[("num", "x")])
+    assert got[("num", "x")] == merge_moments(EMPTY_MOMENTS, some[("num", "x")])
     assert merge_metric_partials([]) == {}
 
 
-def test_each_group_of_a_batch_gets_its_own_rows_partials(frame):
-    """A batch of segments computes its partials in one pass; each group's must be what its
-    rows alone give (an empty group included)."""
+def test_a_segments_partials_are_its_own_rows_figures(frame):
+    """What a segment stores is what its rows give: counts, moments, value counts (named,
+    most frequent first) and sorted key hashes -- an empty segment included."""
     groups = np.random.default_rng(5).integers(0, 6, len(frame))
     groups[groups == 2] = 3
-    got = metric_partials_by_group(frame, groups, 6, KEYS)
-    for g, part in enumerate(got):
+    for g in range(6):
         rows = frame[groups == g]
+        part = metric_partials(rows, KEYS)
         assert part[("rows",)] == len(rows)
         assert part[("count", "x")] == rows["x"].count()
-        want = moments.of(rows["x"])
+        want = moments_of(rows["x"])
         assert part[("num", "x")].keys() == want.keys()
         assert {k: v for k, v in part[("num", "x")].items() if k in ("count", "min", "max")} \
             == {k: v for k, v in want.items() if k in ("count", "min", "max")}

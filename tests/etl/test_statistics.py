@@ -1,4 +1,5 @@
-"""Mergeable split statistics: partials of any grouping merge to the whole frame's values."""
+"""etl.statistics: split statistics partials of any grouping merge to the whole frame's values,
+and the moments of a whole frame are each column's moments."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from etl.transform import stats
+from etl import statistics as stats
 from etl.transform.split import SPLIT_COL
 
 SPLITS = ["train", "eval", "test"]
@@ -29,7 +30,7 @@ def frame() -> pd.DataFrame:
 
 
 def _partial(df: pd.DataFrame) -> stats.StatisticsPartial:
-    return stats.partial(df, SPLITS, "label", NUMERIC, CATEGORICAL)
+    return stats.partial(df, df[SPLIT_COL], SPLITS, "label", NUMERIC, CATEGORICAL)
 
 
 def _final(p: stats.StatisticsPartial) -> dict:
@@ -78,3 +79,19 @@ def test_empty_parts_and_missing_splits_merge_cleanly(frame):
     assert _final(stats.merge_all([]))["num_examples"] == 0
     assert _final(empty)["numeric"]["x"] == {"mean": 0.0, "var": 0.0, "min": 0.0, "max": 0.0,
                                              "count": 0}
+
+
+def test_moments_of_a_whole_frame_match_column_by_column() -> None:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(5, 2, 1000), "big": rng.normal(1e6, 1, 1000),
+                          "none": np.nan})
+    frame.loc[::7, "a"] = np.nan
+    together = stats.moments_of_frame(frame)
+    for col in frame:
+        alone = stats.moments_of(frame[col])
+        assert together[col].keys() == alone.keys()
+        for key, value in alone.items():
+            if value is None:
+                assert together[col][key] is None
+            else:
+                assert together[col][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
