@@ -30,9 +30,9 @@ from etl.provenance import utc
 from etl.sources.extract import group_by_size, window_files
 from etl.sources.read import source_uri
 from etl.spec import Source, Spec, load_spec
-from etl.transform.split import SPLIT_COL
 from etl.transform.tabular import prepare_rows
-from etl.write import encode, shards
+from etl.write import shards
+from etl.write.writer import SPLIT_COL
 
 ARROW = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
          "timestamp": pa.timestamp("s", tz="UTC")}
@@ -97,7 +97,7 @@ def extract(uris: list[str], spec: Spec, lookups: list[pa.Table], start: datetim
 
 def _records(frame: pd.DataFrame, columns: list[str], schema: dict[str, Any]) -> Iterator[bytes]:
     for i in range(0, len(frame), CHUNK_ROWS):
-        yield from encode.encode_batch_vectorized(frame.iloc[i:i + CHUNK_ROWS][columns], schema)
+        yield from shards.encode_batch_vectorized(frame.iloc[i:i + CHUNK_ROWS][columns], schema)
 
 
 def run(root: str, dataset: str, out_dir: str, interval_end: str,

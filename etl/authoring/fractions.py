@@ -2,7 +2,7 @@
 
 Training refuses a held-out split under ``training.config.DEFAULT_MIN_EVAL_EXAMPLES`` (20)
 rows or missing a class that train has (``training.sanity``); a stratified split gives each
-class its fractions within a row or two (``etl.transform.split``). So eval and test each get
+class its fractions within a row or two (``etl.write.writer``). So eval and test each get
 enough rows for about ``HELD_OUT_ROWS`` examples and, for a class label, ``CLASS_ROWS`` of the
 smallest class, up to ``MAX_SHARE`` each: a large table keeps 80/10/10, a 214-row table with a
 9-row class gets 60/20/20.

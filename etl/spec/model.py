@@ -205,7 +205,7 @@ class Split:
     by: ``key`` (the spec's unique key) or ``row`` (the row's content plus an occurrence
     counter, for tables without a unique key); ``group_by``: columns whose rows share a split
     on purpose (leakage control; overrides ``by``); ``stratify``: spread each class over the
-    splits by the fractions (classification labels). See ``etl.transform.split``.
+    splits by the fractions (classification labels). See ``etl.write.writer``.
     """
 
     fractions: tuple[tuple[str, float], ...] = (("train", 0.8), ("eval", 0.1), ("test", 0.1))

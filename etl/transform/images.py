@@ -8,7 +8,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 from etl.spec.images import KEY_COLUMN, ImageSpec
-from etl.transform.split import HASH_COL, SPLIT_COL, assign_split, key_hash
+from etl.write.writer import HASH_COL, SPLIT_COL, assign_split, key_hash
 
 
 def _split_rows(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:

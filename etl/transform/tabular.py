@@ -1,7 +1,7 @@
 """Transform: parse validated strings, derive features and the label, split by identity hash.
 
 The split is a pure function of each row's identity (key, content or group), its label when
-stratified, and the spec's salt (``etl.transform.split``), so a row lands in the same split on
+stratified, and the spec's salt (``etl.write.writer``), so a row lands in the same split on
 every run and machine, built day by day or at once. Statistics (moments of numeric features,
 vocabularies of categoricals, label counts) come from the *train* split only, as mergeable
 partials per segment; they also fill the ``fill: mean`` nulls.
@@ -21,7 +21,7 @@ from etl import statistics
 from etl.errors import ValidationFailed
 from etl.spec import Feature, Spec
 from etl.spec.labels import label_task
-from etl.transform.split import (
+from etl.write.writer import (
     HASH_COL,
     SPLIT_COL,
     assign_split,
@@ -168,7 +168,7 @@ def split_identity(raw: pd.DataFrame, spec: Spec,
 
 
 def _split_units(raw: pd.DataFrame, spec: Spec) -> np.ndarray:
-    """Each row's unit of the split (``etl.transform.split``): its event-time period for a
+    """Each row's unit of the split (``etl.write.writer``): its event-time period for a
     partitioned source, else one unit for the whole source."""
     source = spec.primary_source
     if source.partitioning is None or source.event_time is None:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from etl import statistics as stats
-from etl.transform.split import SPLIT_COL
+from etl.write.writer import SPLIT_COL
 
 SPLITS = ["train", "eval", "test"]
 NUMERIC, CATEGORICAL = ["x", "y"], ["c"]

@@ -10,7 +10,7 @@ import pandas as pd
 
 from etl import storage
 from etl.versions import SEGMENTS_DIR, SegmentMeta
-from etl.write import encode, shards
+from etl.write import shards
 from etl.write import tfds as tfds_meta
 
 SCHEMA = {
@@ -48,7 +48,7 @@ def write_segment(dataset_uri: str, seg: str, offset: int,
     uri = storage.join(dataset_uri, SEGMENTS_DIR, seg)
     splits = {}
     for split, (n, num_shards) in SPLITS.items():
-        records = encode.encode_batch(frame(n, offset), SCHEMA)
+        records = shards.encode_batch(frame(n, offset), SCHEMA)
         parts = np.array_split(np.arange(n), num_shards)
         entries = [shards.write_shard(
             storage.join(uri, shards.shard_filename("flights", split, i, num_shards, compression)),

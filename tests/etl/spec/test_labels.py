@@ -20,7 +20,7 @@ from etl.errors import ValidationFailed
 from etl.sources.bundled import sklearn_frame
 from etl.spec import SPECS_DIR, SpecError, load_spec
 from etl.transform import tabular as transform
-from etl.transform.split import SPLIT_COL
+from etl.write.writer import SPLIT_COL
 
 
 def _spec_copy(tmp_path: Path, name: str, mutate) -> Path:

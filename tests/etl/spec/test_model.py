@@ -94,10 +94,9 @@ def test_the_pipelines_own_column_names_are_refused(tmp_path: Path, columns: dic
 def test_reserved_names_are_the_ones_the_pipeline_adds() -> None:
     """The spec cannot import the stages (it stays import-light), so this keeps them in step."""
     from etl.sources.lookups import _JOIN_PREFIX
-    from etl.transform.split import HASH_COL, SPLIT_COL
     from etl.transform.tabular import MISSING_COL
     from etl.validation import QUARANTINE_NUMBER_COLUMN, REASON_COLUMN
-    from etl.write.writer import RECORD_COL, SHARD_COL
+    from etl.write.writer import HASH_COL, RECORD_COL, SHARD_COL, SPLIT_COL
 
     assert {HASH_COL, SPLIT_COL, QUARANTINE_NUMBER_COLUMN, REASON_COLUMN, RECORD_COL, SHARD_COL,
             MISSING_COL} == RESERVED_COLUMNS

@@ -13,8 +13,8 @@ from etl.sources import extract
 from etl.sources.land import land
 from etl.sources.lookups import join_lookups, read_lookups
 from etl.spec import Spec, load_spec
-from etl.transform import split
 from etl.transform import tabular as transform
+from etl.write import writer
 
 LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
 
@@ -47,22 +47,22 @@ def _reference_hash(values: list[str], salt: str) -> int:
 def test_key_hash_is_pinned_and_salted(raw: pd.DataFrame) -> None:
     df = pd.DataFrame({"a": ["2013-01-01T10:00:00Z"], "b": ["UA"], "c": ["1545"]},
                       dtype="string[pyarrow]")
-    h = split.key_hash(df, ("a", "b", "c"), "flights-v1")
+    h = writer.key_hash(df, ("a", "b", "c"), "flights-v1")
     # pinned: a change here moves rows between splits of every future version
     assert int(h[0]) == 0x3ED490EAF0A217B2
-    assert split.key_hash(df, ("a", "b", "c"), "other")[0] != h[0]
+    assert writer.key_hash(df, ("a", "b", "c"), "other")[0] != h[0]
     typed = pd.DataFrame({"a": ["2013-01-01T10:00:00Z"], "b": ["UA"], "c": ["1545"]})
-    assert split.key_hash(typed, ("a", "b", "c"), "flights-v1")[0] == h[0]
+    assert writer.key_hash(typed, ("a", "b", "c"), "flights-v1")[0] == h[0]
     key = ("time_hour", "carrier", "flight", "origin")
     sample = raw.iloc[100:2000:97]  # a slice: the vectorized path must honour array offsets
-    got = split.key_hash(sample, key, "s")
+    got = writer.key_hash(sample, key, "s")
     assert [int(v) for v in got] == [_reference_hash([r[c] for c in key], "s")
                                      for _, r in sample.iterrows()]
 
 
 def test_split_fractions() -> None:
     hashes = np.random.default_rng(0).integers(0, 2**63, 200_000, dtype=np.uint64) * 2
-    names = split.assign_split(hashes, (("train", 0.8), ("eval", 0.1), ("test", 0.1)))
+    names = writer.assign_split(hashes, (("train", 0.8), ("eval", 0.1), ("test", 0.1)))
     share = pd.Series(names).value_counts(normalize=True)
     assert abs(share["train"] - 0.8) < 0.005 and abs(share["test"] - 0.1) < 0.005
 
