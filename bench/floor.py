@@ -1,7 +1,7 @@
 """The ETL's floor: one process doing only what any ETL of the spec must do, no validation.
 
 pyarrow reads the landed CSVs of the window (typed as the spec says), the spec's lookup joins
-run in Arrow, the project's feature code (``etl.transform.tabular.prepare_rows``: derived
+run in Arrow, the project's feature code (``etl.kinds.tabular.prepare.prepare_rows``: derived
 features, constant fills, label, split) makes the Examples' columns, the project's vectorized
 encoder serializes them and the project's streaming TFRecord writer writes one file per split
 and group of files (``GROUP_BYTES`` of CSV at a time, so memory stays bounded at 16x).
@@ -26,11 +26,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from etl import storage
+from etl.kinds.tabular.prepare import prepare_rows
 from etl.provenance import utc
-from etl.sources.extract import group_by_size, window_files
-from etl.sources.read import source_uri
+from etl.segments.plan import group_by_size, source_uri, window_files
 from etl.spec import Source, Spec, load_spec
-from etl.transform.tabular import prepare_rows
 from etl.write import shards
 from etl.write.writer import SPLIT_COL
 

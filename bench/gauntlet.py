@@ -5,7 +5,7 @@ a HistGradientBoosting reference fitted on the same split and columns (``bench.r
 
 A table's failure (a refusal, a crash, a timeout) is recorded with its message and step and
 never stops the others; a traceback in any step's output is flagged as such. Beside the
-draft's cost: the ETL's own reader (``etl.sources.extract.read_files``) over the same files.
+draft's cost: the ETL's own reader (``etl.kinds.tabular.read.read_files``) over the same files.
 ``make bench`` runs it as its ``gauntlet`` part; ``python -m bench.gauntlet`` alone.
 """
 
@@ -76,7 +76,7 @@ def _env(specs: Path | None) -> dict[str, str]:
 def etl_read(spec_yaml: Path, files: list[Path]) -> dict[str, Any]:
     """The ETL's reader of the drafted source over every landed file, timed in this process
     (the draft's cost is to be read beside it)."""
-    from etl.sources.extract import read_files
+    from etl.kinds.tabular.read import read_files
     from etl.spec import load_spec
 
     try:

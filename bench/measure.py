@@ -43,14 +43,15 @@ def fresh_flights_root(work: Path, name: str, scale: int = 1,
     import shutil
     from datetime import date
 
-    from etl.sources.land import land
+    from etl.kinds.landing import LandOptions
+    from etl.kinds.tabular.land import land
 
     folder = work / name
     shutil.rmtree(folder, ignore_errors=True)
     root = root or f"file://{folder}"
     window = {"start": date.fromisoformat(days[0]), "end": date.fromisoformat(days[1])} \
         if days else {}
-    land(root, "flights", scale=scale, **window)
+    land(root, "flights", LandOptions(scale=scale, **window))
     return root
 
 

@@ -58,8 +58,8 @@ if pid == 0:
     os._exit(code or 0)
 os.close(write)
 out = b""
-while chunk := os.read(read, 1 << 16):
-    out += chunk
+while block := os.read(read, 1 << 16):
+    out += block
 _, status = os.waitpid(pid, 0)
 wall = time.monotonic() - t0
 sys.stdout.write(out.decode())

@@ -28,8 +28,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from etl.authoring.cli import add_spec_parser, run_spec
-
 if TYPE_CHECKING:
     from etl.pipeline import RunOptions
 
@@ -67,7 +65,12 @@ def _build_opts(p: argparse.ArgumentParser) -> None:
                    help="shard compression (default: the spec's)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+SPEC_HELP = "draft a spec from raw data (init) or check one (check)"
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line; ``spec``'s own arguments come from ``etl.authoring.cli``, imported
+    only when ``argv`` asks for that command (a run does not author)."""
     parser = argparse.ArgumentParser(prog="python -m etl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true",
@@ -118,7 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--staging-stale-hours", type=float, default=12.0,
                    help="staging of a run with no live lease and no write for this long is "
                         "dead (default: 12, above the DAG's 8 h run timeout)")
-    add_spec_parser(sub, DEFAULT_ROOT)
+    if "spec" in (sys.argv[1:] if argv is None else argv):
+        from etl.authoring.cli import add_spec_parser
+
+        add_spec_parser(sub, DEFAULT_ROOT, SPEC_HELP)
+    else:
+        sub.add_parser("spec", help=SPEC_HELP)
     return parser
 
 
@@ -203,7 +211,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     from etl import logs
 
     if args.verbose:
@@ -214,18 +222,20 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "land":
-            from etl.kinds import kind_of, land
-            from etl.sources.land import parse_day
+            from etl.kinds import land
+            from etl.kinds.landing import LandOptions, parse_day
 
-            report = land(args.root, args.dataset, overwrite=args.overwrite, scale=args.scale,
-                          start=parse_day(args.start_day) if args.start_day else None,
-                          end=parse_day(args.end_day) if args.end_day else None)
+            report = land(args.root, args.dataset, LandOptions(
+                start=parse_day(args.start_day) if args.start_day else None,
+                end=parse_day(args.end_day) if args.end_day else None,
+                scale=args.scale, overwrite=args.overwrite))
             print(f"{report.raw_uri}: {len(report.written)} written, {len(report.unchanged)} "
-                  f"unchanged, {len(report.replaced)} replaced; {report.rows:,} "
-                  f"{kind_of(args.dataset).unit}")
+                  f"unchanged, {len(report.replaced)} replaced; {report.rows:,} {report.unit}")
         elif args.command == "run":
             return _run(args)
         elif args.command == "spec":
+            from etl.authoring.cli import run_spec
+
             return run_spec(args)
         elif args.command == "build":
             print(pipeline.build_version(args.dataset, args.root, args.interval_end,

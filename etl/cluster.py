@@ -48,11 +48,10 @@ LOGGING_PRELOAD = "etl.logs"
 # The scheduler always serves HTTP (health, metrics); with no dashboard it needs no fixed port,
 # and a free one avoids "Port 8787 is already in use" warnings when steps or runs overlap.
 SCHEDULER_HTTP = {"dashboard_address": "127.0.0.1:0"}
-# What a worker process needs for every ETL stage; the forkserver imports it once.
+# What a worker process needs for every ETL stage; the forkserver imports it once (the
+# tabular kind's window imports its read, row checks, prepare and writer; GX is separate).
 WORKER_PRELOAD = (LOGGING_PRELOAD, "distributed", "numpy", "pandas", "pyarrow", "dask.dataframe",
-                  "etl.sources.extract", "etl.validation.rows", "etl.validation.gx",
-                  "etl.transform.tabular",
-                  "etl.write.writer")
+                  "etl.kinds.tabular.window", "etl.validation.gx")
 
 
 @dataclass(frozen=True)

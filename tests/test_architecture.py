@@ -239,7 +239,7 @@ def _json_keys() -> dict[str, frozenset[str]]:
     from etl.versions import manifest, segment
 
     def keys(*types: type) -> frozenset[str]:
-        return frozenset(f.name for t in types for f in dataclasses.fields(t)
+        return frozenset(segment.json_key(f) for t in types for f in dataclasses.fields(t)
                          if not f.name.startswith("json_"))
 
     whole = keys(manifest.Manifest, segment.SegmentMeta, manifest.SegmentEntry)

@@ -28,7 +28,7 @@ IGNORED_BY_BOTH = {".dockerignore", "docker/Dockerfile"}  # sent whatever the fi
 WAIT_ETL_S, WAIT_TRAIN_S = 900, 600
 INTERVAL_END = "2026-01-01T00:00:00+00:00"  # e2e's run and the dask one: the same window
 # Dask tasks the ETL must have run on the cluster: the one that reads the raw files and writes
-# the segment's shards (etl.segments.build.build_segments).
+# the segment's shards (etl.kinds.tabular.window.build_segments).
 ETL_DASK_TASKS = ("build_segments",)
 PROBE = Path(__file__).with_name("dask_probe.py")
 

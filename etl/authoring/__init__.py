@@ -3,7 +3,7 @@ source (or a uniform sample over a byte budget), ``python -m etl spec check`` va
 and its GX suite without running the ETL.
 
 A layer of its own beside ``etl.pipeline`` (pyproject.toml's contract): it reads raw files
-(``etl.sources``) and loads GX suites (``etl.validation``), which ``etl.spec`` may not import.
+(``etl.kinds.tabular.read``) and loads GX suites (``etl.validation``), which ``etl.spec`` may not import.
 Modules: ``partitions`` (the files a source names, their gaps), ``scan`` (which rows are read,
 on Dask), ``profile`` (mergeable partial profiles), ``columns`` (types, null tokens, the key),
 ``fractions`` (split shares), ``sections`` (label, features, columns, split), ``suite``

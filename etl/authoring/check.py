@@ -18,7 +18,7 @@ from etl.kinds import kind_of
 from etl.spec.load import spec_path
 from etl.spec.model import MULTICLASS, Spec
 from etl.spec.scheduling import read_settings
-from etl.validation import ValidationSpec, check_dataset_metrics, load_suite
+from etl.validation import ValidationSpec, check_dataset_metrics
 
 
 @dataclass
@@ -58,6 +58,8 @@ def check_spec(name_or_path: str) -> CheckReport:
                                f"{spec.expectations}, not found")
         return report
     try:
+        from etl.validation.gx import load_suite  # GX: only once a suite is checked
+
         suite = load_suite(spec.expectations, spec.column_types())
         check_dataset_metrics(suite, ValidationSpec.of(spec))
     except (PipelineError, ValueError) as exc:

@@ -11,9 +11,9 @@ from etl.authoring import DEFAULT_BUDGET_BYTES
 from etl.spec.scheduling import SPECS_PATH_ENV, search_path
 
 
-def add_spec_parser(sub: argparse._SubParsersAction, default_root: str) -> None:
+def add_spec_parser(sub: argparse._SubParsersAction, default_root: str, help_text: str) -> None:
     """The ``spec`` command and its ``init`` / ``check`` subcommands."""
-    spec = sub.add_parser("spec", help="draft a spec from raw data (init) or check one (check)")
+    spec = sub.add_parser("spec", help=help_text)
     cmds = spec.add_subparsers(dest="spec_command", required=True)
     p = cmds.add_parser("init", help="draft spec.yaml + expectations.json from a raw file")
     p.add_argument("--name", required=True, help="dataset name (lowercase, digits, _)")

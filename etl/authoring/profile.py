@@ -1,7 +1,7 @@
 """What raw columns hold: partial profiles of pieces of the data, merged into one.
 
 Input is what extraction hands over (every value a string exactly as the file holds it, read
-by ``etl.sources.read``), and values are parsed with validation's own parser
+by ``etl.kinds.tabular.read``), and values are parsed with validation's own parser
 (``etl.validation.rows.parse_column``), so a type, range or null drafted here is what the
 run will find. Each Dask task profiles some files (or blocks of them) into a ``TablePartial``;
 partials merge in any order (counts add, ranges widen, value counts add up to a cap, distinct
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from etl.sources.times import parse_timestamps
+from etl.kinds.tabular.read import parse_timestamps
 from etl.validation.rows import parse_column
 
 MAX_SET = 50  # a string column with at most this many values gets a value-set expectation

@@ -1,7 +1,7 @@
 """Which rows ``spec init`` reads: every row of every file within a byte budget, else a uniform
 sample of blocks drawn from all files and all row ranges (never the head or the newest files).
 
-Every piece is parsed by the ETL's own reader (``etl.sources.read.read_source_bytes``, what
+Every piece is parsed by the ETL's own reader (``etl.kinds.tabular.read.read_source_bytes``, what
 ``read_source_table`` runs on a whole file), every value a string, so the profile sees what
 extraction hands validation. Pieces are profiled in parallel on Dask (``etl.cluster``: this
 process's threads for small reads, a LocalCluster for big ones) and the partials merged.
@@ -24,8 +24,8 @@ from etl import storage
 from etl.authoring import DEFAULT_BUDGET_BYTES
 from etl.authoring.partitions import RawFile
 from etl.authoring.profile import Origin, TablePartial, merge_all, profile_frame, value_hashes
-from etl.sources.extract import group_by_size
-from etl.sources.read import SourceReadError, as_frame, read_source_bytes
+from etl.kinds.tabular.read import SourceReadError, as_frame, read_source_bytes
+from etl.segments.plan import group_by_size
 from etl.spec import Source
 
 MAX_BLOCK_BYTES = 2**20  # a sampled block: about a thousand rows of a typical table

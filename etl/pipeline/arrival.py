@@ -1,7 +1,7 @@
 """Has a run's window landed? What the wait for late data asks before ``build`` starts.
 
 "Missing" has one definition: the periods of the window with no file
-(``etl.sources.extract.window_gaps``), the same the build's ``require_complete`` check
+(``etl.segments.plan.window_gaps``), the same the build's ``require_complete`` check
 refuses. A source that allows gaps (``require_complete: false``), an unpartitioned source
 that exists and an images dataset have nothing to wait for. One listing per check, so the
 triggerer can ask again every minute cheaply; no Dask, GX or TensorFlow is imported.
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from etl import kinds, storage
-from etl.sources.extract import period_end, window_gaps
-from etl.sources.read import source_uri as resolve_uri
+from etl.segments import plan
+from etl.segments.plan import period_end, window_gaps
+from etl.spec import Spec
 
 
 @dataclass(frozen=True)
@@ -79,12 +80,12 @@ def check_arrival(dataset: str, root: str, end: datetime, start: datetime | None
     ``source_uri``: the run's raw-source override (Param ``source_uri``), as the build uses it.
     """
     spec = kinds.load_spec(dataset, source_uri=source_uri)
-    source = getattr(spec, "primary_source", None)
-    if source is None:  # images: one folder, listed by the build
-        return Arrival(dataset, spec.source.uri)
+    if not isinstance(spec, Spec):  # images: one folder, listed by the build
+        return Arrival(dataset, spec.raw_uri)
+    source = spec.primary_source
     part = source.partitioning
     if part is None:
-        uri = resolve_uri(root, source)
+        uri = plan.source_uri(root, source)
         return Arrival(dataset, source.uri, () if storage.exists(uri) else (uri,))
     if not part.require_complete:
         return Arrival(dataset, source.uri)

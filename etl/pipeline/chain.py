@@ -15,30 +15,123 @@ far off), checks the stored size of every shard the version holds itself and cre
 ``run`` is ``build_version`` then ``publish`` -- the ETL DAG's two tasks -- with the same
 options; a small window is built by this process's threads, a large one on a Dask cluster
 started for it (``etl.cluster``).
+
+What a run is told (``RunOptions``: from the CLI flags or the DAG's Params) and what it
+records (``RunRecord``: made by ``RunRecord.new`` from the spec and the interval) are each
+built once; the record travels inside the version's handed-off writer lease (the draft) from
+``build_version`` to ``publish`` (only URIs travel between Airflow tasks). Each step says
+what it did in one line for operators (``say_*``: inputs, rows, outcome, time, where the
+output is; everything the libraries say stays at WARNING, etl/logs.py), from what the step
+already holds, so summarising costs no extra pass over the data.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from dataclasses import replace
+import uuid
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from etl import kinds, storage, versions
 from etl.errors import PipelineError, VersionExistsError, VersionLockedError
-from etl.pipeline import summary
-from etl.pipeline.record import RunOptions, RunRecord, published
-from etl.provenance import iso, run_key
-from etl.segments.request import BuildRequest, Window
+from etl.kinds import BuildRequest, DatasetKind, Window
+from etl.provenance import iso, run_key, utc
+from etl.spec import DatasetSpec
+from etl.validation.suite import check_mode
+from etl.versions.manifest import Manifest
+
+if TYPE_CHECKING:
+    from etl.kinds.landing import LandOptions
 
 log = logging.getLogger("etl.pipeline")
 
+LOCK_WAIT_S = 600.0  # a concurrent run of the same interval usually finishes within this
 
-def land(root: str, dataset: str = "flights", **kwargs: Any) -> str:
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How one run builds its version (defaults: the spec's settings).
+
+    ``force``: publish a new ``-rN`` revision when the interval's version exists.
+    ``source_uri``: the primary source's URI pattern instead of the spec's.
+    ``shard_bytes`` / ``compression``: the spec's ``shards`` settings, overridden.
+    """
+
+    mode: str = "quarantine"
+    shard_bytes: int | None = None
+    compression: str | None = None
+    force: bool = False
+    source_uri: str | None = None
+    dask_address: str | None = None
+    lock_wait_s: float = LOCK_WAIT_S
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+        if self.shard_bytes is not None and self.shard_bytes < 1:
+            raise ValueError(f"shard_bytes: expected a positive number, got {self.shard_bytes}")
+
+
+@dataclass
+class RunRecord:
+    """One run of one interval: who, which window, which version, what it measured."""
+
+    spec: str
+    dataset: str
+    root: str
+    version: str  # the interval's version id; ``target_version`` may be its -rN revision
+    start: datetime | None
+    end: datetime
+    run_id: str
+    run_dir: str  # scratch space under <root>/staging (learning classes), removed at publish
+    options: RunOptions
+    target_version: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    validation: dict[str, Any] | None = None
+    writer_lock: dict[str, str] | None = None
+
+    @classmethod
+    def new(cls, spec: DatasetSpec, root: str, interval_end: str | datetime,
+            interval_start: str | datetime | None, run_id: str | None,
+            options: RunOptions) -> RunRecord:
+        """The record of a run of [start, end) (ValueError unless start < end)."""
+        end, start = utc(interval_end, "interval_end"), utc(interval_start, "interval_start")
+        if end is None or (start is not None and start >= end):
+            raise ValueError(f"interval: expected start < end, got [{start}, {end})")
+        version = versions.version_id(end, start)
+        run_id = run_id or f"manual__{iso(datetime.now(UTC))}_{uuid.uuid4().hex[:8]}"
+        return cls(spec=str(spec.path), dataset=spec.name, root=root, version=version,
+                   start=start, end=end, run_id=run_id,
+                   run_dir=storage.safe_join(root, "staging", spec.name, version,
+                                             run_key(run_id)), options=options)
+
+    @property
+    def interval(self) -> dict[str, str | None]:
+        return {"start": iso(self.start), "end": iso(self.end)}
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the draft stores it (and ``publish`` reads it)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("start", "end", "options")}
+        return {**out, "interval": self.interval, "force": self.options.force,
+                "source_uri": self.options.source_uri, "layout": "segments"}
+
+
+def is_published(root: str, dataset: str, version: str) -> bool:
+    """The interval's version (or a revision) has its manifest: readers see it."""
+    return storage.exists(storage.join(versions.version_uri(root, dataset, version),
+                                       "manifest.json"))
+
+
+# --- the chain -------------------------------------------------------------------------------
+
+
+def land(root: str, dataset: str = "flights", options: LandOptions | None = None) -> str:
     """Land a dataset's upstream files into ``<root>/raw``; returns the raw zone URI."""
-    return kinds.land(root, dataset, **kwargs).raw_uri
+    return kinds.land(root, dataset, options).raw_uri
 
 
 def run(spec_name: str, root: str, interval_end: str | datetime,
@@ -68,7 +161,7 @@ def build_version(spec_name: str, root: str, interval_end: str | datetime,
     record = RunRecord.new(spec, root, interval_end, interval_start, run_id, options)
     target = target_version(record)
     if target is None:
-        summary.already_published("build", record, record.version)
+        say_already_published("build", record, record.version)
         return versions.version_uri(root, spec.name, record.version)
     record.target_version = target
     vuri = versions.version_uri(root, spec.name, target)
@@ -103,17 +196,18 @@ def build_version(spec_name: str, root: str, interval_end: str | datetime,
     except BaseException:
         versions.release_writer_lock(heartbeat.stop())  # a killed process's lease expires
         raise
-    summary.written(spec.name, manifest, record.timings["build_s"], vuri)
+    say_written(spec.name, manifest, record.timings["build_s"], vuri)
     return vuri
 
 
-def _judge(kind: kinds.DatasetKind, window: Window, record: RunRecord, vuri: str):
+def _judge(kind: DatasetKind[Any, Any], window: Window[Any, Any], record: RunRecord,
+           vuri: str) -> kinds.Judged:
     """The window's validation, written into the version's ``validation/`` folder."""
     t0 = time.monotonic()
     results = storage.join(vuri, "validation")
     judged = kind.judge(window, record.options.mode, results)
     record.timings["validate_s"] = round(time.monotonic() - t0, 3)
-    summary.validated(record.dataset, judged.summary, record.timings["validate_s"], results)
+    say_validated(record.dataset, judged.summary, record.timings["validate_s"], results)
     record.validation = {**judged.summary, "drift": judged.drift}
     return judged
 
@@ -171,7 +265,7 @@ def target_version(record: RunRecord) -> str | None:
     A forced run writes the next ``-rN`` revision; its retry (same run id, the revision's
     writer lease still naming it) writes that same revision again, not one more.
     """
-    if not published(record.root, record.dataset, record.version):
+    if not is_published(record.root, record.dataset, record.version):
         return record.version
     if not record.options.force:
         return None
@@ -180,7 +274,7 @@ def target_version(record: RunRecord) -> str | None:
 
     interval = versions.parse_version_id(record.version)
     for name in storage.list_dir(versions.dataset_uri(record.root, record.dataset)):
-        if not is_version_id(name) or published(record.root, record.dataset, name):
+        if not is_version_id(name) or is_published(record.root, record.dataset, name):
             continue
         ours = versions.parse_version_id(name)
         held = lease.current_holder(storage.join(
@@ -223,7 +317,7 @@ def publish(written_uri: str) -> dict[str, Any]:
     manifest = replace(manifest, created_at=iso(datetime.now(UTC)))
     created = versions.publish_manifest(written_uri, manifest, lock=lock)
     _drop_staging(record["run_dir"])
-    summary.published(record["dataset"], manifest, created, written_uri)
+    say_published(record["dataset"], manifest, created, written_uri)
     return {"version_uri": written_uri, "version": manifest.version, "created": created,
             "splits": _split_rows(manifest), "timings": record.get("timings", {})}
 
@@ -239,7 +333,7 @@ def _already_published(written_uri: str) -> dict[str, Any]:
         if holder:
             raise VersionLockedError(written_uri, holder)
     manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
-    summary.published(str(manifest.dataset), manifest, False, written_uri)
+    say_published(str(manifest.dataset), manifest, False, written_uri)
     return {"version_uri": written_uri, "version": manifest.version, "created": False,
             "splits": _split_rows(manifest)}
 
@@ -255,3 +349,54 @@ def _check_shards(written_uri: str, manifest: versions.Manifest) -> None:
             if size != shard.bytes:
                 raise PipelineError(f"{written_uri}/{shard.file}: {size} bytes stored, "
                                     f"{shard.bytes} written; not publishing")
+
+
+# --- each step's line ------------------------------------------------------------------------
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _mb(num_bytes: int) -> str:
+    return f"{num_bytes / 1e6:,.1f} MB"
+
+
+def say_already_published(step: str, run: RunRecord, version: str) -> None:
+    """A step with nothing to do because the interval's version exists; says why and how."""
+    uri = storage.join(run.root, "datasets", run.dataset, version)
+    log.info("%s %s: version %s is already published (%s); nothing to do, set force_republish "
+             "to write a new revision", step, run.dataset, version, uri)
+
+
+def say_validated(dataset: str, summary: dict[str, Any], seconds: float, uri: str) -> None:
+    """validate: rows, expectations evaluated and failed, rows quarantined, mode, time, URI."""
+    expectations = summary.get("expectations")
+    if expectations is not None:
+        failed = sum(1 for e in expectations if not e.get("success"))
+        checks = f"{len(expectations)} expectations, {failed} failed"
+    else:  # images: every file decoded and checked against the spec
+        checks = f"image checks, at most {_n(summary.get('max_quarantined'))} quarantined allowed"
+    log.info("validate %s: %s rows, %s, %s quarantined (%s mode), %.1f s -> %s", dataset,
+             _n(summary.get("evaluated_rows")), checks, _n(summary.get("quarantined_rows", 0)),
+             summary.get("mode"), seconds, uri)
+
+
+def _split_counts(manifest: Manifest) -> str:
+    return ", ".join(f"{name} {_n(info.num_examples)}" for name, info in manifest.splits.items())
+
+
+def say_written(dataset: str, manifest: Manifest, seconds: float, uri: str) -> None:
+    """build: examples per split, shards, bytes, time, the (unpublished) version."""
+    log.info("write %s: %s examples (%s) in %d shard(s), %s, %.1f s -> %s (visible once "
+             "published)", dataset, _n(manifest.num_examples), _split_counts(manifest),
+             manifest.num_shards, _mb(manifest.num_bytes), seconds, uri)
+
+
+def say_published(dataset: str, manifest: Manifest, created: bool, uri: str) -> None:
+    """publish: whether a new version became visible, its size and URI."""
+    if created:
+        log.info("publish %s: published version %s, %s examples (%s) -> %s", dataset,
+                 manifest.version, _n(manifest.num_examples), _split_counts(manifest), uri)
+    else:
+        log.info("publish %s: version %s was already published; nothing new (set "
+                 "force_republish to write a new revision) -> %s", dataset, manifest.version,
+                 uri)

@@ -1,20 +1,34 @@
-"""A version's manifest composed from its segments' ``segment.json`` files.
+"""A version from its segments: the window judged from their stored partials, and the
+manifest composed from their ``segment.json`` files.
 
-The per-split ``content_hash`` combines the segments' (a sum of record digests), so the same
-records give the same hash however the window was built -- day by day, in bulk, after a
-re-delivery or a compaction; tabular statistics are merged from the segments' partials.
+The judgement (tabular windows) reads no record: row-level expectations are summed over the
+segments and GX judges ``mostly`` on the totals; dataset-level ones (row counts, key
+uniqueness across segments, ...) get their metric values from the merged partials
+(``etl.validation.metrics.judge_window``). The cost is O(segments); the stored keys are read
+only when a duplicate has to be named.
+
+The manifest: the per-split ``content_hash`` combines the segments' (a sum of record
+digests), so the same records give the same hash however the window was built -- day by day,
+in bulk, after a re-delivery or a compaction.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from etl import statistics
+from etl.errors import ValidationFailed
 from etl.provenance import code_version
-from etl.segments.request import Metas
-from etl.spec import Spec
-from etl.transform.tabular import finalize_partial
+from etl.segments.build import read_keys, read_partials, row_counts
+from etl.spec import DatasetSpec, Spec
+from etl.validation import (
+    DatasetChecks,
+    RowCounts,
+    SplitSuite,
+    failure_message,
+    finish,
+    judge_window,
+)
 from etl.versions import segment
 from etl.versions.manifest import (
     FORMAT_VERSION,
@@ -25,10 +39,63 @@ from etl.versions.manifest import (
     Verdict,
     VersionSources,
 )
-from etl.versions.segment import SegmentMeta, SplitInfo, json_digest
+from etl.versions.segment import Metas, SegmentMeta, SplitInfo, json_digest
+
+if TYPE_CHECKING:
+    from etl.write.writer import WriteConfig
 
 
-def manifest_schema(spec: Spec, stats: dict[str, Any]) -> dict[str, Any]:
+# --- the window judged ------------------------------------------------------------------------
+
+def _row_partials(meta: SegmentMeta) -> list[RowCounts]:
+    return [row_counts(p) for p in meta.checks.row_partials]
+
+
+def _examples(metas: Metas) -> Any:
+    """A function giving the window's stored keys as one frame (read only on a duplicate)."""
+
+    def frame() -> Any:
+        import dask
+        import dask.dataframe as dd
+
+        keys = [dask.delayed(read_keys)(uri, meta) for uri, meta in metas]
+        empty = read_keys(*metas[0]).iloc[:0]
+        return dd.from_delayed(keys, meta=empty, verify_meta=False)
+
+    return frame
+
+
+def judge_from_partials(spec: Spec, suite: SplitSuite, checks: DatasetChecks, metas: Metas,
+                        mode: str, results_uri: str) -> dict[str, Any]:
+    """The window's validation summary (results and Data Docs written to ``results_uri``):
+    ``suite`` split by level, ``checks`` its dataset-level metric needs (``etl.validation``).
+
+    Raises:
+        ValidationFailed: a row-level expectation failed over its ``mostly`` on the window's
+            totals, or a dataset-level one (row count, key uniqueness across segments, ...).
+    """
+    results, levels = judge_window(suite, checks, spec.key, mode,
+                                   [_row_partials(m) for _, m in metas],
+                                   [read_partials(uri, m)[0] for uri, m in metas],
+                                   _examples(metas) if checks.key_columns else None)
+    built = [m for _, m in metas]
+    counts = {
+        "evaluated_rows": sum(m.checks.rows for m in built),
+        "quarantined_rows": sum(m.checks.quarantined_rows for m in built),
+        "segments": len(built),
+        "quarantine_files": [f"segments/{m.segment}/{name}" for m in built
+                             for name in m.checks.quarantine_files],
+    }
+    summary = finish(spec.name, suite.name, mode, results, levels, counts, results_uri)
+    if not summary["success"]:
+        failures = [r.to_json_dict() for r in results if not r.success]
+        raise ValidationFailed(failure_message(spec.name, failures, mode, results_uri), summary)
+    return summary
+
+
+# --- the manifest ----------------------------------------------------------------------------
+
+def manifest_schema(spec: DatasetSpec, stats: dict[str, Any]) -> dict[str, Any]:
     """The spec's schema with the label as the transform resolved it (e.g. the classes taken
     from the train split); ``statistics.label_schema`` is not kept in the manifest."""
     schema = spec.manifest_schema()
@@ -36,7 +103,7 @@ def manifest_schema(spec: Spec, stats: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def compose_splits(spec: Spec, metas: Metas) -> dict[str, SplitInfo]:
+def compose_splits(spec: DatasetSpec, metas: Metas) -> dict[str, SplitInfo]:
     """The manifest's ``splits``: every segment's shards (named by segment), in window order."""
     out = {}
     for split, _ in spec.split.fractions:
@@ -59,20 +126,8 @@ def _fingerprint(metas: Metas) -> VersionSources:
                              lookups_sha256=lookups)
 
 
-def merged_statistics(spec: Spec, metas: list[SegmentMeta]) -> dict[str, Any]:
-    """The statistics of tabular segments together: their partials merged, then finalized
-    (the same figures however the rows were grouped into segments)."""
-    stats = finalize_partial(statistics.merge_all(m.statistics_partial for m in metas), spec)
-    dropped: dict[str, int] = {}
-    for m in metas:
-        for reason, n in (m.dropped_rows or {}).items():
-            dropped[reason] = dropped.get(reason, 0) + int(n)
-    stats["dropped_rows"] = dropped
-    return stats
-
-
-def compose_manifest(spec: Any, run: dict[str, Any], config: Any, metas: Metas,
-                     stats: dict[str, Any]) -> Manifest:
+def compose_manifest(spec: DatasetSpec, run: dict[str, Any], config: WriteConfig,
+                     metas: Metas, stats: dict[str, Any]) -> Manifest:
     """Every manifest field of docs/INTERFACES.md (``created_at`` is set at publish);
     ``run``: the run record as JSON, its validation summary included."""
     verdict = Verdict.from_json(run.get("validation") or {}, "the run record's validation")
@@ -86,7 +141,7 @@ def compose_manifest(spec: Any, run: dict[str, Any], config: Any, metas: Metas,
         code_version=code_version(), compression=config.compression,
         splits=compose_splits(spec, metas), schema=manifest_schema(spec, stats),
         statistics={k: v for k, v in stats.items() if k != "label_schema"},
-        segments=tuple(SegmentEntry.of(segment=m.segment, partition=m.partition,
+        segments=tuple(SegmentEntry.of(segment=m.segment, label=m.label,
                                        records=m.num_examples, partitions=m.partitions)
                        for _, m in metas),
         source_fingerprint=_fingerprint(metas), validation=validation,

@@ -13,32 +13,69 @@ run would build. The previous version's manifest says which segments hold which 
 planning reads it and one listing of the raw files, never a segment of its own. A re-delivered
 or changed partition matches nothing, so only the segment that held it is built again.
 
-Planning is pure: the listing, the digests and the previous manifest in, segment tasks out.
-The build reads the files, the lookups and the suite (``etl.segments.tabular``).
+Planning is pure: the listing, the digests and the previous manifest in, segment tasks out
+(``plan_window``). The listing itself is one ``storage.glob_stat`` of the primary source's
+partitions (``window_listing``; its gaps, ``window_gaps``, are also what the wait for late
+data asks). The build reads the files, the lookups and the suite (the kind's build,
+``etl.kinds.tabular.window``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
+from etl import storage
+from etl.errors import PipelineError
 from etl.provenance import iso
-from etl.sources.extract import RawPartition, period_end
-from etl.spec import Spec
+from etl.spec import Source, Spec
 from etl.versions import segment
 from etl.versions.manifest import Manifest, SegmentEntry
-from etl.versions.segment import json_digest
+from etl.versions.segment import Metas, SegmentMeta, json_digest
 
 # Raw bytes one segment is built from: what one GX run validates in one Dask task, so a bulk
 # build still spreads over the workers (a year of flights is a few segments, not one).
 SEGMENT_RAW_BYTES = 16 * 2**20
 _PERIOD_LABEL = {"day": "%Y%m%d", "hour": "%Y%m%dT%H"}
 
-Listing = Sequence[tuple[datetime | None, dict[str, Any]]]  # etl.sources.extract.window_listing
+Listing = Sequence[tuple[datetime | None, dict[str, Any]]]  # window_listing
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
+
+
+class SourceFilesError(PipelineError):
+    """Files of the window are missing, or no file matched."""
+
+
+@dataclass(frozen=True)
+class RawPartition:
+    """One raw partition (a landed file: a day of a day-partitioned source, or the whole of
+    an unpartitioned one) and the part of the window it holds."""
+
+    label: str  # 20130101 (its period), or "all" for an unpartitioned source
+    uri: str
+    start: datetime | None  # the part of the window it holds (None: unbounded)
+    end: datetime | None
+    period: tuple[datetime, datetime] | None  # the partition's own span, if partitioned
+    file: dict[str, Any]  # storage.stat of its file: size, generation or mtime
+    digest: str  # of everything its rows' bytes depend on (etl.segments.plan)
+    piece: tuple[int, int] | None = None  # (i, k): the i-th of k row ranges of a large file
+
+    @property
+    def size(self) -> int:
+        whole = int(self.file.get("size") or 0)
+        return whole if self.piece is None else whole // self.piece[1]
+
+    @property
+    def key(self) -> str:
+        """How a segment lists it: the partition's label, with its piece if it is one."""
+        return self.label if self.piece is None else \
+            f"{self.label}.{self.piece[0] + 1}of{self.piece[1]}"
 
 @dataclass(frozen=True)
 class SegmentTask:
@@ -92,8 +129,8 @@ def plan_window(root: str, spec: Spec, start: datetime | None, end: datetime,
     tasks, reused = [], set()
     for seg, run in cover(partitions, known_segments(previous)):
         if seg is None:
-            tasks += [_task(root, spec, chunk, digests.lookups)
-                      for chunk in chunk_by_bytes(run, SEGMENT_RAW_BYTES)]
+            tasks += [_task(root, spec, group, digests.lookups)
+                      for group in group_by_size(run, lambda p: p.size, SEGMENT_RAW_BYTES)]
         else:
             tasks.append(_task(root, spec, run, digests.lookups, seg))
             reused.add(seg)
@@ -105,6 +142,12 @@ def known_segments(previous: Manifest | None) -> list[SegmentEntry]:
     return list(previous.segments) if previous is not None else []
 
 
+def new_segments(metas: Metas, previous: Manifest | None) -> list[SegmentMeta]:
+    """Segments holding a raw partition (by digest) the previous version did not hold."""
+    seen = {p for seg in known_segments(previous) for p in seg.partitions}
+    return [m for _, m in metas if not set(m.partitions) <= seen]
+
+
 def spec_digest(spec: Spec) -> str:
     """sha256 of the spec and suite files: any edit rebuilds the segments."""
     digest = hashlib.sha256()
@@ -114,7 +157,7 @@ def spec_digest(spec: Spec) -> str:
 
 
 def lookups_digest(root: str, fingerprint: dict[str, Any] | None) -> str | None:
-    """The digest of the lookup files (``etl.sources.extract.fingerprint`` of them, keyed by
+    """The digest of the lookup files (``fingerprint`` of them, keyed by
     their path under the root); None without joins."""
     return json_digest(_relative(root, fingerprint["files"])) if fingerprint else None
 
@@ -182,21 +225,6 @@ def in_pieces(partitions: list[RawPartition], limit: int) -> list[RawPartition]:
     return out
 
 
-def chunk_by_bytes(partitions: list[RawPartition], limit: int) -> list[list[RawPartition]]:
-    """Consecutive raw partitions in chunks of at most ``limit`` raw bytes (a larger one
-    alone)."""
-    chunks: list[list[RawPartition]] = []
-    size = 0
-    for partition in partitions:
-        if chunks and size + partition.size <= limit:
-            chunks[-1].append(partition)
-            size += partition.size
-        else:
-            chunks.append([partition])
-            size = partition.size
-    return chunks
-
-
 def _task(root: str, spec: Spec, partitions: list[RawPartition], lookups: str | None,
           seg: str | None = None) -> SegmentTask:
     first, last = partitions[0].key, partitions[-1].key
@@ -235,3 +263,128 @@ def late_partitions(root: str, plan: WindowPlan, previous: Manifest | None
         elif partition.label < newest:
             late.append(partition.label)
     return redelivered, late
+
+
+# --- the window's raw partitions, from one listing -------------------------------------------
+
+def source_uri(root: str, source: Source, **fmt: str) -> str:
+    """A source file's URI: its pattern with ``fmt`` filled in, under ``root`` unless it is
+    an absolute URI."""
+    rel = source.uri
+    for key, value in fmt.items():
+        rel = rel.replace("{" + key + "}", value)
+    return rel if "://" in rel else storage.safe_join(root, rel)
+
+
+def _period_step(granularity: str) -> timedelta:
+    return timedelta(hours=1) if granularity == "hour" else timedelta(days=1)
+
+
+def _floor(ts: datetime, granularity: str) -> datetime:
+    ts = ts.replace(minute=0, second=0, microsecond=0)
+    return ts if granularity == "hour" else ts.replace(hour=0)
+
+
+def _listed_periods(root: str, source: Source, end: datetime
+                    ) -> dict[datetime, dict[str, Any]]:
+    """Every landed period of a partitioned source before ``end``, with its file's size and
+    generation (mtime): one listing, however many periods."""
+    part = source.partitioning
+    pattern = source_uri(root, source, **{part.placeholder: "*"})
+    prefix, suffix = storage.get_fs(pattern)[1].split("*", 1)
+    found: dict[datetime, dict[str, Any]] = {}
+    for match, info in storage.glob_stat(pattern).items():
+        text = match[len(prefix):len(match) - len(suffix)] if suffix else match[len(prefix):]
+        try:
+            period = datetime.strptime(text, part.format).replace(tzinfo=end.tzinfo)
+        except ValueError:
+            log.warning("ignoring %s: %r does not match %s", match, text, part.format)
+            continue
+        if period < end:
+            found[period] = {**info, "uri": source_uri(root, source, **{part.placeholder: text})}
+    return found
+
+
+def window_files(root: str, source: Source, start: datetime | None, end: datetime) -> list[str]:
+    """URIs of the files holding events in [start, end), checking none is missing."""
+    return [info["uri"] for _, info in window_listing(root, source, start, end)]
+
+
+def window_listing(root: str, source: Source, start: datetime | None,
+                   end: datetime) -> list[tuple[datetime | None, dict[str, Any]]]:
+    """(period start, ``storage.stat`` of its file) of each landed partition of the window,
+    in period order; one ``(None, stat)`` for an unpartitioned source.
+
+    Raises:
+        SourceFilesError: no file holds events of the window, or (``require_complete``) a
+            period inside the window has no file.
+    """
+    part = source.partitioning
+    if part is None:
+        uri = source_uri(root, source)
+        try:
+            return [(None, storage.stat(uri))]
+        except FileNotFoundError:
+            raise SourceFilesError(f"source {source.name!r}: {uri} does not exist") from None
+    present, missing = window_gaps(root, source, start, end)
+    if not present:
+        raise SourceFilesError(f"source {source.name!r}: no file of {source.uri} holds events "
+                               f"in [{start or 'unbounded'}, {end})")
+    if missing and part.require_complete:
+        shown = ", ".join(m.strftime(part.format) for m in missing[:10])
+        raise SourceFilesError(f"source {source.name!r}: {len(missing)} partition(s) of the "
+                               f"window missing ({source.uri}): {shown}")
+    return sorted(present.items())
+
+
+def window_gaps(root: str, source: Source, start: datetime | None, end: datetime
+                ) -> tuple[dict[datetime, dict[str, Any]], list[datetime]]:
+    """(landed periods of the window with their stat, periods of the window with no file) of
+    a partitioned source: one listing. The one definition of "missing" -- the build's
+    ``require_complete`` check and the wait for late data (``etl.pipeline.arrival``) use it.
+    An unbounded window (``start`` None) starts at the first landed period."""
+    part = source.partitioning
+    assert part is not None
+    step = _period_step(part.granularity)
+    first = _floor(start, part.granularity) if start else None
+    present = {p: info for p, info in _listed_periods(root, source, end).items()
+               if first is None or p >= first}
+    missing: list[datetime] = []
+    p = first or min(present, default=end)
+    while p < end:
+        if p not in present:
+            missing.append(p)
+        p += step
+    return present, missing
+
+
+def period_end(period: datetime, source: Source) -> datetime:
+    """Where a partition that starts at ``period`` ends."""
+    assert source.partitioning is not None
+    return period + _period_step(source.partitioning.granularity)
+
+
+def fingerprint(uris: list[str]) -> dict[str, Any]:
+    """Each source file with size and mtime/generation, plus one sha256 over that list."""
+    files = []
+    for uri in sorted(uris):
+        info = storage.stat(uri)
+        files.append({"uri": uri, **{k: v for k, v in info.items() if k != "uri"}})
+    return {"sha256": json_digest(files), "files": files}
+
+
+def group_by_size(items: Iterable[T], size: Callable[[T], int], limit: int) -> list[list[T]]:
+    """Consecutive items in groups of at most ``limit`` (an item larger than that alone): the
+    one grouping by size -- raw partitions into segments, segments into the batches of one
+    Dask task, sampled pieces into the tasks of ``spec init``."""
+    groups: list[list[T]] = []
+    total = 0
+    for item in items:
+        n = size(item)
+        if groups and total + n <= limit:
+            groups[-1].append(item)
+            total += n
+        else:
+            groups.append([item])
+            total = n
+    return groups

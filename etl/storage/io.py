@@ -18,7 +18,7 @@ from etl.storage.fs import get_fs, is_gcs
 from etl.storage.retry import retry_remote, with_retries
 
 TEMP_MARKER = ".tmp-"  # local temp files: ".<name>.tmp-<hex>", never listed by readers
-GCS_WRITE_BLOCK_BYTES = 16 * 2**20  # resumable-upload chunk: bounds memory per open shard
+GCS_WRITE_BLOCK_BYTES = 16 * 2**20  # resumable-upload block: bounds memory per open shard
 READ_BUFFER_BYTES = 8 * 2**20
 
 

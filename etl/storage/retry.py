@@ -30,7 +30,7 @@ class RetryPolicy:
     gcsfs (2026.10) retries each HTTP request 6 times, sleeping min(rand + 2**(n-1), 32) s,
     on 408/429/500-504, connection/payload errors, timeouts, auth refresh and checksum
     errors; never on 403/404/412. What still escapes (its tries spent, or an error outside
-    its list) is retried here per operation. Streaming shard uploads rely on gcsfs' per-chunk
+    its list) is retried here per operation. Streaming shard uploads rely on gcsfs' per-block
     retries only: a record generator cannot be replayed, so the task retries instead.
     """
 

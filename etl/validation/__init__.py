@@ -5,16 +5,13 @@ Modules, one concept each: ``suite`` (what validation needs from a spec: modes, 
 columns, the suite split into row and dataset levels), ``rows`` (row checks of a batch of
 segments: valid rows, ``RowCounts`` per expectation, quarantine), ``metrics`` (dataset-level
 metric partials, their merge, and the window's judgement), ``report`` (results JSON, Data Docs,
-failure messages), ``images`` (decoding and checking image files) and ``gx`` (Great
-Expectations itself). Importing this package does not import GX: ``gx`` is imported by the
-functions that ask it something (``load_suite``, ``check_rows``, the judgement), so planning,
-publishing and reading versions never pay for it.
+failure messages) and ``gx`` (Great Expectations itself). Importing this package does not
+import GX: ``gx`` is imported by the functions that ask it something (``gx.load_suite``
+where a build starts, ``check_rows``, the judgement), so planning, publishing and reading versions never pay for it.
+(Image files are checked by their kind, ``etl.kinds.images.check``.)
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
-from pathlib import Path
 
 from etl.validation.metrics import (
     DatasetChecks,
@@ -48,20 +45,11 @@ from etl.validation.suite import (
     check_mode,
 )
 
-
-def load_suite(path: str | Path, columns: Iterable[str]) -> SplitSuite:
-    """The GX suite file at ``path`` split into row and dataset levels, checked against the
-    spec's ``columns`` (``etl.validation.gx.load_suite``; GX is imported here, on first use)."""
-    from etl.validation import gx
-
-    return gx.load_suite(path, columns)
-
-
 __all__ = [
     "KEPT_EXAMPLES", "MODES", "QUARANTINE_NUMBER_COLUMN", "REASON_COLUMN", "CheckedRows",
     "DatasetChecks", "MetricPartials", "RowChecks", "RowCounts", "RowReport", "SplitSuite",
     "SuiteError", "ValidationSpec", "check_dataset_metrics", "check_mode", "check_rows",
-    "dataset_checks", "failure_message", "finish", "judge_window", "load_suite",
+    "dataset_checks", "failure_message", "finish", "judge_window",
     "merge_metric_partials", "metric_partials", "metric_partials_from_json",
     "metric_partials_to_json", "summed", "typed_frame",
 ]

@@ -111,7 +111,7 @@ def _check_types(raw: Any, path: str | Path) -> None:
 
 def load_suite(path: str | Path, columns: Iterable[str]) -> SplitSuite:
     """Read a GX ExpectationSuite JSON file and split it into row and dataset parts
-    (callers use ``etl.validation.load_suite``, which imports this module when called).
+    (callers import this module when they start validating, never at their own import).
 
     Checks up front what would otherwise fail deep inside GX or silently per segment:
     every expectation has ``meta.level``, names only known columns, and row-level ones are

@@ -2,8 +2,8 @@
 and the suite file split into row-level and dataset-level expectation configs.
 
 Nothing here imports Great Expectations: planning, ``spec check`` and the CLI describe a suite
-with these types; reading a suite file needs GX (``etl.validation.load_suite``, which imports
-``etl.validation.gx`` when it is called).
+with these types; reading a suite file needs GX (``etl.validation.gx.load_suite``, which the
+callers that validate import when they start).
 """
 
 from __future__ import annotations
@@ -87,3 +87,4 @@ class ValidationSpec:
     def kinds(self) -> dict[str, str]:
         """Column -> parse kind (int/float/timestamp/string) for the row checks' views."""
         return {c: KINDS.get(t, "string") for c, t in self.columns.items()}
+

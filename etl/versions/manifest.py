@@ -33,7 +33,7 @@ from etl.versions.segment import (
 
 FORMAT_VERSION = 1
 VOLATILE_MANIFEST_KEYS = ("created_at", "run_id")  # differ between otherwise equal runs
-_HASH_CHUNK = 8 * 2**20
+_HASH_BLOCK = 8 * 2**20  # bytes read at once to hash a shard
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +41,7 @@ class SegmentEntry(JsonObject):
     """One of the segments a version lists, in window order."""
 
     segment: str = key(str, required=True)
-    partition: str | None = key(str)
+    label: str | None = key(str, json="partition")  # the segment's (``SegmentMeta.label``)
     records: int | None = key(int)
     partitions: tuple[tuple[str, str], ...] = key(list, pairs(), default=())
 
@@ -188,8 +188,8 @@ def verify_shards(uri: str, manifest: Manifest, checksums: bool = True) -> int:
 def _sha256(uri: str) -> str:
     digest = hashlib.sha256()
     with storage.open_read(uri) as f:
-        while chunk := f.read(_HASH_CHUNK):
-            digest.update(chunk)
+        while block := f.read(_HASH_BLOCK):
+            digest.update(block)
     return digest.hexdigest()
 
 

@@ -6,7 +6,8 @@ and created only if absent: a folder without it is unfinished and no reader look
 Versions list the segments of their window (each shard entry names its ``segment``), so a
 segment is written once and shared by every version whose window holds it.
 
-The id is ``<partition>-<digest>``: the partition (``20130101``, ``all``) and a digest of
+The id is ``<label>-<digest>``: the label of its raw partitions (``20130101``,
+``20130101_20130131``, ``all``) and a digest of
 everything the segment's bytes depend on (the raw files with their sizes and generations,
 the lookups, the spec and suite, the label's classes, the format). A re-delivered day gets a
 new id, so a published segment is never rewritten. Import-light: no dask, GX or TF.
@@ -15,8 +16,8 @@ new id, so a published segment is never rewritten. Import-light: no dask, GX or 
 ``manifest.json`` alike (``etl.versions.manifest``).
 
 Both files are frozen dataclasses read from and written back to JSON objects, key for key
-(``JsonObject``): a field is named as its JSON key; its metadata says what JSON type it
-holds and how a nested object is converted (``nested``, ``mapping_of``, ``list_of``). What a
+(``JsonObject``): a field is named as its JSON key (or says the older key it is stored
+under, as ``label`` is under ``partition``); its metadata says what JSON type it holds and how a nested object is converted (``nested``, ``mapping_of``, ``list_of``). What a
 file held is what it gives back: ``to_json`` writes the keys the object was read with (a key
 present with ``null`` stays present, an absent one stays absent) and keys this code does not
 know (``json_extra``) too, so an old or newer file survives a read and a write. A writer
@@ -31,9 +32,11 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Self
 
 from etl import storage
+from etl.provenance import code_version, iso
 from etl.versions.ids import _PLAIN_NAME, MANIFEST, SEGMENTS_DIR, dataset_uri
 
 _OWN = ("json_order", "json_extra")
@@ -106,10 +109,11 @@ def pairs() -> Codec:
 
 
 def key(kind: type | tuple[type, ...] = object, codec: Codec | None = None, *,
-        required: bool = False, default: Any = None) -> Any:
-    """A field held under its own name as a JSON key: ``required`` ones must be present
-    (and not null); others default to ``default`` when absent (``{}``: a new empty dict)."""
-    meta = {"kind": kind, "codec": codec, "required": required}
+        required: bool = False, default: Any = None, json: str | None = None) -> Any:
+    """A field held as a JSON key -- its own name, or ``json`` where the stored key keeps an
+    older name --: ``required`` ones must be present (and not null); others default to
+    ``default`` when absent (``{}``: a new empty dict)."""
+    meta = {"kind": kind, "codec": codec, "required": required, "json": json}
     if required:
         return field(metadata=meta)
     if default == {}:
@@ -117,6 +121,11 @@ def key(kind: type | tuple[type, ...] = object, codec: Codec | None = None, *,
     if isinstance(default, (list, dict)):
         raise TypeError("a mutable default would be shared: use a tuple")
     return field(default=default, metadata=meta)
+
+
+def json_key(f: dataclasses.Field) -> str:
+    """The JSON key a field is stored under."""
+    return f.metadata.get("json") or f.name
 
 
 def _default(f: dataclasses.Field) -> Any:
@@ -133,51 +142,54 @@ class JsonObject:
     json_extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def _keys(cls) -> list[dataclasses.Field]:
-        return [f for f in dataclasses.fields(cls) if f.name not in _OWN]
+    def _keys(cls) -> dict[str, dataclasses.Field]:
+        """The fields by the JSON key each is stored under."""
+        return {json_key(f): f for f in dataclasses.fields(cls) if f.name not in _OWN}
 
     @classmethod
     def of(cls, **values: Any) -> Self:
         """An object a writer makes: exactly the keys given are written, in that order."""
-        return cls(json_order=tuple(values), **values)
+        names = {f.name: k for k, f in cls._keys().items()}
+        return cls(json_order=tuple(names[n] for n in values), **values)
 
     @classmethod
     def from_json(cls, obj: Any, where: str, at: str = "") -> Self:
         """``where``: the file named by any error; ``at``: the key path of ``obj`` in it."""
         _check(obj, dict, where, at)
         values, nulls = {}, {}
-        for f in cls._keys():
-            path = f"{at}.{f.name}" if at else f.name
-            if f.name not in obj or obj[f.name] is None:
+        for k, f in cls._keys().items():
+            path = f"{at}.{k}" if at else k
+            if k not in obj or obj[k] is None:
                 if f.metadata["required"]:
                     raise ValueError(f"{where}: {_named(path)}expected "
                                      f"{_kind_name(f.metadata['kind'])}, the key is "
-                                     f"{'null' if f.name in obj else 'missing'}")
-                if f.name in obj and _default(f) is not None:
-                    nulls[f.name] = None  # read as its default, written back as null
+                                     f"{'null' if k in obj else 'missing'}")
+                if k in obj and _default(f) is not None:
+                    nulls[k] = None  # read as its default, written back as null
                 continue
-            value = _check(obj[f.name], f.metadata["kind"], where, path)
+            value = _check(obj[k], f.metadata["kind"], where, path)
             codec = f.metadata["codec"]
             values[f.name] = codec.load(value, where, path) if codec else value
-        known = {f.name for f in cls._keys()}
+        known = cls._keys()
         return cls(json_order=tuple(obj), json_extra={
             **{k: v for k, v in obj.items() if k not in known}, **nulls}, **values)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object: the keys read or named, then any field set since, then extras."""
-        fields = {f.name: f for f in self._keys()}
-        order = list(self.json_order) or [n for n in fields if getattr(self, n) is not None]
-        order += [n for n, f in fields.items() if n not in order
-                  and getattr(self, n) != _default(f) and getattr(self, n) is not None]
+        fields = self._keys()
+        order = list(self.json_order) or [k for k, f in fields.items()
+                                          if getattr(self, f.name) is not None]
+        order += [k for k, f in fields.items() if k not in order
+                  and getattr(self, f.name) != _default(f) and getattr(self, f.name) is not None]
         order += [k for k in self.json_extra if k not in order]
         out: dict[str, Any] = {}
-        for name in order:
-            if name not in fields or (name in self.json_extra
-                                      and getattr(self, name) == _default(fields[name])):
-                out[name] = self.json_extra[name]
+        for k in order:
+            f = fields.get(k)
+            if f is None or (k in self.json_extra and getattr(self, f.name) == _default(f)):
+                out[k] = self.json_extra[k]
                 continue
-            value, codec = getattr(self, name), fields[name].metadata["codec"]
-            out[name] = codec.dump(value) if codec is not None and value is not None else value
+            value, codec = getattr(self, f.name), f.metadata["codec"]
+            out[k] = codec.dump(value) if codec is not None and value is not None else value
         return out
 
 
@@ -282,7 +294,9 @@ class SegmentMeta(JsonObject, HoldsSplits):
     format_version: int | None = key(int)  # read_segment refuses a file without one
     dataset: str | None = key(str)
     segment: str | None = key(str)
-    partition: str | None = key(str)  # its partitions' label: 20130101 or 20130101_20130131
+    # its raw partitions' label: 20130101, or 20130101_20130131 for a run of them (stored as
+    # ``partition``, the key's name in every segment.json written so far)
+    label: str | None = key(str, json="partition")
     partitions: tuple[tuple[str, str], ...] = key(list, pairs(), default=())  # (key, digest) each
     level: int = key(int, default=0)  # compaction level: 0 for a built segment
     compacted_from: tuple[str, ...] | None = key(list, strings())
@@ -310,14 +324,40 @@ class SegmentMeta(JsonObject, HoldsSplits):
     def sources(self) -> SourceFiles:
         return self.source_fingerprint or SourceFiles()
 
+    @classmethod
+    def new(cls, *, dataset: str, segment: str, label: str,
+            partitions: tuple[tuple[str, str], ...], interval: Interval, run_id: str,
+            compression: str | None, schema: Mapping[str, Any] | None,
+            splits: Mapping[str, SplitInfo],
+            validation: SegmentChecks, source_fingerprint: SourceFiles | None = None,
+            level: int = 0, compacted_from: tuple[str, ...] | None = None,
+            statistics: Mapping[str, Any] | None = None,
+            statistics_partial: Mapping[str, Any] | None = None,
+            built_from: Mapping[str, Any] | None = None,
+            dropped_rows: Mapping[str, int] | None = None) -> SegmentMeta:
+        """The ``segment.json`` a build writes -- from raw rows (a kind's) or from smaller
+        segments (compaction) --, stamped with this code's version and now; the optional
+        keys are written only when set."""
+        given = {"source_fingerprint": source_fingerprint, "level": level or None,
+                 "compacted_from": compacted_from, "built_from": built_from,
+                 "statistics": statistics, "statistics_partial": statistics_partial,
+                 "dropped_rows": dropped_rows}
+        return cls.of(
+            format_version=SEGMENT_FORMAT, dataset=dataset, segment=segment, label=label,
+            partitions=partitions, data_interval=interval, created_at=iso(datetime.now(UTC)),
+            run_id=run_id, code_version=code_version(), compression=compression,
+            schema=schema, splits=splits, validation=validation,
+            **{k: v for k, v in given.items() if v is not None})
+
     @property
     def train_rows(self) -> int:
         """The train split's rows in its statistics partial (0 without one)."""
         return int(((self.statistics_partial or {}).get("train") or {}).get("rows", 0))
 
 
+Metas = list[tuple[str, SegmentMeta]]  # (segment URI, segment.json), in window order
 SEGMENT_FILE = "segment.json"
-DATASET_INFO = "dataset_info.json"  # TFDS's metadata of the folder (etl.write.tfds writes it)
+DATASET_INFO = "dataset_info.json"  # TFDS's metadata of the folder (etl.segments.build writes it)
 SEGMENT_FORMAT = 2  # 2: the folder holds dataset_info.json (a new id, so every segment has it)
 SEGMENT_LOCK = "_WRITER"
 GRACE_S = 12 * 3600.0  # an unlisted segment younger than this may be a live run's (DAG: 8 h)
@@ -340,11 +380,12 @@ def json_digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def segment_id(partition: str, material: Mapping[str, Any]) -> str:
-    """``<partition>-<16 hex>`` from a JSON-able description of what the bytes depend on."""
-    seg = f"{partition}-{json_digest({'format': SEGMENT_FORMAT, **material})[:16]}"
+def segment_id(label: str, material: Mapping[str, Any]) -> str:
+    """``<label>-<16 hex>`` from the segment's label and a JSON-able description of what its
+    bytes depend on."""
+    seg = f"{label}-{json_digest({'format': SEGMENT_FORMAT, **material})[:16]}"
     if not _PLAIN_NAME.match(seg):
-        raise ValueError(f"segment id {seg!r}: the partition label must be a plain name")
+        raise ValueError(f"segment id {seg!r}: the segment's label must be a plain name")
     return seg
 
 

@@ -24,9 +24,9 @@ encoding a sample, each split gets ``num_shards_for(records * bytes, target)`` s
 row's shard is the high 32 bits of its identity hash modulo that count (the split used the
 low bits). Inside a shard the rows are sorted by that hash, so the same rows always give the
 same bytes; they are encoded in chunks of rows (numpy/Arrow, byte-deterministic) and streamed
-to ``shards.write_shard``. ``write_shards`` writes a segment's frame in this process;
-``write_splits`` writes a Dask frame, one shard per Dask partition written by a worker
-straight to storage (images).
+to ``shards.write_shard``. ``write_shards`` writes a segment's frame in this process and
+gives each split's entry with its content hash; the images kind writes a Dask frame with the
+same plan and row order, one shard per Dask partition (``etl.kinds.images.window``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -186,7 +184,8 @@ class ShardPlan:
         raise IndexError(f"shard {index} is outside the plan of {self.total} shards")
 
 
-def _encoder(name: str):
+def encoder(name: str) -> Callable[[Any, dict[str, Any]], list[bytes]]:
+    """The Example encoder ``name`` (``ENCODERS``), or a ValueError listing them."""
     if name not in ENCODERS:
         raise ValueError(f"encoder: expected one of {ENCODERS}, got {name!r}")
     return {"vectorized": shards.encode_batch_vectorized, "tfx": shards.encode_batch,
@@ -229,7 +228,9 @@ def plan_shards(split_counts: dict[str, int], record_bytes: float, target_bytes:
                      record_bytes=record_bytes)
 
 
-def _assign_shards(df: pd.DataFrame, plan: ShardPlan) -> pd.DataFrame:
+def assign_shards(df: pd.DataFrame, plan: ShardPlan) -> pd.DataFrame:
+    """``df`` with each row's global shard id (``SHARD_COL``): its split's offset plus the
+    high 32 bits of its identity hash modulo the split's shard count."""
     split = df[SPLIT_COL].to_numpy()
     high = (df[HASH_COL].to_numpy(dtype=np.uint64) >> np.uint64(32)).astype(np.int64)
     shard = np.zeros(len(df), dtype=np.int64)
@@ -257,7 +258,7 @@ def write_one_shard(part: pd.DataFrame, uri: str, columns: list[str], schema: di
     """Encode and write one shard; runs on a worker. ``on_record`` sees every record. Rows
     carrying ``RECORD_COL`` were encoded already: their bytes are written as they are."""
     order = _row_order(part, columns)
-    encode_fn = _encoder(config.encoder)
+    encode_fn = encoder(config.encoder)
 
     def records() -> Iterator[bytes]:
         if RECORD_COL in part:
@@ -276,56 +277,23 @@ def write_one_shard(part: pd.DataFrame, uri: str, columns: list[str], schema: di
     return shards.write_shard(uri, records(), config.compression)
 
 
-def write_splits(ddf: dd.DataFrame, dataset: str, version_uri: str, schema: dict[str, Any],
-                 split_counts: dict[str, int], config: WriteConfig) -> dict[str, list[dict]]:
-    """Write every split's shards under ``version_uri``; returns manifest shard entries."""
-    _encoder(config.encoder)
-    columns = [*schema["features"], schema["label"]["name"]]
-    sample = ddf.head(config.sample_rows, npartitions=1, compute=True)
-    if sample.empty:
-        sample = ddf.head(config.sample_rows, npartitions=-1, compute=True)
-    plan = plan_shards(split_counts, measure_record_bytes(sample, columns, schema,
-                                                          config.compression),
-                       config.target_bytes, config.min_train_shards)
-    assigned = ddf.map_partitions(_assign_shards, plan, meta=_assign_shards(ddf._meta, plan))
-    by_shard = assigned.set_index(SHARD_COL, divisions=list(range(plan.total + 1)))
-    parts = by_shard.to_delayed()
-    if len(parts) != plan.total:
-        raise RuntimeError(f"expected {plan.total} shard partitions, got {len(parts)}")
-    tasks, names = [], []
-    for index, part in enumerate(parts):
-        split, i = plan.shard_of(index)
-        name = shards.shard_filename(dataset, split, i, plan.num_shards[split],
-                                     config.compression)
-        names.append((split, name))
-        tasks.append(dask.delayed(write_one_shard)(
-            part, storage.join(version_uri, name), columns, schema, config))
-    log.debug("writing %d shard(s) for %s (%.0f B/record): %s", plan.total, dataset,
-             plan.record_bytes, plan.num_shards)
-    entries = dask.compute(*tasks)
-    out: dict[str, list[dict]] = {s: [] for s in plan.splits}
-    for (split, name), entry in zip(names, entries):
-        out[split].append({**entry, "file": name})
-    return out
-
-
 def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict[str, Any],
                 splits: list[str], config: WriteConfig,
                 on_record: Callable[[str, bytes], None] | None = None) -> dict[str, list[dict]]:
     """Every split's shards of one in-memory frame (a segment), written by this process.
 
-    The same plan and row order as ``write_splits``, without Dask: one frame small enough
+    The same plan and row order as the images kind's Dask writer: one frame small enough
     for one task. ``on_record(split, record)`` sees every record written. A frame with
     ``RECORD_COL`` (see ``encode_rows``) is written without encoding anything again.
     """
-    _encoder(config.encoder)
+    encoder(config.encoder)
     columns = [*schema["features"], schema["label"]["name"]]
     counts = frame[SPLIT_COL].value_counts()
     plan = plan_shards({s: int(counts.get(s, 0)) for s in splits},
                        measure_record_bytes(frame.head(config.sample_rows), columns, schema,
                                             config.compression),
                        config.target_bytes, config.min_train_shards)
-    assigned = _assign_shards(frame, plan)
+    assigned = assign_shards(frame, plan)
     out: dict[str, list[dict]] = {s: [] for s in plan.splits}
     for index, part in _by_shard(assigned, plan.total):
         split, i = plan.shard_of(index)
@@ -340,7 +308,7 @@ def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict
 
 def write_shards(rows: pd.DataFrame, dataset: str, uri: str, schema: dict[str, Any],
                  splits: list[str], config: WriteConfig) -> dict[str, SplitInfo]:
-    """A segment's shards from its Example-ready rows (``etl.transform.tabular.prepare``),
+    """A segment's shards from its Example-ready rows (``etl.kinds.tabular.prepare.prepare``),
     written by this process; per split its records, bytes, content hash and shard entries
     (what ``segment.json`` lists)."""
     digests: dict[str, list[int]] = {}
@@ -358,7 +326,7 @@ def encode_rows(frame: pd.DataFrame, schema: dict[str, Any], config: WriteConfig
     records = np.empty(len(frame), dtype=object)
     for i in range(0, len(frame), config.chunk_rows):
         chunk = frame.iloc[i:i + config.chunk_rows][columns]
-        records[i:i + len(chunk)] = _encoder(config.encoder)(chunk, schema)
+        records[i:i + len(chunk)] = encoder(config.encoder)(chunk, schema)
     return frame.assign(**{RECORD_COL: records})
 
 

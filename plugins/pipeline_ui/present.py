@@ -250,7 +250,7 @@ def segment_rows(manifest: Manifest) -> list[dict[str, Any]]:
     """The version's segments in window order: id, the partitions they hold, records."""
     rows = []
     for seg in manifest.segments:
-        labels = [p[0] for p in seg.partitions if p] or str(seg.partition or "").split("_")
+        labels = [p[0] for p in seg.partitions if p] or str(seg.label or "").split("_")
         first, last = _day(labels[0]), _day(labels[-1])
         rows.append({"segment": seg.segment, "records": seg.records,
                      "partitions": len(seg.partitions) or None,

@@ -10,7 +10,8 @@ from tensorflow.core.example import example_pb2
 
 from bench import floor
 from etl import pipeline, versions
-from etl.sources.land import land
+from etl.kinds.landing import LandOptions
+from etl.kinds.tabular.land import land
 from etl.write.shards import iter_records
 
 START, END = "2013-01-01T00:00:00Z", "2013-01-03T00:00:00Z"
@@ -19,7 +20,7 @@ START, END = "2013-01-01T00:00:00Z", "2013-01-03T00:00:00Z"
 @pytest.fixture(scope="module")
 def landed(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("landed")
-    land(path.as_uri(), "flights", start=date(2013, 1, 1), end=date(2013, 1, 3))
+    land(path.as_uri(), "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     return path.as_uri()
 
 

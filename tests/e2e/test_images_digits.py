@@ -25,7 +25,7 @@ DIGITS = 1797
 def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Manifest]:
     root = tmp_path_factory.mktemp("digits").as_uri()
     report = land(root, "digits")
-    assert len(report.written) == DIGITS
+    assert len(report.written) == DIGITS and report.unit == "images"
     assert len(land(root, "digits").unchanged) == DIGITS  # idempotent
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster):

@@ -22,7 +22,7 @@ import yaml
 
 from etl import pipeline, versions
 from etl.errors import ValidationFailed
-from etl.sources.bundled import sklearn_frame
+from etl.kinds.tabular.land import sklearn_frame
 from etl.spec import SPECS_DIR, load_spec
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import make_dataset

@@ -16,6 +16,7 @@ import tensorflow as tf
 from distributed import Client, LocalCluster
 
 from etl import pipeline, storage, versions
+from etl.kinds.landing import LandOptions
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import local_or_remote_path, make_dataset
 from training.train import train
@@ -26,7 +27,7 @@ START, END = date(2013, 1, 1), date(2013, 1, 8)
 @pytest.fixture(scope="module")
 def etl_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     root = tmp_path_factory.mktemp("root").as_uri()
-    pipeline.land(root, "flights", start=START, end=END)
+    pipeline.land(root, "flights", LandOptions(start=START, end=END))
     # in-process workers: spawning worker processes costs more than this week of data
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster):

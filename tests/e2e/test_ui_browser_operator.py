@@ -31,6 +31,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from etl.kinds.landing import LandOptions
 from tests.e2e.test_ui_browser import (  # noqa: F401 - fixtures used by name
     CHROMIUM_ARGS,
     REPO,
@@ -314,7 +315,7 @@ def _day_of_runs(server: Server, tmp: Path) -> dict[str, str]:
         if (REPO / "dags" / name).exists() and not (dags / name).exists():
             (dags / name).symlink_to(REPO / "dags" / name)
     root = server.env["PIPELINE_STORAGE_ROOT"]
-    pipeline.land(root, uf.DATASET, start=date(2013, 12, 25), end=date(2014, 1, 1))
+    pipeline.land(root, uf.DATASET, LandOptions(start=date(2013, 12, 25), end=date(2014, 1, 1)))
     assert _airflow(server, ["dags", "reserialize"], tmp).returncode == 0, \
         (tmp / "airflow.log").read_text()[-3000:]
     # The nightly run of today over 2013's data: refused at once, no 6-hour wait.

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from etl import cluster
+from etl.kinds.landing import LandOptions
 
 pytestmark = pytest.mark.skipif(
     "forkserver" not in __import__("multiprocessing").get_all_start_methods(),
@@ -131,7 +132,7 @@ def test_a_one_day_run_starts_no_cluster_and_a_large_one_does(
     from datetime import date
 
     from etl import pipeline, storage, versions
-    from etl.sources.land import land
+    from etl.kinds.tabular.land import land
 
     monkeypatch.delenv(cluster.DASK_ADDRESS_ENV, raising=False)
     _forbid_clusters(monkeypatch)
@@ -144,7 +145,7 @@ def test_a_one_day_run_starts_no_cluster_and_a_large_one_does(
 
     monkeypatch.setattr(cluster, "dask_client", spy)
     root = tmp_path.as_uri()
-    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 3))
+    land(root, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     result = pipeline.run("flights", root, "2013-01-02", "2013-01-01", run_id="small")
     assert result["created"] and sum(result["splits"].values()) > 600
     files = versions.read_manifest(result["version_uri"]).sources.files

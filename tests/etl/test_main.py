@@ -17,7 +17,8 @@ import yaml
 
 from etl import versions
 from etl.__main__ import main
-from etl.sources.land import land
+from etl.kinds.landing import LandOptions
+from etl.kinds.tabular.land import land
 from etl.spec import SPECS_DIR
 from etl.versions import segment
 
@@ -27,7 +28,7 @@ END, START = "2013-01-02", "2013-01-01"
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> str:
     uri = tmp_path_factory.mktemp("cli-run").as_uri()
-    land(uri, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
+    land(uri, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 2)))
     return uri
 
 
@@ -101,7 +102,7 @@ def test_build_then_publish_are_the_chain_one_step_at_a_time(
     """``etl build`` is the DAG's build task: it prints the draft's URI, publishes nothing,
     and ``etl publish`` of that URI makes the version."""
     uri = tmp_path.as_uri()
-    land(uri, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
+    land(uri, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 2)))
     assert main(["build", "--root", uri, "--interval-end", END, "--interval-start", START,
                  "--run-id", "steps"]) == 0
     draft = capsys.readouterr().out.strip().splitlines()[-1]

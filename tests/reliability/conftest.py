@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from etl.kinds.landing import LandOptions
+
 DATASET = "flights"
 BASE_END = "2013-01-02T00:00:00Z"
 BASE_START = "2013-01-01T00:00:00Z"
@@ -39,10 +41,10 @@ def dask_client() -> Iterator[object]:
 def published_template(tmp_path_factory: pytest.TempPathFactory, dask_client: object) -> Path:
     """Days 01-01..01-03 landed and [01-01, 01-02) published once per session."""
     from etl import pipeline
-    from etl.sources.land import land
+    from etl.kinds.tabular.land import land
 
     path = tmp_path_factory.mktemp("published")
-    land(path.as_uri(), DATASET, start=date(2013, 1, 1), end=date(2013, 1, 4))
+    land(path.as_uri(), DATASET, LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 4)))
     res = pipeline.run(DATASET, path.as_uri(), BASE_END, BASE_START, run_id="base",
                        shard_bytes=SHARD_BYTES)
     assert res["created"] and res["version"] == BASE_VERSION

@@ -135,7 +135,7 @@ def test_damaged_parquet_is_named_without_a_run(root_path: Path, tmp_path: Path,
     """Other damage (one byte short, a stub, zeroed pages) gets the same kind of refusal."""
     import dataclasses
 
-    from etl.sources.read import SourceReadError, read_source_file
+    from etl.kinds.tabular.read import SourceReadError, read_source_file
     from etl.spec import load_spec
 
     path = _land_as_parquet(day_file(root_path, BAD_DAY))

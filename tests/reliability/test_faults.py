@@ -23,6 +23,7 @@ import pytest
 
 from etl import pipeline, storage, versions
 from etl.errors import ChecksumMismatchError, StorageError
+from etl.kinds.landing import LandOptions
 from etl.storage import fs as storage_fs
 from etl.storage import retry as storage_retry
 from etl.versions import lease
@@ -136,9 +137,9 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
 @pytest.fixture()
 def landed_gcs(gcs_root: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Days 01-01 and 01-02 landed on the emulator; the test may repoint gcsfs, this puts it back."""
-    from etl.sources.land import land
+    from etl.kinds.tabular.land import land
 
-    land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 3))
+    land(gcs_root, DATASET, LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     yield gcs_root
     storage_fs._resolve_token.cache_clear()
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from etl import pipeline, storage
+from etl.kinds.landing import LandOptions
 from etl.storage import retry as storage_retry
 from tests.reliability.conftest import DATASET, SHARD_BYTES
 from tests.reliability.planted import TOP_LOGGERS, Planted, TokenServer, every_log_at_debug
@@ -120,10 +121,10 @@ def test_etl_run_with_a_service_account_logs_no_secret(gcs_root: str, planted: P
                                                        capfd: pytest.CaptureFixture[str],
                                                        dask_client: object) -> None:
     """Land and run one day with the key: it is used, and nothing of it is logged or stored."""
-    from etl.sources.land import land
+    from etl.kinds.tabular.land import land
 
     with every_log_at_debug() as logs:
-        land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 2))
+        land(gcs_root, DATASET, LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 2)))
         result = pipeline.run(DATASET, gcs_root, DAY_END, DAY_START, run_id="keyed",
                               shard_bytes=SHARD_BYTES)
     out, err = capfd.readouterr()
@@ -188,9 +189,9 @@ def test_refused_key_and_dead_store_log_no_secret(gcs_root: str, planted: Plante
 def test_command_line_and_its_workers_print_no_secret(gcs_root: str, planted: Planted,
                                                       tmp_path: Path) -> None:
     """``python -m etl build``: its worker processes read and write with the key, all at DEBUG."""
-    from etl.sources.land import land
+    from etl.kinds.tabular.land import land
 
-    land(gcs_root, DATASET, start=date(2013, 1, 1), end=date(2013, 1, 2))
+    land(gcs_root, DATASET, LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 2)))
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")

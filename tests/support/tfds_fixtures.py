@@ -1,5 +1,5 @@
 """Segment folders and a version listing them, written as the ETL writes them (shards,
-``dataset_info.json`` from ``etl.write.tfds``, ``segment.json`` last), for the TFDS tests."""
+``dataset_info.json`` from ``etl.segments.build``, ``segment.json`` last), for the TFDS tests."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from etl import storage
+from etl.segments import build as tfds_meta
 from etl.versions import SEGMENTS_DIR, SegmentMeta
 from etl.write import shards
-from etl.write import tfds as tfds_meta
 
 SCHEMA = {
     "key": ["id"],

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from etl.kinds.landing import LandOptions
+
 XSS = "<script>alert('xss')</script>"
 DATASET = "flights"
 HOSTILE_DATASET = "hostile"
@@ -257,7 +259,7 @@ def real_etl_root(tmp_path_factory) -> tuple[Path, str]:
         from etl import pipeline
 
         root = tmp_path_factory.mktemp("ui-real-etl") / "root"
-        pipeline.land(root.as_uri(), DATASET, start=REAL_START.date(), end=REAL_END.date())
+        pipeline.land(root.as_uri(), DATASET, LandOptions(start=REAL_START.date(), end=REAL_END.date()))
         result = pipeline.run(DATASET, root.as_uri(), REAL_END.isoformat(), REAL_START.isoformat(),
                               run_id=REAL_RUN_ID)
         _real.update(root=root, version=result["version"])

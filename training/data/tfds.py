@@ -1,6 +1,6 @@
 """A published version as a TensorFlow Datasets builder: a thin wrapper over stock TFDS.
 
-Every segment folder holds a ``dataset_info.json`` (``etl.write.tfds``), so stock
+Every segment folder holds a ``dataset_info.json`` (``etl.segments.build``), so stock
 ``tfds.builder_from_directories`` over the segments a manifest lists loads the version, and a
 team that trains elsewhere needs none of our code. This wrapper stays because our callers have
 a version URI, not a folder list: it reads the manifest, refuses what TFDS would misread (an

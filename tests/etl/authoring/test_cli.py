@@ -19,6 +19,7 @@ from etl.authoring.columns import ColumnProfile, column_profiles, null_tokens
 from etl.authoring.profile import Origin, profile_frame
 from etl.authoring.suite import widen
 from etl.kinds import land
+from etl.kinds.landing import LandOptions
 from etl.spec.scheduling import DEFAULT_SPECS_DIR
 
 
@@ -77,7 +78,7 @@ def test_profile_types_key_and_margins() -> None:
 def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, specs, capsys):
     """Real flights raw files landed by ``etl land``; the only decision taken is the label."""
     root = f"file://{tmp_path / 'data'}"
-    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 3))
+    land(root, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     out = _init(capsys, "--name", "flights_day", "--root", root, "--label", "arr_delay",
                 "--source", "raw/flights/date={date}/flights.csv")
     assert "Still to decide:" in out and "label: the draft says arr_delay >" in out

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from etl.kinds.landing import LandOptions
+from etl.kinds.tabular.land import land
 from etl.pipeline.arrival import check_arrival
-from etl.sources import extract
-from etl.sources.land import land
+from etl.segments import plan
 from etl.spec import load_spec
 from etl.spec.scheduling import SpecSettingsError, parse_settings
 
@@ -30,7 +31,7 @@ START = datetime(2013, 1, 1, tzinfo=UTC)
 @pytest.fixture(scope="module")
 def landed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("arrival")
-    land(f"file://{path}", "flights", start=date(2013, 1, 1), end=date(2013, 1, 5))
+    land(f"file://{path}", "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 5)))
     return path
 
 
@@ -52,8 +53,8 @@ def test_missing_is_what_the_build_refuses(root: str) -> None:
     arrival = check_arrival("flights", root, END, START)
     assert arrival.missing == ("2013-01-03", "2013-01-04") and not arrival.complete
     assert arrival.where == "raw/flights/date={date}/flights.csv"
-    with pytest.raises(extract.SourceFilesError, match="2 partition.*2013-01-03, 2013-01-04"):
-        extract.window_listing(root, load_spec("flights").primary_source, START, END)
+    with pytest.raises(plan.SourceFilesError, match="2 partition.*2013-01-03, 2013-01-04"):
+        plan.window_listing(root, load_spec("flights").primary_source, START, END)
     assert check_arrival("flights", root, datetime(2013, 1, 3, tzinfo=UTC), START).complete
     _deliver(root, "2013-01-03")
     _deliver(root, "2013-01-04")

@@ -1,9 +1,11 @@
-"""The whole ETL chain (build -> publish) on two real days: publish protocol, re-runs,
-failures, a killed writer, concurrency, GCS + CLI."""
+"""etl.pipeline.chain: the whole ETL chain (build -> publish) on two real days -- publish
+protocol, re-runs, failures, a killed writer, concurrency, GCS + CLI -- and the one line per
+step an operator reads, for a validation and an image build."""
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
 import time
@@ -14,8 +16,9 @@ import pytest
 
 from etl import pipeline, storage, versions
 from etl.errors import ValidationFailed, VersionLockedError
-from etl.pipeline import RunOptions
-from etl.sources.land import land
+from etl.kinds.landing import LandOptions
+from etl.kinds.tabular.land import land
+from etl.pipeline import RunOptions, chain
 
 END = "2013-01-03T00:00:00Z"
 VERSION = "20130103T000000Z_all"
@@ -28,7 +31,7 @@ MANIFEST_KEYS = {"format_version", "dataset", "version", "data_interval", "creat
 @pytest.fixture(scope="module")
 def landed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("landed")
-    land(path.as_uri(), "flights", start=date(2013, 1, 1), end=date(2013, 1, 3))
+    land(path.as_uri(), "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     return path
 
 
@@ -168,7 +171,7 @@ def test_cli_run_on_gcs(client, gcs_root: str, capsys: pytest.CaptureFixture) ->
     """The command line end to end on a real GCS JSON-API server; workers write the shards."""
     from etl.__main__ import main
 
-    land(gcs_root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 2))
+    land(gcs_root, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 2)))
     assert main(["run", "--root", gcs_root, "--interval-end", "2013-01-02",
                  "--shard-bytes", "200000"]) == 0
     out = capsys.readouterr().out
@@ -224,3 +227,28 @@ def test_a_retried_forced_build_keeps_its_revision(client, root: str) -> None:
     other = pipeline.build_version("flights", root, END, None, "someone-else", again)
     assert other.endswith(f"{VERSION}-r3")  # another run's forced build is its own revision
     assert pipeline.publish(vuri)["created"] and first["created"]
+
+
+def test_validate_summary_states_mode_expectations_failures_quarantine(
+        caplog: pytest.LogCaptureFixture) -> None:
+    result = {"mode": "quarantine", "evaluated_rows": 327262, "quarantined_rows": 12,
+              "expectations": [{"success": True}] * 40 + [{"success": False}]}
+    with caplog.at_level(logging.INFO, logger="etl.pipeline"):
+        chain.say_validated("flights", result, 7.08, "file:///x/validated")
+    expected = ("validate flights: 327,262 rows, 41 expectations, 1 failed, 12 quarantined "
+                "(quarantine mode), 7.1 s -> file:///x/validated")
+    assert caplog.messages == [expected]
+
+
+def test_image_build_summary_counts_its_files(caplog: pytest.LogCaptureFixture,
+                                              tmp_path: Path) -> None:
+    """Image segments are built from a file *count*, tabular ones from rows: both summarised."""
+    from etl.kinds import land as land_kind
+
+    root = tmp_path.as_uri()
+    land_kind(root, "digits")
+    with caplog.at_level(logging.INFO, logger="etl"):
+        pipeline.build_version("digits", root, "2024-01-01T00:00:00Z", run_id="count")
+    lines = [m for m in caplog.messages if m.startswith("build digits: ")]
+    assert lines and "1 segment built, 1797 image files checked, 0 quarantined" in lines[0], \
+        caplog.messages

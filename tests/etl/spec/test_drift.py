@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from etl.kinds.landing import LandOptions
 from etl.spec.drift import compare, mean_shift, psi
 
 OLD = {"num_examples": 1000, "numeric": {"distance": {"mean": 1000.0, "var": 400.0 ** 2,
@@ -135,11 +136,11 @@ def _nights(tmp_path, monkeypatch, empty_temp: bool) -> dict:
     from datetime import date
 
     from etl import pipeline, versions
+    from etl.kinds.tabular.land import land
     from etl.segments import plan
-    from etl.sources.land import land
 
     root = tmp_path / ("empty" if empty_temp else "plain")
-    land(root.as_uri(), "flights", start=date(2013, 1, 1), end=date(2013, 1, 12))
+    land(root.as_uri(), "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 12)))
     days = sorted((root / "raw/flights").glob("date=*/flights.csv"))
     monkeypatch.setattr(plan, "SEGMENT_RAW_BYTES", max(p.stat().st_size for p in days))
     if empty_temp:  # the weather feed of Jan 11 (UTC) arrives with no temperatures

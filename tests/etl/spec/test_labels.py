@@ -17,9 +17,9 @@ import yaml
 
 from etl import statistics
 from etl.errors import ValidationFailed
-from etl.sources.bundled import sklearn_frame
+from etl.kinds.tabular import prepare as transform
+from etl.kinds.tabular.land import sklearn_frame
 from etl.spec import SPECS_DIR, SpecError, load_spec
-from etl.transform import tabular as transform
 from etl.write.writer import SPLIT_COL
 
 

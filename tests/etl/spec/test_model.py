@@ -93,8 +93,8 @@ def test_the_pipelines_own_column_names_are_refused(tmp_path: Path, columns: dic
 
 def test_reserved_names_are_the_ones_the_pipeline_adds() -> None:
     """The spec cannot import the stages (it stays import-light), so this keeps them in step."""
-    from etl.sources.lookups import _JOIN_PREFIX
-    from etl.transform.tabular import MISSING_COL
+    from etl.kinds.tabular.prepare import MISSING_COL
+    from etl.kinds.tabular.read import _JOIN_PREFIX
     from etl.validation import QUARANTINE_NUMBER_COLUMN, REASON_COLUMN
     from etl.write.writer import HASH_COL, RECORD_COL, SHARD_COL, SPLIT_COL
 

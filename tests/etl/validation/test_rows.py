@@ -10,16 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from etl.sources.land import land
-from etl.sources.read import read_source_file
+from etl.kinds.landing import LandOptions
+from etl.kinds.tabular.land import land
+from etl.kinds.tabular.read import read_source_file
 from etl.spec import load_spec
-from etl.validation import RowChecks, ValidationSpec, check_rows, load_suite
+from etl.validation import RowChecks, ValidationSpec, check_rows
+from etl.validation.gx import load_suite
 
 
 @pytest.fixture(scope="module")
 def days(tmp_path_factory: pytest.TempPathFactory) -> list[pd.DataFrame]:
     path = tmp_path_factory.mktemp("parts")
-    land(path.as_uri(), "flights", start=date(2013, 1, 1), end=date(2013, 1, 4))
+    land(path.as_uri(), "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 4)))
     spec = load_spec("flights")
     frames = [read_source_file(f"{path.as_uri()}/raw/flights/date=2013-01-0{d}/flights.csv",
                                spec.primary_source).head(300) for d in (1, 2, 3)]

@@ -13,7 +13,8 @@ import pytest
 from etl import versions
 from etl.__main__ import main
 from etl.errors import NoVersionError
-from etl.sources.land import land
+from etl.kinds.landing import LandOptions
+from etl.kinds.tabular.land import land
 from etl.versions import diff, diff_text
 from tests.support.ui_fixtures import write_version
 
@@ -121,7 +122,7 @@ def test_aliases_and_unknown_versions(tmp_path: Path) -> None:
 def two_nights(tmp_path: Path) -> str:
     """Two nightly versions of real flights days: the second adds a segment."""
     root = tmp_path.as_uri()
-    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 3))
+    land(root, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     for end in ("2013-01-02", "2013-01-03"):
         assert main(["run", "--json", "--root", root, "--interval-end", end]) == 0
     return root
@@ -139,7 +140,7 @@ def test_the_cli_diffs_real_versions(two_nights: str, capsys: pytest.CaptureFixt
     assert main(["diff", "--root", root, "--json", older, "latest"]) == 0
     got = json.loads(capsys.readouterr().out)
     added = [s for s in got["segments"] if s["kind"] == "added"]
-    assert len(added) == 1 and added[0]["partition"].startswith("20130102")
+    assert len(added) == 1 and added[0]["label"].startswith("20130102")
     m_old, m_new = (versions.read_manifest(versions.version_uri(root, "flights", v))
                     for v in (older, newer))
     assert {s["split"]: (s["a"], s["b"]) for s in got["splits"]} == {

@@ -32,7 +32,7 @@ TABULAR = {  # as etl.segments.build writes it (format 2)
     "statistics_partial": {"train": {"rows": 3}}, "dropped_rows": {"cancelled": 0},
     "timings": {"wall_s": 1.0, "cpu_s": 0.5, "batch": 1},
 }
-MERGED = {  # as etl.segments.compact writes it: a level, its inputs
+MERGED = {  # as etl.segments.build's compaction writes it: a level, its inputs
     **{k: v for k, v in TABULAR.items() if k != "timings"}, "level": 1,
     "compacted_from": ["a", "b"], "built_from": None,
 }

@@ -174,15 +174,9 @@ def test_vectorized_encoder_is_byte_identical_to_python(flights: pd.DataFrame) -
 
 
 def test_vectorized_encoder_edge_values() -> None:
-    schema = {
-        "label": {"name": "y", "dtype": "int64", "classes": 2},
-        "features": {
-            "i": {"dtype": "int64"},
-            "f": {"dtype": "float32"},
-            "s": {"dtype": "string"},
-            "a_first": {"dtype": "float32"},
-        },
-    }
+    features = (("i", "int64"), ("f", "float32"), ("s", "string"), ("a_first", "float32"))
+    schema = {"label": {"name": "y", "dtype": "int64", "classes": 2},
+              "features": {name: {"dtype": dtype} for name, dtype in features}}
     table = pa.table(
         {
             "i": pa.array([0, -1, 127, 128, 2**63 - 1, -(2**63)], pa.int64()),

@@ -14,7 +14,6 @@ import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,13 +22,14 @@ import yaml
 from bench.tables import TABLES, land_daily, land_table
 from etl import pipeline, versions
 from etl.__main__ import main
-from etl.sources import extract
-from etl.sources.land import land
-from etl.sources.lookups import join_lookups, read_lookups
-from etl.sources.read import read_source_file
+from etl.kinds.landing import LandOptions
+from etl.kinds.tabular import prepare as transform
+from etl.kinds.tabular import read as extract
+from etl.kinds.tabular.land import land
+from etl.kinds.tabular.prepare import prepare_rows
+from etl.kinds.tabular.read import join_lookups, read_lookups, read_source_file
+from etl.segments import plan
 from etl.spec import load_spec
-from etl.transform import tabular as transform
-from etl.transform.tabular import prepare_rows
 from etl.write import shards, writer
 
 REPO = Path(__file__).resolve().parents[3]
@@ -99,9 +99,10 @@ def test_stratified_positions_give_each_class_its_share() -> None:
 
 _DIGEST = """
 import hashlib, sys
-from etl.sources.read import read_source_file
+from etl.kinds.tabular.read import read_source_file
 from etl.spec import load_spec
-from etl.transform.tabular import prepare_rows
+from etl.kinds.tabular.prepare import prepare_rows
+from etl.kinds.landing import LandOptions
 spec = load_spec(sys.argv[1])
 raw = read_source_file(sys.argv[2], spec.primary_source)
 out = prepare_rows(raw, spec)
@@ -162,12 +163,12 @@ LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
 
 
 @pytest.fixture(scope="module")
-def final(client, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
+def final(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
     """Four real days, transformed as a segment build does: the frame the writer gets."""
     root = f"file://{tmp_path_factory.mktemp('raw')}"
-    land(root, "flights", start=date(2013, 1, 1), end=date(2013, 1, 5))
+    land(root, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 5)))
     spec = load_spec("flights")
-    uris = extract.window_files(root, spec.primary_source, None, datetime(2013, 1, 5, tzinfo=UTC))
+    uris = plan.window_files(root, spec.primary_source, None, datetime(2013, 1, 5, tzinfo=UTC))
     rights, _, _ = read_lookups(root, spec)
     prepared = transform.prepare_rows(
         join_lookups(extract.read_files(uris, spec.primary_source)[0], spec, rights), spec)
@@ -175,12 +176,10 @@ def final(client, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFram
     return transform.finalize_rows(prepared, spec, stats["label_schema"]), stats
 
 
-def _write(frame: pd.DataFrame, stats: dict, out: Path, npartitions: int,
-           config: writer.WriteConfig) -> dict[str, list[dict]]:
+def _write(frame: pd.DataFrame, out: Path, config: writer.WriteConfig) -> dict[str, list[dict]]:
     spec = load_spec("flights")
-    ddf = dd.from_pandas(frame, npartitions=npartitions, sort=False)
-    return writer.write_splits(ddf, "flights", f"file://{out}", spec.manifest_schema(),
-                               stats["split_counts"], config)
+    return writer.write_frame(frame, "flights", f"file://{out}", spec.manifest_schema(),
+                              [s for s, _ in spec.split.fractions], config)
 
 
 def test_plan_is_pure_arithmetic() -> None:
@@ -216,9 +215,9 @@ def test_train_split_gets_at_least_min_train_shards(train, least, expected) -> N
 def test_shards_hold_their_rows_sorted_and_are_reproducible(final, tmp_path: Path) -> None:
     frame, stats = final
     config = writer.WriteConfig(target_bytes=200_000)  # the default, deterministic encoder
-    first = _write(frame, stats, tmp_path / "a", 3, config)
-    again = _write(frame.sample(frac=1.0, random_state=7), stats, tmp_path / "b", 5, config)
-    assert first == again  # same rows, any order or partitioning: same files, same bytes
+    first = _write(frame, tmp_path / "a", config)
+    again = _write(frame.sample(frac=1.0, random_state=7), tmp_path / "b", config)
+    assert first == again  # same rows in any order: same files, same bytes
     assert len(first["train"]) > 1
     for split, entries in first.items():
         n = len(entries)
@@ -237,7 +236,7 @@ def test_examples_parse_back_without_leakage(final, tmp_path: Path) -> None:
 
     frame, stats = final
     spec = load_spec("flights")
-    entries = _write(frame, stats, tmp_path, 2, writer.WriteConfig(compression="gzip"))
+    entries = _write(frame, tmp_path, writer.WriteConfig(compression="gzip"))
     (shard,) = entries["eval"]
     assert shard["file"].endswith(".gz")
     records = list(tf.data.TFRecordDataset(str(tmp_path / shard["file"]),
@@ -262,8 +261,8 @@ def test_encoders_write_the_same_examples(final, tmp_path: Path) -> None:
     order varies per call, so only parsed equality holds)."""
     from tensorflow.core.example import example_pb2
 
-    frame, stats = final
-    out = {name: _write(frame, stats, tmp_path / name, 2, writer.WriteConfig(encoder=name))
+    frame, _ = final
+    out = {name: _write(frame, tmp_path / name, writer.WriteConfig(encoder=name))
            for name in writer.ENCODERS}
     assert out["vectorized"] == out["python"]  # same files, records, bytes and sha256
     for split, entries in out["tfx"].items():
@@ -274,4 +273,4 @@ def test_encoders_write_the_same_examples(final, tmp_path: Path) -> None:
             assert [example_pb2.Example.FromString(r) for r in ra] == [
                 example_pb2.Example.FromString(r) for r in rb]  # same Examples, same order
     with pytest.raises(ValueError, match="encoder"):
-        _write(frame, stats, tmp_path / "x", 1, writer.WriteConfig(encoder="fast"))
+        _write(frame, tmp_path / "x", writer.WriteConfig(encoder="fast"))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from etl import storage
+from etl.segments import build as tfds_meta
 from etl.versions import SEGMENTS_DIR
-from etl.write import tfds as tfds_meta
 from tests.support.tfds_fixtures import SPLITS, compose
 from training.data import tfds as tfds_data
 
