@@ -37,11 +37,11 @@ class SpecError(PipelineError, ValueError):
 
 
 # Columns the pipeline adds to its own frames (split and its hash, shard, encoded record,
-# quarantine reason and partition, missing-value bits; lookup join keys get the prefix): a data
+# quarantine reason, missing-value bits; lookup join keys get the prefix): a data
 # column so named would be overwritten, so a spec may not use one (``source:`` reads such a
 # header under another name, and ``column_identifiers`` never drafts one).
 RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "quarantine_reason",
-                              "quarantine_partition", "_missing"})
+                              "_missing"})
 RESERVED_PREFIX = "__join_"
 
 DEFAULT_SHARD_BYTES = 128 * 1024 * 1024

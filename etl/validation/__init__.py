@@ -26,7 +26,6 @@ from etl.validation.metrics import (
 )
 from etl.validation.report import failure_message, finish
 from etl.validation.rows import (
-    QUARANTINE_NUMBER_COLUMN,
     REASON_COLUMN,
     CheckedRows,
     RowChecks,
@@ -46,7 +45,7 @@ from etl.validation.suite import (
 )
 
 __all__ = [
-    "KEPT_EXAMPLES", "MODES", "QUARANTINE_NUMBER_COLUMN", "REASON_COLUMN", "CheckedRows",
+    "KEPT_EXAMPLES", "MODES", "REASON_COLUMN", "CheckedRows",
     "DatasetChecks", "MetricPartials", "RowChecks", "RowCounts", "RowReport", "SplitSuite",
     "SuiteError", "ValidationSpec", "check_dataset_metrics", "check_mode", "check_rows",
     "dataset_checks", "failure_message", "finish", "judge_window",

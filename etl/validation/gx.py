@@ -180,9 +180,9 @@ def batch_definition():
             progress_bars=ProgressBarsConfig(globally=False),
         )
         context = gx.get_context(mode="ephemeral", project_config=config)
-        source = context.data_sources.add_pandas("etl_partitions")  # names only in GX
-        asset = source.add_dataframe_asset("partition")
-        bd = asset.add_batch_definition_whole_dataframe("whole_partition")
+        source = context.data_sources.add_pandas("etl_rows")  # names only in GX
+        asset = source.add_dataframe_asset("rows")
+        bd = asset.add_batch_definition_whole_dataframe("all_rows")
         _LOCAL.batch_definition = bd
     return bd
 

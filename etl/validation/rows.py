@@ -154,8 +154,6 @@ def _clean(parsed: pd.Series, kind: str) -> pd.Series:
 
 
 REASON_COLUMN = "quarantine_reason"
-# Always 0: the number of a Dask partition once, kept so quarantine files keep their columns.
-QUARANTINE_NUMBER_COLUMN = "quarantine_partition"
 QUARANTINE_FILE = "part-00000.parquet"
 
 
@@ -393,7 +391,6 @@ def quarantine(pdf: pd.DataFrame, configs: Sequence[dict], rejected: Mapping[int
     bad = np.array(sorted(reasons), dtype=np.int64)
     out = pdf.iloc[bad].copy()
     out[REASON_COLUMN] = ["; ".join(reasons[p]) for p in bad.tolist()]
-    out[QUARANTINE_NUMBER_COLUMN] = 0
     write_parquet(out, quarantine_uri, QUARANTINE_FILE)
     return bad, QUARANTINE_FILE
 

@@ -46,7 +46,7 @@ SHOWN_FILES = 20
 def validate_dataset(ddf: dd.DataFrame, spec: ImageSpec, mode: str, *, results_uri: str,
                      quarantine_uri: str) -> ImageOutcome:
     """Check every file in parallel; quarantine or fail as the spec and mode say."""
-    checked = ddf.map_partitions(check_partition, spec, meta=empty_checked())
+    checked = ddf.map_partitions(check_files, spec, meta=empty_checked())
     checked = checked.persist()  # decoded once; the failures and the valid rows both read it
     bad = checked[checked["reason"].notnull()][[KEY_COLUMN, "uri", "reason"]].compute()
     total = int(checked.map_partitions(len).compute().sum())
@@ -139,8 +139,8 @@ def check_image(data: bytes, label_text: str, spec: ImageSpec) -> tuple[dict[str
             "channels": rules.channels_out, "label": classes.index(label_text)}, None
 
 
-def check_partition(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:
-    """Read and check every file of a partition (runs on a Dask worker)."""
+def check_files(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:
+    """Read and check every file of one Dask partition of the listing (on a worker)."""
     rows = []
     for key, uri, label_text in zip(part[KEY_COLUMN], part["uri"], part["label_text"]):
         try:

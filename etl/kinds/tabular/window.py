@@ -66,7 +66,6 @@ from etl.spec import Spec, load_spec
 from etl.spec.drift import PEER_SIZE, calendar_features, compare
 from etl.spec.labels import label_task
 from etl.validation import (
-    QUARANTINE_NUMBER_COLUMN,
     REASON_COLUMN,
     DatasetChecks,
     RowChecks,
@@ -361,8 +360,7 @@ def _check_rows(rows: list[SegmentRows], ctx: BuildContext,
     their dataset-level metric partials."""
     for found, uri in zip(rows, quarantine_uris):
         if len(found.misfiled):
-            write_parquet(found.misfiled.assign(**{REASON_COLUMN: found.reasons,
-                                                   QUARANTINE_NUMBER_COLUMN: 0}), uri, MISFILED)
+            write_parquet(found.misfiled.assign(**{REASON_COLUMN: found.reasons}), uri, MISFILED)
     out = []
     for found, rows_checked in zip(rows, check_rows([r.rows for r in rows], ctx.rows,
                                                     quarantine_uris)):

@@ -95,10 +95,10 @@ def test_reserved_names_are_the_ones_the_pipeline_adds() -> None:
     """The spec cannot import the stages (it stays import-light), so this keeps them in step."""
     from etl.kinds.tabular.prepare import MISSING_COL
     from etl.kinds.tabular.read import _JOIN_PREFIX
-    from etl.validation import QUARANTINE_NUMBER_COLUMN, REASON_COLUMN
+    from etl.validation import REASON_COLUMN
     from etl.write.writer import HASH_COL, RECORD_COL, SHARD_COL, SPLIT_COL
 
-    assert {HASH_COL, SPLIT_COL, QUARANTINE_NUMBER_COLUMN, REASON_COLUMN, RECORD_COL, SHARD_COL,
+    assert {HASH_COL, SPLIT_COL, REASON_COLUMN, RECORD_COL, SHARD_COL,
             MISSING_COL} == RESERVED_COLUMNS
     assert _JOIN_PREFIX == RESERVED_PREFIX
 
