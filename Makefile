@@ -37,7 +37,7 @@ install: $(STAMP)
 demo: install
 	$(BIN)/python scripts/demo.py
 
-# The README's "Airflow standalone" commands: components start as `airflow ...`, so the venv's
+# The "Airflow standalone" commands of docs/AIRFLOW.md: components start as `airflow ...`, so the venv's
 # bin must be on PATH; the pools need a migrated database.
 standalone: install
 	export PATH="$(CURDIR)/$(BIN):$$PATH" AIRFLOW__CORE__DAGS_FOLDER="$(CURDIR)/dags" \

@@ -44,7 +44,7 @@ def _complete(events: list[dict], task: str) -> dict:
     return done[0]
 
 
-SPEC = REPO / "tests/support/openlineage_spec"  # the spec's own schemas (README)
+SPEC = REPO / "tests/support/openlineage_spec"  # the spec's own schemas (docs/AIRFLOW.md)
 
 
 def _registry(events: list[dict]) -> Registry:
