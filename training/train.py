@@ -24,9 +24,9 @@ import keras
 from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
-from training import adapt, families, gate, outputs
+from training import families, gate, outputs
 from training.callbacks import delete_backup
-from training.config import RunOrigin, TrainConfig
+from training.config import RunOrigin, TrainConfig, class_weight, plan, spec_overrides
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
@@ -119,8 +119,8 @@ def _judge(version_uri: str, manifest: Manifest, models_root: str, config: Train
 def _adapted(config: TrainConfig,
              manifest: Manifest) -> tuple[TrainConfig, dict[int, float] | None]:
     """The spec's training settings, then the data-dependent choices, each logged once."""
-    config, lines = adapt.plan(adapt.spec_overrides(config, manifest), manifest)
-    weights, why = adapt.class_weight(config, manifest)
+    config, lines = plan(spec_overrides(config, manifest), manifest)
+    weights, why = class_weight(config, manifest)
     for line in [*lines, why]:
         log.info("train %s: %s", manifest.dataset, line)
     return config, weights

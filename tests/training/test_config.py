@@ -1,10 +1,9 @@
-"""``training.adapt``: settings chosen from the train size, never over what a caller set."""
+"""``training.config``: settings chosen from the train size, never over what a caller set."""
 
 from __future__ import annotations
 
 from etl.versions import Manifest
-from training.adapt import class_weight, plan, spec_overrides
-from training.config import InputConfig, TrainConfig
+from training.config import InputConfig, TrainConfig, class_weight, plan, spec_overrides
 
 
 def _manifest(train: int, counts: dict[str, int] | None = None, training: dict | None = None,
