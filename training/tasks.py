@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from etl.versions import Manifest
-from training import evaluate, outputs, plots
+from training import evaluate, outputs
 from training.config import ModelConfig
 from training.intervals import intervals, scorer
 from training.models.tabular import Head, Serve, binary_head
@@ -85,7 +85,7 @@ def _binary_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[s
 def _binary_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                   folder: Path) -> list[Path]:
     matrix = evaluate.confusion(y, out[:, 0] >= 0.5, 2).tolist()
-    return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
+    return [outputs.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
 
 
 # --- multi-class ----------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def _multi_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
 def _multi_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                  folder: Path) -> list[Path]:
     matrix = evaluate.confusion(y, out.argmax(axis=1), len(_names(manifest))).tolist()
-    return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
+    return [outputs.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
 
 
 def _multi_about(metrics: dict[str, Any]) -> tuple[str, str]:
@@ -181,7 +181,7 @@ def _reg_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
 
 def _reg_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                folder: Path) -> list[Path]:
-    return plots.plot_regression(_units(y, manifest), _units(out[:, 0], manifest), folder)
+    return outputs.plot_regression(_units(y, manifest), _units(out[:, 0], manifest), folder)
 
 
 def _reg_about(metrics: dict[str, Any]) -> tuple[str, str]:
