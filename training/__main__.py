@@ -198,7 +198,7 @@ def print_result(result: dict[str, Any]) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print the dataset's current model (what ``models/<name>/current.json`` names)."""
-    from training.gate import read_current
+    from training.judge.gate import read_current
 
     if not (args.models_root or args.root):
         raise SystemExit(f"give --models-root, or --root (or ${ROOT_ENV})")
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_show(args)
     logs.import_quietly("tensorflow")  # absl's C++ INFO lines while it loads stay out too
     from etl.errors import PipelineError
-    from training.gate import ModelNotBlessedError
+    from training.judge.gate import ModelNotBlessedError
 
     try:
         (run_train if args.command == "train" else run_bench)(args)

@@ -190,7 +190,7 @@ class TrainConfig:
         steps_per_epoch: None = one pass over the train split (from the manifest).
         patience: Epochs without eval-loss improvement before stopping.
         min_margin: For a blessing, the task's test metrics (accuracy and AUC, macro-F1,
-            RMSE relative) must beat the baseline's by this much (``training.gate``).
+            RMSE relative) must beat the baseline's by this much (``training.judge.gate``).
         gate_confidence: One-sided level of the gate's paired test: the baseline's
             per-example loss minus the model's must be above zero at this level.
         promote_tolerance: A blessed model replaces the dataset's current one only if no

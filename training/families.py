@@ -31,7 +31,7 @@ from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndResto
 from training.config import TrainConfig
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup
-from training.evaluate import evaluate_split
+from training.judge.evaluate import evaluate_split
 from training.models.tabular import TabularModel, build_models, compile_model
 from training.models.trees import (
     FEATURES,

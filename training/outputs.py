@@ -5,7 +5,7 @@ for a regressor: PNG via matplotlib's Agg, no display needed), the model card an
 beside the saved model. Everything is written to a local folder first, then uploaded file by file to
 ``models/<dataset>/<version>/<run>/``; ``metrics.json`` goes last, so a run folder without
 it (still running or failed) is never taken for a model. A not-blessed model is written too:
-its verdict is in metrics.json and the card, and it never becomes current (``training.gate``).
+its verdict is in metrics.json and the card, and it never becomes current (``training.judge.gate``).
 """
 
 from __future__ import annotations

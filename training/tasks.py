@@ -21,9 +21,10 @@ import numpy as np
 import tensorflow as tf
 
 from etl.versions import Manifest
-from training import evaluate, outputs
+from training import outputs
 from training.config import ModelConfig
 from training.intervals import intervals, scorer
+from training.judge import evaluate
 from training.models.tabular import Head, Serve, binary_head
 
 BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
@@ -39,8 +40,8 @@ class Task:
 
     report(labels, outputs, manifest) -> test metrics beyond the compiled ones (labels as the
     input pipeline yields them, outputs of the core model); baseline(labels, manifest) -> the
-    baseline's metrics; gate: metric -> ``higher`` | ``lower_relative`` (``training.gate``);
-    plots(labels, outputs, manifest, folder) -> PNG files; about(metrics) -> model card lines.
+    baseline's metrics; gate: metric -> ``higher`` | ``lower_relative``
+    (``training.judge.gate``); plots(labels, outputs, manifest, folder) -> PNG files; about(metrics) -> model card lines.
     """
 
     name: str

@@ -3,8 +3,8 @@
 ``train`` is what the Airflow task and ``python -m training train`` call. It reads the
 manifest (refusing incomplete versions and splits that cannot be evaluated), trains under the
 device's strategy with per-epoch backups in storage, evaluates on the held-out test split and
-writes every model with its metrics, plots, card and the gate's verdict (``training.gate``);
-metrics.json is written last. Only a blessed model no worse than the current one becomes the
+writes every model with its metrics, plots, card and the gate's verdict
+(``training.judge.gate``); metrics.json is written last. Only a blessed model no worse than the current one becomes the
 dataset's current model.
 """
 
@@ -24,15 +24,16 @@ import keras
 from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
-from training import families, gate, outputs
+from training import families, outputs
 from training.callbacks import delete_backup
 from training.config import RunOrigin, TrainConfig, class_weight, plan, spec_overrides
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup, precision_policy, setup_device
-from training.evaluate import evaluate_split, labels_of, predictions
 from training.families import EVAL_SPLIT, TEST_SPLIT
-from training.gate import GateRules, ModelNotBlessedError
+from training.judge import gate
+from training.judge.evaluate import evaluate_split, labels_of, predictions
+from training.judge.gate import GateRules, ModelNotBlessedError
 from training.models.tabular import export_serving
 from training.sanity import check_splits
 from training.tasks import TASKS as TASKS_BY_NAME

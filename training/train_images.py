@@ -4,9 +4,9 @@ What ``training.train.train`` does for a version whose manifest has an image fea
 label is a multi-class label, so the multiclass task of ``training.tasks`` decides once what the
 tabular path's task decides: the softmax head, loss and metrics, the test report (accuracy,
 macro-F1, per class, macro AUC), the majority-class baseline and the gate's rules
-(``training.gate``: accuracy and macro-F1 beat it by ``min_margin``), the confusion matrix plot
-and the model card's lines. Only the CNN
-and the image input pipeline are the image path's own.
+(``training.judge.gate``: accuracy and macro-F1 beat it by ``min_margin``), the confusion
+matrix plot and the model card's lines. Only the CNN and the image input pipeline are the
+image path's own.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import tensorflow as tf
 from etl import storage
 from etl.provenance import code_version
 from etl.versions import Manifest
-from training import gate, outputs
+from training import outputs
 from training.config import ImageTrainConfig, RunOrigin, TrainConfig
 from training.data.images import image_feature, make_image_dataset
-from training.evaluate import evaluate_split, predictions
+from training.judge import gate
+from training.judge.evaluate import evaluate_split, predictions
 from training.models.images import build_cnn
 from training.tasks import MULTICLASS, TASKS, Task, gate_scores
 

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from training.gate import baseline_checks
 from training.intervals import _auc, intervals, scorer, wilson
+from training.judge.gate import baseline_checks
 
 
 def _binary(n: int, right: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -47,7 +47,7 @@ def test_rank_auc_matches_the_definition() -> None:
 
 def test_the_gate_reports_a_lead_interval_that_reaches_below_zero() -> None:
     """On 8 rows the interval of a real lead reaches below zero: it is shown, and the paired
-    loss test (``training.gate.noise_check``), not this interval, judges noise."""
+    loss test (``training.judge.gate.noise_check``), not this interval, judges noise."""
     score = scorer("multiclass", 3, lambda v: v)
     y = np.array([0, 1, 2, 0, 1, 2, 0, 0])
     out = np.eye(3)[[0, 1, 2, 1, 2, 1, 0, 0]]  # 5 of 8 right, one the majority gets

@@ -1,4 +1,4 @@
-"""``training.gate``: every model judged and written; only a blessed one no worse than the
+"""``training.judge.gate``: every model judged and written; only a blessed one no worse than the
 current one becomes current, through a conditional write; the CLI's exit codes."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import yaml
 from etl import pipeline, storage
 from etl.__main__ import main as etl_main
 from tests.support import training_fixtures as fx
-from training import gate
 from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main
 from training.config import InputConfig, TrainConfig
-from training.gate import Current, ModelNotBlessedError
+from training.judge import gate
+from training.judge.gate import Current, ModelNotBlessedError
 from training.train import train
 
 FAST = TrainConfig(input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,

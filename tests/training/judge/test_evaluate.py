@@ -1,4 +1,4 @@
-"""training.evaluate: the class and regression reports and the mean baseline on hand-checked
+"""training.judge.evaluate: the class and regression reports and the mean baseline on hand-checked
 numbers."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training import evaluate
-from training.gate import baseline_checks
+from training.judge import evaluate
+from training.judge.gate import baseline_checks
 
 
 def test_class_report_on_a_hand_checked_confusion() -> None:

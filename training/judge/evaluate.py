@@ -1,7 +1,7 @@
 """Held-out evaluation: test reports and the baselines a model is judged against.
 
 With ~23% positives, always answering "not late" scores ~77% accuracy; a model is worth
-blessing (``training.gate``) only if it beats that and chance AUC (0.5) by a margin, on data
+blessing (``training.judge.gate``) only if it beats that and chance AUC (0.5) by a margin, on data
 it never saw.
 """
 
