@@ -5,7 +5,7 @@ A 16-row test split holding one class made the majority baseline score 0.0 and t
 the split, not the model, decided the result. Only what cannot be evaluated is refused: a test
 split under ``min_examples`` rows (``training.config.DEFAULT_MIN_EVAL_EXAMPLES`` says why 20),
 a test split missing a class that train has, or an empty eval split. A small table above that
-is trained, and its verdict carries intervals (``training.intervals``, ``training.judge.gate``).
+is trained, and its verdict carries intervals (``training.judge.evaluate``, ``training.judge.gate``).
 """
 
 from __future__ import annotations

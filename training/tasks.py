@@ -23,8 +23,8 @@ import tensorflow as tf
 from etl.versions import Manifest
 from training import outputs
 from training.config import ModelConfig
-from training.intervals import intervals, scorer
 from training.judge import evaluate
+from training.judge.evaluate import intervals, scorer
 from training.models.tabular import Head, Serve, binary_head
 
 BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
@@ -229,7 +229,7 @@ TASKS: dict[str, Task] = {
 
 def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.ndarray:
     """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
-    the learned space), so ``training.intervals`` scores both on the same resamples.
+    the learned space), so ``training.judge.evaluate.intervals`` scores both on the same resamples.
     ``task``: the run's, where the label does not say (an image label is multi-class)."""
     label, stats = manifest.schema["label"], manifest.statistics
     task = task or label.get("task", BINARY)

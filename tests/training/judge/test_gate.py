@@ -26,7 +26,7 @@ FAST = TrainConfig(input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1
 
 def test_a_clearly_better_regressor_on_a_heavy_tailed_target_passes_the_noise_check() -> None:
     """The issue's case: the RMSE lead's interval reaches below zero, yet the model is better."""
-    from training.intervals import intervals, scorer
+    from training.judge.evaluate import intervals, scorer
 
     rng = np.random.default_rng(5)
     x, noise = rng.normal(size=200), rng.pareto(1.3, 200) * 20  # a few huge values
