@@ -33,9 +33,8 @@ from training.device import DeviceSetup, precision_policy, setup_device
 from training.families import EVAL_SPLIT, TEST_SPLIT
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, labels_of, predictions
-from training.judge.gate import GateRules, ModelNotBlessedError
+from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
 from training.models.tabular import export_serving
-from training.sanity import check_splits
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, gate_scores, metric_intervals, task_of
 from training.train_images import train_images

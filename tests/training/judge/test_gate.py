@@ -1,5 +1,7 @@
-"""``training.judge.gate``: every model judged and written; only a blessed one no worse than the
-current one becomes current, through a conditional write; the CLI's exit codes."""
+"""``training.judge.gate``: a held-out split that cannot say anything fails training before any
+fitting, with one message naming split sizes, classes and what to change in the spec; every
+model judged and written; only a blessed one no worse than the current one becomes current,
+through a conditional write; the CLI's exit codes."""
 
 from __future__ import annotations
 
@@ -10,14 +12,16 @@ import numpy as np
 import pytest
 import yaml
 
+from bench.tables import TABLES, land_table
 from etl import pipeline, storage
 from etl.__main__ import main as etl_main
+from etl.versions import Manifest
 from tests.support import training_fixtures as fx
 from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main
 from training.config import InputConfig, TrainConfig
 from training.judge import gate
-from training.judge.gate import Current, ModelNotBlessedError
+from training.judge.gate import Current, EvaluationSplitError, ModelNotBlessedError, check_splits
 from training.train import train
 
 FAST = TrainConfig(input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,
@@ -179,3 +183,46 @@ def test_a_120_row_table_is_trained_and_evaluated_with_intervals(tmp_path: Path,
         m["version"], "r", "metrics.json").read_text())
     assert [c["name"] for c in stored["blessing"]["checks"]] == [
         "baseline:accuracy", "baseline:macro_f1", "noise", "current"]
+
+
+# --- before fitting --------------------------------------------------------------------------------
+
+def _manifest(sizes: dict[str, int], counts: dict[str, int]) -> Manifest:
+    return Manifest.from_json({
+        "dataset": "d", "version": "v",
+        "splits": {s: {"num_examples": n} for s, n in sizes.items()},
+        "schema": {"label": {"task": "multiclass", "names": ["a", "b", "c"], "classes": 3}},
+        "statistics": {"label_counts": counts}}, "test")
+
+
+def test_a_split_missing_a_class_or_too_small_is_refused() -> None:
+    m = _manifest({"train": 300, "eval": 40, "test": 30}, {"0": 100, "1": 100, "2": 100})
+    ok = {"eval": np.array([0, 1, 2] * 13 + [0]), "test": np.array([0, 1, 2] * 10)}
+    check_splits(m, ok, 20)  # every class, enough rows: passes
+    with pytest.raises(EvaluationSplitError, match=r"test lacks class\(es\) \['b', 'c'\]"):
+        check_splits(m, {**ok, "test": np.zeros(30)}, 20)
+    with pytest.raises(EvaluationSplitError, match="test holds 30 examples .fewer than 50."):
+        check_splits(m, ok, 50)
+
+
+def test_a_spec_whose_test_split_holds_one_class_fails_training(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """The issue's case: penguins split by hashing a non-unique key (species, island, year)."""
+    data = tmp_path / "data"
+    land_table(TABLES["penguins"], data)
+    out = tmp_path / "specs" / "penguins"
+    assert etl_main(["spec", "init", "--name", "penguins", "--source", TABLES["penguins"].raw_path,
+                 "--root", data.as_uri(), "--label", "species", "--task", "multiclass",
+                 "--out", str(out)]) == 0
+    doc = yaml.safe_load((out / "spec.yaml").read_text())
+    doc["key"] = ["species", "island", "year"]
+    doc["split"] = {"fractions": {"train": 0.8, "eval": 0.1, "test": 0.1}, "salt": "penguins-v1"}
+    (out / "spec.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
+    res = pipeline.run("penguins", data.as_uri(), "2100-01-01", run_id="r")
+    with pytest.raises(EvaluationSplitError) as err:
+        train(res["version_uri"], f"{data.as_uri()}/models", "r", TrainConfig())
+    text = str(err.value)
+    assert "split sizes {'train': " in text and "lacks class(es)" in text
+    assert "split.stratify: true" in text and "split.by: row" in text
+    assert "Nothing was trained" in text
