@@ -32,6 +32,7 @@ from training.config import TrainConfig
 from training.data.tabular import make_dataset
 from training.device import DeviceSetup
 from training.judge.evaluate import evaluate_split
+from training.models.heads import BINARY
 from training.models.tabular import TabularModel, build_models, compile_model
 from training.models.trees import (
     FEATURES,
@@ -41,7 +42,7 @@ from training.models.trees import (
     forest_of,
     tree_preprocess,
 )
-from training.tasks import BINARY, Task
+from training.tasks import Task
 
 log = logging.getLogger(__name__)
 

@@ -48,6 +48,7 @@ from etl import storage
 from etl.errors import PipelineError
 from etl.versions import Manifest
 from training.config import TrainConfig
+from training.models.heads import class_names
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +341,7 @@ def check_splits(manifest: Manifest, labels: dict[str, np.ndarray],
         fixes.append("an eval share in split.fractions")
     classes = ""
     if label.get("task", "binary") != "regression":
-        names = [str(n) for n in label.get("names") or range(int(label.get("classes", 2)))]
+        names = class_names(label)
         train = {int(k) for k, v in (manifest.statistics.get("label_counts") or {}).items()
                  if int(v) > 0}
         counts = {s: np.bincount(labels[s].astype(np.int64), minlength=len(names))

@@ -6,7 +6,7 @@ import keras
 
 from etl.versions import Manifest
 from training.config import ImageTrainConfig
-from training.models.tabular import Head
+from training.models.heads import Head
 
 
 def build_cnn(shape: tuple[int, int, int], manifest: Manifest, config: ImageTrainConfig,

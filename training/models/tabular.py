@@ -17,9 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import keyword
-import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -29,6 +28,7 @@ import tensorflow as tf
 
 from etl.versions import Manifest
 from training.config import ModelConfig
+from training.models.heads import Head, Serve, binary_head
 
 OOV_INDICES = 1
 _EMBED_SCALE, _EMBED_POWER = 1.6, 0.56  # fastai's rule of thumb for embedding width
@@ -40,12 +40,6 @@ class TabularModel(NamedTuple):
     preprocess: keras.Model
     core: keras.Model
     full: keras.Model
-
-
-Head = Callable[[Any, dict[str, Any], dict[str, Any], ModelConfig], Any]
-"""(hidden features, schema, statistics, config) -> the core's output (the task's head)."""
-Serve = Callable[[Any, dict[str, Any]], Any]
-"""(core output, schema.label) -> what the exported model returns (e.g. a target's units)."""
 
 
 def build_model(manifest: Manifest, config: ModelConfig | None = None) -> keras.Model:
@@ -186,15 +180,6 @@ def compile_model(
     return model
 
 
-def prior_logit(label_counts: dict[str, int]) -> float:
-    """Log-odds of the positive class: the output starts at the base rate, not at 0.5."""
-    neg, pos = int(label_counts.get("0", 0)), int(label_counts.get("1", 0))
-    if neg + pos == 0:
-        return 0.0
-    p = min(max(pos / (neg + pos), 1e-4), 1 - 1e-4)
-    return math.log(p / (1 - p))
-
-
 def embedding_dim(vocab_size: int, max_dim: int) -> int:
     """Width that grows sub-linearly with the vocabulary, capped at ``max_dim``."""
     return max(2, min(max_dim, round(_EMBED_SCALE * vocab_size**_EMBED_POWER)))
@@ -207,18 +192,6 @@ def _hidden(encoded: list, config: ModelConfig) -> Any:
         if config.dropout:
             x = keras.layers.Dropout(config.dropout, name=f"dropout_{i}")(x)
     return x
-
-
-def binary_head(x: Any, schema: dict[str, Any], stats: dict[str, Any], config: ModelConfig) -> Any:
-    """One sigmoid unit starting at the train base rate."""
-    del config
-    if schema["label"].get("classes", 2) != 2:
-        raise ValueError(f"label {schema['label']['name']!r} has {schema['label']['classes']} "
-                         f"classes; the binary head needs 2")
-    bias = keras.initializers.Constant(prior_logit(stats.get("label_counts", {})))
-    return keras.layers.Dense(
-        1, activation="sigmoid", bias_initializer=bias, dtype="float32", name=schema["label"]["name"]
-    )(x)
 
 
 def _normalize(where: str, name: str, inp: Any, numeric_stats: dict[str, Any]) -> Any:

@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from tests.support import training_fixtures as fx
 from training.config import ModelConfig
-from training.models.tabular import build_model, build_models, embedding_dim, prior_logit
+from training.models.heads import prior_logit
+from training.models.tabular import build_model, build_models, embedding_dim
 
 DOC = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(600, seed=1))
 MANIFEST = fx.typed(DOC)
