@@ -2,15 +2,16 @@
 
 ``schema.label.task`` (``binary`` when absent: versions published before tasks existed) picks
 a ``Task`` that carries every step that depends on it: the label's encoding in the input
-pipeline, the model head and what the exported model returns, loss and metrics, the test
-report, the baseline a model must beat and the gate's rules and paired loss, plots and the
-model card's lines. ``training.train`` calls these and never tests the task itself; a new task
-is one entry in ``TASKS``. (The ETL side, label encoding and class checks, is ``etl.transform.labels``.)
+pipeline and the model head with what the exported model returns (``training.models.heads``),
+loss and metrics, the test report and the baseline a model must beat
+(``training.judge.evaluate``), the gate's rules (``training.judge.gate``), plots and the model
+card's lines (``training.outputs``). A run (``training.run.train``, or the images kind's)
+calls these and never tests the task itself; a new task is one entry in ``TASKS``. (The ETL
+side, label encoding and class checks, is ``etl.transform.labels``.)
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,6 @@ import numpy as np
 from etl.versions import Manifest
 from training import outputs
 from training.judge import evaluate
-from training.judge.evaluate import intervals, scorer
 from training.models.heads import (
     BINARY,
     MULTICLASS,
@@ -36,7 +36,6 @@ from training.models.heads import (
     model_target,
     serve_units,
     softmax_head,
-    transform_of,
 )
 
 
@@ -178,70 +177,3 @@ TASKS: dict[str, Task] = {
         ("rmse", "mae", "r2"), "the target in its own units", target=model_target,
         serve=serve_units),
 }
-
-
-
-def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.ndarray:
-    """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
-    the learned space), so ``training.judge.evaluate.intervals`` scores both on the same
-    resamples.
-    ``task``: the run's, where the label does not say (an image label is multi-class)."""
-    label, stats = manifest.schema["label"], manifest.statistics
-    task = task or label.get("task", BINARY)
-    if task == REGRESSION:
-        mean = float((stats.get("label") or {}).get("mean", 0.0))
-        return np.full((n, 1), math.log1p(mean) if transform_of(label) else mean)
-    counts = {int(k): int(v) for k, v in (stats.get("label_counts") or {}).items()}
-    total = sum(counts.values()) or 1
-    if task == BINARY:
-        return np.full((n, 1), counts.get(1, 0) / total)
-    majority = max(counts, key=lambda k: counts[k]) if counts else 0
-    out = np.zeros((n, len(class_names(label))))
-    out[:, majority] = 1.0
-    return out
-
-
-def metric_intervals(manifest: Manifest, y: np.ndarray, out: np.ndarray) -> dict[str, Any]:
-    """Bootstrap intervals of the test metrics and of the lead over the baseline."""
-    task = task_of(manifest)
-    label = manifest.schema["label"]
-    score = scorer(task.name, len(class_names(label)), lambda v: in_units(v, label))
-    higher = {m: rule == "higher" for m, rule in task.gate.items()}
-    return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
-
-
-def gate_scores(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray,
-                served: bool = False) -> dict[str, float]:
-    """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
-    ``served`` of the exported model's (the target's units, labels as stored), so a model
-    loaded from an earlier run is scored like the new one."""
-    def units(v: np.ndarray) -> np.ndarray:
-        return v if served else in_units(v, manifest.schema["label"])
-
-    return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
-
-
-def example_losses(task: str, manifest: Manifest, y: np.ndarray,
-                   out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
-    """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
-    absolute error in the target's units for a regression (its differences are bounded by
-    the answers' spread, not the target's tail), log loss against the train class
-    frequencies for a classifier."""
-    stats, label = manifest.statistics, manifest.schema["label"]
-    if task == REGRESSION:
-        truth = in_units(y, label)
-        base = in_units(baseline_outputs(manifest, len(y), task)[:, 0], label)
-        return ("absolute error", np.abs(in_units(out[:, 0], label) - truth),
-                np.abs(base - truth))
-    eps = 1e-7
-    if task == BINARY:
-        yi, p = y.astype(np.int64) == 1, np.clip(out[:, 0], eps, 1 - eps)
-        prior = float(np.clip(baseline_outputs(manifest, 1, task)[0, 0], eps, 1 - eps))
-        return ("log loss", -np.log(np.where(yi, p, 1 - p)),
-                -np.log(np.where(yi, prior, 1 - prior)))
-    k, yi = out.shape[1], y.astype(np.int64)
-    counts = stats.get("label_counts") or {}
-    freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
-    freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)
-    return ("log loss", -np.log(np.clip(out[np.arange(len(yi)), yi], eps, 1.0)),
-            -np.log(freq[yi]))

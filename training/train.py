@@ -4,8 +4,8 @@
 manifest (refusing incomplete versions and splits that cannot be evaluated), trains under the
 device's strategy with per-epoch backups in storage, evaluates on the held-out test split and
 writes every model with its metrics, plots, card and the gate's verdict
-(``training.judge.gate``); metrics.json is written last. Only a blessed model no worse than the current one becomes the
-dataset's current model.
+(``training.judge.gate``); metrics.json is written last. Only a blessed model no worse than the
+current one becomes the dataset's current model.
 """
 
 from __future__ import annotations
@@ -33,10 +33,16 @@ from training.device import DeviceSetup, precision_policy, setup_device
 from training.families import EVAL_SPLIT, TEST_SPLIT
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, labels_of, predictions
-from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
+from training.judge.gate import (
+    GateRules,
+    ModelNotBlessedError,
+    check_splits,
+    gate_scores,
+    metric_intervals,
+)
 from training.models.tabular import export_serving
 from training.tasks import TASKS as TASKS_BY_NAME
-from training.tasks import Task, gate_scores, metric_intervals, task_of
+from training.tasks import Task, task_of
 from training.train_images import train_images
 
 __all__ = ["ModelNotBlessedError", "TrainConfig", "train"]
@@ -141,7 +147,7 @@ def _fit_and_evaluate(
     model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
     test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
     test.update(task.report(labels, out, manifest), examples=len(labels),
-                intervals=metric_intervals(manifest, labels, out))
+                intervals=metric_intervals(manifest, task.gate, labels, out))
     base = task.baseline(labels, manifest)
     log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
     task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)

@@ -30,9 +30,10 @@ from training.config import ImageTrainConfig, RunOrigin, TrainConfig
 from training.data.images import image_feature, make_image_dataset
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, predictions
+from training.judge.gate import gate_scores
 from training.models.heads import MULTICLASS
 from training.models.images import build_cnn
-from training.tasks import TASKS, Task, gate_scores
+from training.tasks import TASKS, Task
 
 TASK: Task = TASKS[MULTICLASS]
 INPUTS = "It takes float32 images in [0, 1] of the manifest's shape; decoding is the caller's."

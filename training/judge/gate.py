@@ -48,7 +48,8 @@ from etl import storage
 from etl.errors import PipelineError
 from etl.versions import Manifest
 from training.config import TrainConfig
-from training.models.heads import class_names
+from training.judge.evaluate import intervals, scorer
+from training.models.heads import BINARY, REGRESSION, class_names, in_units, transform_of
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +268,6 @@ def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, A
     """The verdict on a model from its test outputs (``evidence``: labels and core outputs,
     as the input pipeline yields them), and the current pointer's token it was judged
     against. ``score``: the current model's gate scores on the same test split."""
-    from training.tasks import example_losses, gate_scores
-
     y, out = evidence
     checks = baseline_checks(task.gate, test, base, rules.margin, task.baseline_name)
     checks.append(noise_check(*example_losses(task.name, manifest, y, out), rules.confidence,
@@ -312,6 +311,75 @@ def stored(models_root: str, metrics: dict[str, Any], fail_unblessed: bool) -> d
     if fail_unblessed and not blessing.blessed:
         raise ModelNotBlessedError(result)
     return result
+
+
+# --- the gate's figures: the baseline's answers, scores and per-example losses --------------------
+
+def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.ndarray:
+    """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
+    the learned space), so ``training.judge.evaluate.intervals`` scores both on the same
+    resamples.
+    ``task``: the run's, where the label does not say (an image label is multi-class)."""
+    label, stats = manifest.schema["label"], manifest.statistics
+    task = task or label.get("task", BINARY)
+    if task == REGRESSION:
+        mean = float((stats.get("label") or {}).get("mean", 0.0))
+        return np.full((n, 1), math.log1p(mean) if transform_of(label) else mean)
+    counts = {int(k): int(v) for k, v in (stats.get("label_counts") or {}).items()}
+    total = sum(counts.values()) or 1
+    if task == BINARY:
+        return np.full((n, 1), counts.get(1, 0) / total)
+    majority = max(counts, key=lambda k: counts[k]) if counts else 0
+    out = np.zeros((n, len(class_names(label))))
+    out[:, majority] = 1.0
+    return out
+
+
+def metric_intervals(manifest: Manifest, rules: dict[str, str], y: np.ndarray,
+                     out: np.ndarray) -> dict[str, Any]:
+    """Bootstrap intervals of the test metrics and of the lead over the baseline; ``rules``:
+    the task's gate (metric -> ``higher`` | ``lower_relative``)."""
+    label = manifest.schema["label"]
+    score = scorer(label.get("task", BINARY), len(class_names(label)), lambda v: in_units(v, label))
+    higher = {m: rule == "higher" for m, rule in rules.items()}
+    return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
+
+
+def gate_scores(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray,
+                served: bool = False) -> dict[str, float]:
+    """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
+    ``served`` of the exported model's (the target's units, labels as stored), so a model
+    loaded from an earlier run is scored like the new one."""
+    def units(v: np.ndarray) -> np.ndarray:
+        return v if served else in_units(v, manifest.schema["label"])
+
+    return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
+
+
+def example_losses(task: str, manifest: Manifest, y: np.ndarray,
+                   out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
+    """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
+    absolute error in the target's units for a regression (its differences are bounded by
+    the answers' spread, not the target's tail), log loss against the train class
+    frequencies for a classifier."""
+    stats, label = manifest.statistics, manifest.schema["label"]
+    if task == REGRESSION:
+        truth = in_units(y, label)
+        base = in_units(baseline_outputs(manifest, len(y), task)[:, 0], label)
+        return ("absolute error", np.abs(in_units(out[:, 0], label) - truth),
+                np.abs(base - truth))
+    eps = 1e-7
+    if task == BINARY:
+        yi, p = y.astype(np.int64) == 1, np.clip(out[:, 0], eps, 1 - eps)
+        prior = float(np.clip(baseline_outputs(manifest, 1, task)[0, 0], eps, 1 - eps))
+        return ("log loss", -np.log(np.where(yi, p, 1 - p)),
+                -np.log(np.where(yi, prior, 1 - prior)))
+    k, yi = out.shape[1], y.astype(np.int64)
+    counts = stats.get("label_counts") or {}
+    freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
+    freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)
+    return ("log loss", -np.log(np.clip(out[np.arange(len(yi)), yi], eps, 1.0)),
+            -np.log(freq[yi]))
 
 
 # --- before fitting: can the held-out splits say anything? ----------------------------------------
