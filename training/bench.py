@@ -43,7 +43,7 @@ from training.data.tabular import (
     read_chunks,
     shard_files,
 )
-from training.models.tabular import build_models, compile_model
+from training.models.mlp import build_models, compile_model
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Model families for tabular versions, and the one place that picks between them.
 
 ``trees`` (gradient-boosted, ``training.models.trees``) usually wins on tables and fits in
-seconds on the CPU; ``mlp`` (``training.models.tabular``) trains under the device's
+seconds on the CPU; ``mlp`` (``training.models.mlp``) trains under the device's
 distribution strategy and can win where smooth interactions dominate. ``family: auto`` (the
 default) fits both, trees first, and keeps the better one on the eval split: AUC for a
 binary label (the figure the bench compares), the loss otherwise (accuracy on a small eval
@@ -33,7 +33,8 @@ from training.data.tabular import make_dataset
 from training.device import DeviceSetup
 from training.judge.evaluate import evaluate_split
 from training.models.heads import BINARY
-from training.models.tabular import TabularModel, build_models, compile_model
+from training.models.mlp import build_models, compile_model
+from training.models.tabular import TabularModel
 from training.models.trees import (
     FEATURES,
     assemble,
