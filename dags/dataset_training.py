@@ -85,7 +85,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             logs.import_quietly("tensorflow")  # and absl's C++ INFO lines while it loads
             from training.config import RunOrigin, TrainConfig
-            from training.train import train as train_model
+            from training.run.train import train as train_model
 
             overrides = {**spec_training, **training_overrides(params)}
             folder = run_name(run_id or "manual")

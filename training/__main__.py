@@ -158,7 +158,7 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
-    from training.train import train
+    from training.run.train import train
 
     vuri = version_uri(args)
     config = replace(
@@ -213,7 +213,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> dict[str, Any]:
-    from training.bench import bench_input, format_table
+    from training.run.bench import bench_input, format_table
 
     cfg = BenchConfig(batch_size=args.batch_size, batches=args.batches, split=args.split,
                       warmup_batches=args.warmup_batches, naive_batches=args.naive_batches,

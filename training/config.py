@@ -139,7 +139,7 @@ class ModelConfig:
     """Hyperparameters of the tabular model built from the manifest.
 
     ``family`` picks the model: ``trees`` (gradient-boosted, LightGBM), ``mlp`` (Keras), or
-    ``auto``: both, keeping the one better on the eval split (``training.families``). The
+    ``auto``: both, keeping the one better on the eval split (``training.run.families``). The
     ``tree_*`` / ``num_leaves`` / ``*_rounds`` / ``min_data_in_leaf`` fields are the trees';
     0 leaves or 0 rows per leaf = chosen from the train size.
     """

@@ -1,6 +1,6 @@
 """One image training run: the image input pipeline, the CNN, the multi-class task, the outputs.
 
-What ``training.train.train`` does for a version whose manifest has an image feature. An image
+What ``training.run.train.train`` does for a version whose manifest has an image feature. An image
 label is a multi-class label, so the multiclass task of ``training.tasks`` decides once what the
 tabular path's task decides: the softmax head, loss and metrics, the test report (accuracy,
 macro-F1, per class, macro AUC), the majority-class baseline and the gate's rules
@@ -73,7 +73,7 @@ def fit(version_uri: str, manifest: Manifest, config: ImageTrainConfig) -> tuple
 def train_images(version_uri: str, manifest: Manifest, models_root: str, run_name: str,
                  config: TrainConfig | None = None,
                  origin: RunOrigin | None = None) -> dict[str, Any]:
-    """What ``training.train.train`` does for an image version: fit, judge, publish the run."""
+    """What ``training.run.train.train`` does for an image version: fit, judge, publish the run."""
     config = config or TrainConfig()
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)
     done = storage.join(run_uri, outputs.METRICS_FILE)

@@ -18,7 +18,7 @@ from distributed import Client, LocalCluster
 from etl import pipeline, storage, versions
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import local_or_remote_path, make_dataset
-from training.train import train
+from training.run.train import train
 
 START, END = date(2013, 1, 1), date(2013, 1, 8)
 

@@ -14,7 +14,7 @@ from etl import storage
 from tests.support import training_fixtures as fx
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import make_dataset, shard_files
-from training.train import train
+from training.run.train import train
 
 pytestmark = pytest.mark.integration
 

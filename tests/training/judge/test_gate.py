@@ -22,7 +22,7 @@ from training.__main__ import main as training_main
 from training.config import InputConfig, TrainConfig
 from training.judge import gate
 from training.judge.gate import Current, EvaluationSplitError, ModelNotBlessedError, check_splits
-from training.train import train
+from training.run.train import train
 
 FAST = TrainConfig(input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,
                    steps_per_execution=4, min_margin=0.02)

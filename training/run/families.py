@@ -30,7 +30,6 @@ from training import outputs
 from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndRestore
 from training.config import TrainConfig
 from training.data.tabular import make_dataset
-from training.device import DeviceSetup
 from training.judge.evaluate import evaluate_split
 from training.models.heads import BINARY
 from training.models.mlp import build_models, compile_model
@@ -43,6 +42,7 @@ from training.models.trees import (
     forest_of,
     tree_preprocess,
 )
+from training.run.runtime import DeviceSetup
 from training.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,8 @@ def epoch_steps(manifest: Manifest, config: TrainConfig,
 
     Over several replicas Keras 3's multi-step loop fails in graph construction ("You must
     feed a value for placeholder tensor", keras-team/keras#19246, open), so each step is
-    its own call there; tests/test_training_gpu_paths.py shows the failure and the fix.
+    its own call there; tests/training/run/test_runtime.py trains over two replicas with
+    ``steps_per_execution`` 2 through this path.
     """
     steps = config.steps_per_epoch or max(
         1, math.ceil(manifest.splits["train"].num_examples / config.input.batch_size))
@@ -218,7 +219,7 @@ def epoch_steps(manifest: Manifest, config: TrainConfig,
 def _stall_ratio(model: keras.Model, train_ds: Any, setup: DeviceSetup,
                  config: TrainConfig) -> float:
     """Stall ratio on a copy of the model, so the measurement does not train the real one."""
-    from training.bench import stall_ratio
+    from training.run.bench import stall_ratio
 
     with setup.strategy.scope():
         clone = keras.models.clone_model(model)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 SCRIPT = r"""
 import json, sys
@@ -27,7 +27,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import keras
 from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
-from training.train import train
+from training.run.train import train
 
 precision, root = sys.argv[1], sys.argv[2]
 store = fx.write_version(__import__("pathlib").Path(root), n=2000, seed=5)

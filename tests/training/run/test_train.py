@@ -15,7 +15,7 @@ import tensorflow as tf
 from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.data.tabular import make_dataset
-from training.train import train
+from training.run.train import train
 
 FAST = TrainConfig(  # the MLP: these tests check its epochs, backups and TensorBoard logs
     input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,
