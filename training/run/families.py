@@ -27,7 +27,6 @@ import numpy as np
 from etl import storage
 from etl.versions import Manifest
 from training import outputs
-from training.callbacks import EpochSummaries, EpochTimer, StorageBackupAndRestore
 from training.config import TrainConfig
 from training.data.tabular import make_dataset
 from training.judge.evaluate import evaluate_split
@@ -42,7 +41,7 @@ from training.models.trees import (
     forest_of,
     tree_preprocess,
 )
-from training.run.runtime import DeviceSetup
+from training.run.runtime import DeviceSetup, EpochSummaries, EpochTimer, StorageBackupAndRestore
 from training.tasks import Task
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,6 @@ from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.callbacks import delete_backup
 from training.config import RunOrigin, TrainConfig, class_weight, plan, spec_overrides
 from training.data.images import image_feature
 from training.data.tabular import make_dataset
@@ -41,7 +40,7 @@ from training.judge.gate import (
 from training.models.tabular import export_serving
 from training.run import families
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
-from training.run.runtime import DeviceSetup, precision_policy, setup_device
+from training.run.runtime import DeviceSetup, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
 from training.train_images import train_images
