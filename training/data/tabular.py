@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 _DTYPES = {"float32": tf.float32, "int64": tf.int64, "string": tf.string}
 _COMPRESSION = {None: None, "": None, "none": None, "gzip": "GZIP", "zlib": "ZLIB"}
 TABULAR_KINDS = ("numeric", "categorical")
+IMAGE_KIND = "image"  # a feature of an images version, read by training.kinds.images.data
 
 
 def feature_specs(manifest: Manifest) -> dict[str, tf.io.FixedLenFeature]:

@@ -26,8 +26,7 @@ from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
 from training.config import RunOrigin, TrainConfig, class_weight, plan, spec_overrides
-from training.data.images import image_feature
-from training.data.tabular import make_dataset
+from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, labels_of, predictions
 from training.judge.gate import (
@@ -43,7 +42,6 @@ from training.run.families import EVAL_SPLIT, TEST_SPLIT
 from training.run.runtime import DeviceSetup, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
-from training.train_images import train_images
 
 __all__ = ["ModelNotBlessedError", "TrainConfig", "train"]
 
@@ -81,7 +79,11 @@ def train(
     """
     config = config or TrainConfig()
     manifest = versions.read_manifest(version_uri)  # raises IncompleteVersionError
-    if image_feature(manifest) is not None:  # image versions: CNN + image input pipeline
+    if any(f.get("kind") == IMAGE_KIND for f in manifest.schema["features"].values()):
+        # the one place a version's kind is chosen: the images kind (its own input pipeline,
+        # CNN and run) is imported for an images version only
+        from training.kinds.images.train import train_images
+
         return train_images(version_uri, manifest, models_root, run_name, config, origin)
     manifest_sha = hashlib.sha256(storage.read_bytes(storage.join(version_uri, "manifest.json")))
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)

@@ -27,12 +27,12 @@ from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
 from training.config import ImageTrainConfig, RunOrigin, TrainConfig
-from training.data.images import image_feature, make_image_dataset
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, predictions
 from training.judge.gate import gate_scores
+from training.kinds.images.data import image_feature, make_image_dataset
+from training.kinds.images.model import build_cnn
 from training.models.heads import MULTICLASS
-from training.models.images import build_cnn
 from training.tasks import TASKS, Task
 
 TASK: Task = TASKS[MULTICLASS]

@@ -20,12 +20,15 @@ import tensorflow as tf
 
 from etl.versions import Manifest
 from training.config import AUTOTUNE, ImageTrainConfig
-from training.data.tabular import compression_type, pipeline_options, read_chunks, shard_files
+from training.data.tabular import (
+    IMAGE_KIND,
+    compression_type,
+    pipeline_options,
+    read_chunks,
+    shard_files,
+)
 
 log = logging.getLogger(__name__)
-
-IMAGE_KIND = "image"
-
 
 @dataclass(frozen=True)
 class Augment:
