@@ -5,7 +5,8 @@ manifest (refusing incomplete versions and splits that cannot be evaluated), tra
 device's strategy with per-epoch backups in storage, evaluates on the held-out test split and
 writes every model with its metrics, plots, card and the gate's verdict
 (``training.judge.gate``); metrics.json is written last. Only a blessed model no worse than the
-current one becomes the dataset's current model.
+current one becomes the dataset's current model. A version with an image feature is trained by
+the images kind (``training.kinds.images``), imported only for one.
 """
 
 from __future__ import annotations
