@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -101,7 +100,6 @@ def run_seed(seed: int, n_pairs: int, work: Path, n_workers: int,
     draw: dict[str, Any] = {"seed": seed, "workers": n_workers, "pair_budget_s": budget_s,
                             "draw_s": round(time.perf_counter() - t0, 1),
                             "load_at_start": os.getloadavg(), "pairs": []}
-    lock = threading.Lock()
     with ThreadPoolExecutor(n_workers) as pool:
         running = {pool.submit(run_pair, p, work / f"seed{seed}" / f"{p.index:03d}", budget_s): p
                    for p in pairs}
@@ -110,12 +108,11 @@ def run_seed(seed: int, n_pairs: int, work: Path, n_workers: int,
             log.info("drawn seed %d #%d %s [%s, %s, %s] -> %s in %.0f s", seed, pair.index,
                      pair.table, pair.label, pair.task, pair.format,
                      result["verdict"]["status"], result["seconds"])
-            with lock:
-                draw["pairs"] = sorted([*draw["pairs"], result], key=lambda r: r["index"])
-                draw["summary"] = summary(draw["pairs"])
-                draw["seconds"] = round(time.perf_counter() - t0, 1)
-                if save:
-                    save(draw)
+            draw["pairs"] = sorted([*draw["pairs"], result], key=lambda r: r["index"])
+            draw["summary"] = summary(draw["pairs"])
+            draw["seconds"] = round(time.perf_counter() - t0, 1)
+            if save:
+                save(draw)
     draw["load_at_end"] = os.getloadavg()
     return draw
 
@@ -130,8 +127,8 @@ def _shape(message: str | None) -> str:
     """A message with its particulars (quoted names, numbers, paths) blanked, so misses of one
     cause group together."""
     text = (message or "").strip().splitlines()[0] if message else "(no message)"
-    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
-    text = re.sub(r"(file://)?/[^\s,;:'\"]+", "PATH", text)
+    text = re.sub(r"(?<!\w)'[^']*'|(?<!\w)\"[^\"]*\"", "'…'", text)
+    text = re.sub(r"(file://)?[\w.\-]*/[^\s,;:'\"]+", "PATH", text)  # any token with a /
     return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", text)[:200]
 
 
@@ -142,6 +139,8 @@ def cause(p: dict[str, Any]) -> str | None:
     if status == "blessed":
         return None if p.get("met") else \
             f"blessed, more than 5% behind the reference ({p['task']}, {p.get('metric')})"
+    if status == "timeout":
+        return f"timeout at {v.get('step')}: stopped at the pair's time limit"
     if status == "not blessed":
         checks = ((p.get("gate") or {}).get("blessing") or {}).get("checks") or []
         failed = ", ".join(c["name"] for c in checks if not c.get("passed")) or "?"
@@ -239,10 +238,12 @@ def main() -> int:
     parser.add_argument("--show", default=None, help="print a stored run (JSON) and exit")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    if args.show:
+    if args.show:  # the summaries again from the pairs: a stored run is read by today's rules
         stored = json.loads(Path(args.show).read_text())
-        print("\n".join(gauntlet_report.drawn_rows({"drawn": stored.get("drawn", stored)},
-                                                   pairs=True)))
+        shown = stored.get("drawn", stored)
+        for draw in shown["seeds"].values():
+            draw["summary"] = summary(draw["pairs"])
+        print("\n".join(gauntlet_report.drawn_rows({"drawn": shown}, pairs=True)))
         return 0
     out = Path(args.out)
     drawn = run(tuple(int(s) for s in args.seeds.split(",") if s), args.pairs,

@@ -69,14 +69,16 @@ def test_the_summary_counts_blessed_within_five_percent_apart_and_groups_misses(
                         "with a value, but 'status' holds string; use --task multiclass"),
         _result(7, "traceback", ref_beats=None, step="training",
                 message="ValueError: shapes (3,) and (4,) differ", traceback_in=["training"]),
+        _result(8, "timeout", ref_beats=None, step="training",
+                message="2026-11-27 11:14:08 INFO training.device: training on CPU"),
     ]
     s = drawn.summary(pairs)
-    assert s["pairs"] == 8 and s["packages"] == 2
+    assert s["pairs"] == 9 and s["packages"] == 2
     assert s["blessed_within_5pct"] == ["#0 P0/t [y]", "#1 P1/t [y]"]
     assert s["counted_apart"] == ["#3 P3/t [y]"]
-    assert s["blessed_within_5pct_share"] == 0.25 and s["blessed_or_apart_share"] == 0.375
-    # ratios 1.02, 0.98, 0.90, 0.97, 1.0 and three pairs without a model (0): median 0.935
-    assert s["median_ratio"] == pytest.approx(0.935)
+    assert s["blessed_within_5pct_share"] == 2 / 9 and s["blessed_or_apart_share"] == 3 / 9
+    # ratios 1.02, 0.98, 0.90, 0.97, 1.0 and four pairs without a model (0): median 0.90
+    assert s["median_ratio"] == pytest.approx(0.90)
     assert s["median_ratio_with_model"] == pytest.approx(0.98)
     assert s["tracebacks"] == ["#7 P7/t [y]"]
     misses = s["misses_by_cause"]
@@ -90,6 +92,7 @@ def test_the_summary_counts_blessed_within_five_percent_apart_and_groups_misses(
         ["#4 P4/t [y]"]
     assert misses["traceback at training: ValueError: shapes (N,) and (N,) differ"] == \
         ["#7 P7/t [y]"]
+    assert misses["timeout at training: stopped at the pair's time limit"] == ["#8 P8/t [y]"]
     assert s["apart_by_cause"] == {
         "not blessed (binary): fails baseline:accuracy; the reference fails noise":
             ["#3 P3/t [y]"]}
@@ -125,3 +128,15 @@ def test_one_drawn_pair_runs_as_a_new_user_runs_it(tmp_path: Path) -> None:
     assert result["ratio"] > 0 and result["rows"] == 205 and result["format"] == "csv", detail
     assert not (tmp_path / "pair" / "data").exists()  # the landed data and models removed
     assert (tmp_path / "pair" / "training.log").is_file()  # the logs kept
+
+
+def test_a_message_is_grouped_without_its_names_numbers_and_paths() -> None:
+    one = ("error: label 'label' (column 'nadults'): 1 value(s) not in the train split's "
+           "classes ['1', '2'] (/tmp/w/seed1/005/specs/a/spec.yaml.label lists none)")
+    other = ("error: label 'label' (column 'kids'): 3 value(s) not in the train split's "
+             "classes ['0', '1'] (/tmp/w/seed1/017/specs/b/spec.yaml.label lists none)")
+    assert drawn._shape(one) == drawn._shape(other) == (
+        "error: label '…' (column '…'): N value(s) not in the train split's classes ['…', '…'] "
+        "(PATH lists none)")
+    assert drawn._shape("error: ds/21000101T000000Z_all: test holds 16 examples") == \
+        "error: PATH: test holds N examples"
