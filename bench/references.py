@@ -4,7 +4,7 @@ same feature columns, read back from the published TFRecords, fit by HistGradien
 The model must reach 95% of the reference's accuracy or macro-F1 (multi-class), 95% of its
 accuracy and of its AUC (binary; the reference's AUC from ``predict_proba``), or at most 105%
 of its RMSE (regression). The reference is also put through the gate's own baseline checks
-(``training.gate``: the point estimates by the run's margin, the paired per-example loss test
+(``training.judge.gate``: the point estimates by the run's margin, the paired per-example loss test
 beyond noise), so a table whose reference cannot beat the baseline is told apart (issue 39).
 """
 
@@ -98,11 +98,12 @@ def _all_classes(proba: np.ndarray, classes: np.ndarray) -> np.ndarray:
 
 def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
                 margin: float | None) -> tuple[bool, list[dict[str, Any]]]:
-    """The gate's baseline checks (``training.gate``) on the reference's test outputs: does it
+    """The gate's baseline checks (``training.judge.gate``) on the reference's test outputs: does it
     beat the task's baseline by the margin, and beyond noise?"""
     from etl import versions
-    from training import gate, tasks
+    from training import tasks
     from training.config import DEFAULT_GATE_CONFIDENCE, DEFAULT_MIN_MARGIN
+    from training.judge import gate
 
     manifest = versions.read_manifest(version_uri)
     task = tasks.task_of(manifest)
@@ -115,11 +116,11 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
     if task.name == tasks.MULTICLASS:
         k = len(manifest.schema["label"].get("names") or []) or outputs.shape[1]
         outputs = np.pad(outputs, ((0, 0), (0, max(k - outputs.shape[1], 0))))
-    scores = tasks.gate_scores(task.name, manifest, y, outputs)
+    scores = gate.gate_scores(task.name, manifest, y, outputs)
     checks = gate.baseline_checks(task.gate, scores, task.baseline(y, manifest),
                                   DEFAULT_MIN_MARGIN if margin is None else margin,
                                   task.baseline_name)
-    checks.append(gate.noise_check(*tasks.example_losses(task.name, manifest, y, outputs),
+    checks.append(gate.noise_check(*gate.example_losses(task.name, manifest, y, outputs),
                                    DEFAULT_GATE_CONFIDENCE, task.baseline_name))
     return all(c.passed for c in checks), [
         {"name": c.name, "passed": c.passed, "detail": c.detail} for c in checks]
