@@ -9,7 +9,7 @@ trains it) or its version was already trained (`flightpipe_dags/choice.py`).
 
 | task | runs on | does | returns (XCom) |
 | --- | --- | --- | --- |
-| `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events (by `etl.versions.version_key`, the one order of versions; the older ones are not trained separately), else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that another run already trained ("already trained by run X"), or when a newer untrained version was published after the run's events (the later run its event queued trains it) | `{version, version_uri}` |
+| `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events (by `etl.versions.version_key`, the one order of versions; the older ones are not trained separately), else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that another run already trained ("already trained by run X"), or when a newer untrained version was published after the run's events (the later run its event starts trains it) | `{version, version_uri}` |
 | `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict (with this DAG run's `dag_id`/`run_id`) under `models/<name>/<version>/<run>/`; a blessed model no worse than the current one becomes `models/<name>/current.json`; its "Model page" button opens the model | `{model_uri, metrics, blessing, promoted}` |
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
@@ -62,9 +62,9 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
         **dag_defaults(name, settings, "training", retries=1),
     )
     def training() -> None:
-        @task(execution_timeout=timedelta(minutes=10), inlets=[asset])
+        @task(execution_timeout=timedelta(minutes=10))
         def resolve_version(params: Any = None, triggering_asset_events: Any = None,
-                            inlet_events: Any = None, run_id: str | None = None) -> dict:
+                            run_id: str | None = None) -> dict:
             events = triggering_asset_events.get(asset, []) if triggering_asset_events else []
             version, version_uri = choice.choose_version(events, params["version"])
             from etl import logs, versions
@@ -75,8 +75,8 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
                 version_uri = versions.resolve(storage_root(), name, version)
             manifest = versions.read_manifest(version_uri)  # raises on an incomplete version
             if announced:  # trains it, or skips saying why (already trained, a newer one)
-                choice.settle(name, str(manifest.version), events, inlet_events[asset],
-                              storage_root(), run_name(run_id or "manual"))
+                choice.settle(name, str(manifest.version), events, storage_root(),
+                              run_name(run_id or "manual"))
             return {"version": manifest.version, "version_uri": version_uri}
 
         @task(queue=GPU_QUEUE, pool=GPU_POOL, execution_timeout=timedelta(hours=6))

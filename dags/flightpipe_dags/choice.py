@@ -7,8 +7,10 @@ and says why, when
 
 - that version already has a finished model of another run: "already trained by run X";
 - a newer version that no run has trained yet was published after this run's events: the
-  later run its own event queued trains it (so a burst of publishes, a backfill or 30
+  later run its own event starts trains it (so a burst of publishes, a backfill or 30
   announced days, trains the newest version when each training starts, not each in turn).
+  A version published outside Airflow (``python -m etl run``) sends no Asset event: a manual
+  run trains it.
 
 An older interval published after a newer one was trained (a recovery, a backfill's
 straggler) is trained by its own run; the gate decides whether its model becomes the current
@@ -87,49 +89,61 @@ def trained_by(root: str, dataset: str, version: str, own_run: str) -> str | Non
     return None
 
 
-def published_after(events: Sequence[Any], accessor: Any) -> list[Published]:
-    """Versions announced by the Asset's events after this run's own (``accessor``: the
-    task's ``inlet_events[asset]``, read through Airflow's execution API)."""
-    times = [t for t in (getattr(e, "timestamp", None) for e in events) if t is not None]
-    if not times:
-        return []
-    last, mine = max(times), {p.version for p in published(events)}
-    return [p for p in published(accessor.after(last))
-            if p.timestamp is not None and p.timestamp > last and p.version not in mine]
+def newer_untrained(root: str, dataset: str, version: str, since: datetime,
+                    own_run: str) -> str | None:
+    """The newest published version newer than ``version`` that was published after ``since``
+    (this run's last Asset event) and has no model yet, or None.
+
+    Its own Asset event came after this run's, so a later run gets it: a partitioned
+    schedule has queued that run already; an Asset schedule creates it when this one ends
+    (Airflow creates no run while one is active under ``max_active_runs=1``, and keeps the
+    event queued). Read from storage: Airflow 3.3.2's execution API answers 500 for an Asset's
+    events while a run they created is still queued (apache/airflow#71360), so
+    ``inlet_events`` cannot be read here.
+    """
+    from etl.versions import list_versions, read_manifest, version_key, version_uri
+
+    key = version_key(version)
+    for candidate in reversed(list_versions(root, dataset)):  # newest first
+        if version_key(candidate) <= key:
+            return None
+        stamp = read_manifest(version_uri(root, dataset, candidate)).created_at
+        try:
+            published_at = datetime.fromisoformat(str(stamp))
+        except ValueError:
+            continue  # no publish time (an old manifest): not known to be later
+        if published_at > since and trained_by(root, dataset, candidate, own_run) is None:
+            return candidate
+    return None
 
 
-def why_not_train(dataset: str, version: str, events: Sequence[Any], accessor: Any,
-                  root: str, own_run: str) -> str | None:
+def why_not_train(dataset: str, version: str, events: Sequence[Any], root: str,
+                  own_run: str) -> str | None:
     """Why the run that ``events`` started does not train ``version`` (their newest), or None.
 
-    ``accessor``: the task's ``inlet_events[asset]`` (read only when ``version`` has no model
-    yet); ``own_run``: this run's folder under ``models/<dataset>/<version>/``.
+    ``own_run``: this run's folder under ``models/<dataset>/<version>/``.
     """
-    from etl.versions import version_key
-
     done = trained_by(root, dataset, version, own_run)
     if done:
         return (f"Not training {dataset} version {version}: already trained by {done}. "
                 f"Trigger train_{dataset} with version={version} to train it again.")
-    pending = newest(p for p in published_after(events, accessor)
-                     if version_key(p.version) > version_key(version)
-                     and trained_by(root, dataset, p.version, own_run) is None)
+    times = [t for t in (getattr(e, "timestamp", None) for e in events) if t is not None]
+    pending = newer_untrained(root, dataset, version, max(times), own_run) if times else None
     if pending:
-        return (f"Not training {dataset} version {version}: version {pending.version}, newer, "
-                "was published after this run's Asset events, and the later run its own "
-                "event queued trains it (or a version newer still).")
+        return (f"Not training {dataset} version {version}: version {pending}, newer, was "
+                "published after this run's Asset events and has no model yet; the later run "
+                "its own Asset event starts trains it (or a version newer still).")
     return None
 
 
-def settle(dataset: str, version: str, events: Sequence[Any], accessor: Any, root: str,
-           own_run: str) -> None:
+def settle(dataset: str, version: str, events: Sequence[Any], root: str, own_run: str) -> None:
     """An Asset-triggered run: skip it saying why, or log the version it trains and the
     versions of its events that this one supersedes (not trained separately)."""
     from airflow.sdk.exceptions import AirflowSkipException
 
     from etl.versions import version_key
 
-    reason = why_not_train(dataset, version, events, accessor, root, own_run)
+    reason = why_not_train(dataset, version, events, root, own_run)
     if reason:
         _LOG.warning("%s", reason)
         raise AirflowSkipException(reason)

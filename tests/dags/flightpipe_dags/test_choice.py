@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,15 +35,12 @@ def _event(root: Path, version: str | None, minutes: float = 0) -> SimpleNamespa
     return SimpleNamespace(extra=extra, timestamp=T0 + timedelta(minutes=minutes))
 
 
-class _Later:
-    """``inlet_events[asset]``: every event of the Asset; ``after`` filters as the API does."""
-
-    def __init__(self, events: list[SimpleNamespace]) -> None:
-        self.events, self.asked = events, []
-
-    def after(self, when: datetime) -> list[SimpleNamespace]:
-        self.asked.append(when)
-        return [e for e in self.events if e.timestamp >= when]
+def _published_at(root: Path, version: str, minutes: float) -> None:
+    """Set the version's publish time (``created_at``), minutes after the first event."""
+    path = root / "datasets" / "flights" / version / "manifest.json"
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "created_at": (T0 + timedelta(minutes=minutes))
+                                .isoformat()}))
 
 
 def _trained(root: Path, version: str, folder: str, run_id: str | None = None) -> None:
@@ -63,15 +61,12 @@ def resolve(tmp_path: Path, monkeypatch):
 
     dag = dataset_training.build_training_dag("flights", fd.DagSettings())
     task = dag.get_task("resolve_version")
-    assert [a.name for a in task.inlets] == ["dataset_flights"]  # what inlet_events may read
     asset = fd.dataset_asset("flights")
 
-    def call(events: list, later: list | None = None, version: str = "latest",
+    def call(events: list, version: str = "latest",
              run_id: str = OWN.replace("_abc", "+abc")) -> str:
-        accessor = _Later([*events, *(later or [])])
         result = task.python_callable(params={"version": version}, run_id=run_id,
-                                      triggering_asset_events={asset: events} if events else {},
-                                      inlet_events={asset: accessor})
+                                      triggering_asset_events={asset: events} if events else {})
         return result["version"]
 
     call.root = root
@@ -141,44 +136,42 @@ def test_an_older_interval_published_after_a_trained_newer_one_is_trained(resolv
     _trained(resolve.root, window, "first", "asset_triggered__first")
     older = write_version(resolve.root, "flights", END - timedelta(days=7),
                           END - timedelta(days=14))
-    assert resolve([_event(resolve.root, older, 30)], later=[]) == older
+    assert resolve([_event(resolve.root, older, 30)]) == older
 
 
 def test_a_newer_untrained_version_published_after_the_run_events_is_left_to_its_run(
         resolve) -> None:
-    """A burst: the run of the first event starts after two more were published; the newest
-    of those (not the one whose id sorts last as a string) is named, and its run trains it.
-    A later version already trained, or older than the run's, does not hold the run back."""
+    """A burst: the run of the first event starts after two more versions were published; the
+    newest of those (not the one whose id sorts last as a string) is named, and its own run
+    trains it. A newer version already trained, published before the run's event, without a
+    publish time, or older than the run's version does not hold the run back."""
     from airflow.sdk.exceptions import AirflowSkipException
 
     first = write_version(resolve.root, "flights", END - timedelta(days=1))
     demo = write_version(resolve.root, "flights", END)
     window = write_version(resolve.root, "flights", END, END - timedelta(days=7))
-    later = [_event(resolve.root, demo, 1), _event(resolve.root, window, 2)]
+    for version, minutes in ((first, -0.1), (demo, 1), (window, 2)):
+        _published_at(resolve.root, version, minutes)
     with pytest.raises(AirflowSkipException, match=(
             f"^Not training flights version {first}: version {window}, newer, was published "
-            "after this run's Asset events, and the later run its own event queued trains it "
-            r"\(or a version newer still\).$")):
-        resolve([_event(resolve.root, first)], later)
-    assert resolve([_event(resolve.root, window, 2)]) == window  # the last run: nothing later
+            "after this run's Asset events and has no model yet; the later run its own Asset "
+            r"event starts trains it \(or a version newer still\).$")):
+        resolve([_event(resolve.root, first)])
+    assert resolve([_event(resolve.root, window, 2.1)]) == window  # the last run: none later
     _trained(resolve.root, window, "by-hand")
     with pytest.raises(AirflowSkipException, match=f"version {demo}, newer, was published"):
-        resolve([_event(resolve.root, first)], later)
+        resolve([_event(resolve.root, first)])
     _trained(resolve.root, demo, "by-hand")
-    assert resolve([_event(resolve.root, first)], later) == first
+    assert resolve([_event(resolve.root, first)]) == first
+    shutil.rmtree(resolve.root / "models" / "flights" / demo)
+    _published_at(resolve.root, demo, -1)  # published before this run's event: its own ran
+    assert resolve([_event(resolve.root, first)]) == first
+    path = resolve.root / "datasets" / "flights" / demo / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "created_at": None}))
+    assert resolve([_event(resolve.root, first)]) == first  # no publish time: not later
     back = write_version(resolve.root, "flights", END - timedelta(days=3))
-    assert resolve([_event(resolve.root, first)], [_event(resolve.root, back, 3)]) == first
-
-
-def test_only_events_after_the_run_own_are_read_as_later() -> None:
-    """The run's own events (and an event at the same instant) are not "published after"."""
-    mine = [_event(Path("/r"), "20140101T000000Z_all", 0),
-            _event(Path("/r"), "20140102T000000Z_all", 4)]
-    accessor = _Later([*mine, _event(Path("/r"), "20140103T000000Z_all", 4),
-                       _event(Path("/r"), "20140104T000000Z_all", 5)])
-    assert [p.version for p in choice.published_after(mine, accessor)] == ["20140104T000000Z_all"]
-    assert accessor.asked == [T0 + timedelta(minutes=4)]
-    assert choice.published_after([SimpleNamespace(extra={})], accessor) == []
+    _published_at(resolve.root, back, 3)
+    assert resolve([_event(resolve.root, back, 3.1)]) == back
 
 
 def test_a_manual_run_or_an_event_without_a_version_trains_the_param(resolve) -> None:
