@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 _LOG = logging.getLogger("airflow.task")
@@ -112,6 +112,8 @@ def newer_untrained(root: str, dataset: str, version: str, since: datetime,
             published_at = datetime.fromisoformat(str(stamp))
         except ValueError:
             continue  # no publish time (an old manifest): not known to be later
+        if published_at.tzinfo is None:  # written in UTC, as every time in a manifest
+            published_at = published_at.replace(tzinfo=UTC)
         if published_at > since and trained_by(root, dataset, candidate, own_run) is None:
             return candidate
     return None

@@ -169,6 +169,9 @@ def test_a_newer_untrained_version_published_after_the_run_events_is_left_to_its
     path = resolve.root / "datasets" / "flights" / demo / "manifest.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "created_at": None}))
     assert resolve([_event(resolve.root, first)]) == first  # no publish time: not later
+    path.write_text(json.dumps({**json.loads(path.read_text()), "created_at": "2026-05-01T12:01"}))
+    with pytest.raises(AirflowSkipException, match=f"version {demo}, newer"):  # naive: UTC
+        resolve([_event(resolve.root, first)])
     back = write_version(resolve.root, "flights", END - timedelta(days=3))
     _published_at(resolve.root, back, 3)
     assert resolve([_event(resolve.root, back, 3.1)]) == back
