@@ -19,7 +19,7 @@ help:
 	@echo "make standalone - airflow standalone (UI on :8080) with the DAGs, plugin and pools"
 	@echo "make test   - install and run the whole test suite"
 	@echo "make compose-test - build docker-compose.yml's stack and run it end to end (Docker set up if absent)"
-	@echo "make bench  - ETL vs floor and peers, fixed overhead, input vs parse ceiling, segment costs, the gauntlet of public tables vs their references (bench/results.json)"
+	@echo "make bench  - ETL vs floor and peers, fixed overhead, input vs parse ceiling, segment costs, the gauntlet of public tables vs their references, the drawn gauntlet of 2 x 100 seeded (table, label) pairs (bench/results.json)"
 	@echo "make bench-quick - check the bench harness in minutes: one week, 1x (bench/results-quick.json)"
 
 $(STAMP): requirements.lock pyproject.toml
@@ -37,7 +37,7 @@ install: $(STAMP)
 demo: install
 	$(BIN)/python scripts/demo.py
 
-# The README's "Airflow standalone" commands: components start as `airflow ...`, so the venv's
+# The "Airflow standalone" commands of docs/AIRFLOW.md: components start as `airflow ...`, so the venv's
 # bin must be on PATH; the pools need a migrated database.
 standalone: install
 	export PATH="$(CURDIR)/$(BIN):$$PATH" AIRFLOW__CORE__DAGS_FOLDER="$(CURDIR)/dags" \

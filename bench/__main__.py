@@ -2,7 +2,9 @@
 pipeline against its parsing ceiling -- in one run, on the same data (issue 15); what segment
 builds cost on one-row partitions, per night and on a bucket (issue 25, bench/segments.py);
 the gauntlet of public tables, each from its raw files to a model scored against a
-HistGradientBoosting reference (issue 33, bench/gauntlet.py).
+HistGradientBoosting reference (issue 33, bench/gauntlet.py); the drawn gauntlet, two seeded
+draws of 100 (table, label) pairs each from about 1,000 R datasets run the same way (issue 39,
+bench/drawn.py).
 
 Every ratio compares figures measured side by side in this run on this machine; the targets
 are checked and a missed one is reported as missed, never hidden. ``--quick`` checks the
@@ -21,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import gauntlet, measure, overhead, report
+from bench import drawn, gauntlet, measure, overhead, report
 from bench.peer_envs import PEERS, run_peers
 
 log = logging.getLogger("bench")
@@ -30,7 +32,7 @@ DAY = (DAY_START[:10], DAY_END[:10])
 QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instead of the year
 
 
-PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet")
+PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet", "drawn")
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -167,6 +169,19 @@ def _gauntlet(results: dict[str, Any], work: Path, out: Path) -> None:
     gauntlet.run_all(work / "gauntlet", names, save=save)
 
 
+def _drawn(results: dict[str, Any], work: Path, out: Path) -> None:
+    """Both seeds' draws (``--quick``: the first pairs of seed 1, no census), saved after each
+    pair."""
+    def save(d: dict[str, Any]) -> None:
+        results["drawn"] = d
+        _save(results, out)
+
+    quick = results["quick"]
+    seeds, pairs = ((drawn.SEEDS[0],), drawn.QUICK_PAIRS) if quick else (drawn.SEEDS, drawn.PAIRS)
+    log.info("drawn gauntlet: seeds %s, %d pairs each", seeds, pairs)
+    drawn.run(seeds, pairs, work / "drawn", save, with_census=not quick)
+
+
 def _dags(results: dict[str, Any]) -> None:
     log.info("DAG parse times")
     with tempfile.TemporaryDirectory() as home:
@@ -214,7 +229,8 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         "segments": lambda: figures(work, quick, results, lambda: _save(results, out)),
         "input": lambda: _input(results, work, one_x),
         "dags": lambda: _dags(results),
-        "gauntlet": lambda: _gauntlet(results, work, out)}
+        "gauntlet": lambda: _gauntlet(results, work, out),
+        "drawn": lambda: _drawn(results, work, out)}
     for part in (p for p in PARTS if p in parts):
         began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),
                  "commit": head}

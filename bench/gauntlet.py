@@ -48,12 +48,15 @@ def _message(text: str, lines: int = 3) -> str:
     return " | ".join(kept[-lines:])[:1000]
 
 
-def step(name: str, module: str, args: list[str], work: Path, env: dict[str, str]
-         ) -> dict[str, Any]:
-    """``python -m <module> <args>`` as a child; its seconds, exit, message and output log
-    (``stdout``: what it printed, for the caller to pop)."""
+def step(name: str, module: str, args: list[str], work: Path, env: dict[str, str],
+         deadline: float | None = None) -> dict[str, Any]:
+    """``python -m <module> <args>`` as a child, stopped at ``TIMEOUT_S[name]`` or at
+    ``deadline`` (``time.monotonic()``), whichever comes first; its seconds, exit, message and
+    output log (``stdout``: what it printed, for the caller to pop)."""
+    timeout = TIMEOUT_S[name] if deadline is None else \
+        max(1.0, min(TIMEOUT_S[name], deadline - time.monotonic()))
     child = run_child([sys.executable, "-m", module, *args], cwd=REPO, env=env,
-                      timeout_s=TIMEOUT_S[name])
+                      timeout_s=timeout)
     (work / f"{name}.log").write_text(f"$ {module} {' '.join(args)}\n{child.stdout}\n"
                                       f"--- stderr\n{child.stderr}")
     out = child.stdout + child.stderr
@@ -61,9 +64,11 @@ def step(name: str, module: str, args: list[str], work: Path, env: dict[str, str
     return {"ok": ok, "rc": child.returncode, "seconds": round(child.wall_s, 2),
             "cpu_s": round(child.cpu_s, 2), "peak_rss_mb": round(child.peak_rss_mb),
             "traceback": TRACEBACK in out, "log": str(work / f"{name}.log"),
-            "stdout": child.stdout,
-            **({} if ok and TRACEBACK not in out else {"message": _message(child.stderr
-                                                                           or out)})}
+            "stdout": child.stdout, **({"timed_out": True} if child.timed_out else {}),
+            **({} if ok and TRACEBACK not in out else {
+                "message": _message(child.stderr or out),
+                "command": f"python -m {module} {' '.join(args)}",
+                "tail": "\n".join((child.stderr or out).strip().splitlines()[-8:])[-1500:]})}
 
 
 def _env(specs: Path | None) -> dict[str, str]:
@@ -91,7 +96,7 @@ def etl_read(spec_yaml: Path, files: list[Path]) -> dict[str, Any]:
                 "traceback": traceback.format_exc()[-2000:]}
 
 
-def _land(table: Table, work: Path) -> tuple[str, list[Path]]:
+def _land(table: Table, work: Path, deadline: float | None) -> tuple[str, list[Path]]:
     """Land ``table`` under a fresh root (flights: ``etl land``, as its users land it);
     (root URI, landed files)."""
     data = work / "data"
@@ -99,7 +104,7 @@ def _land(table: Table, work: Path) -> tuple[str, list[Path]]:
     if table.layout == "flights":
         landed = step("land", "etl", ["land", "--root", root, "--dataset", "flights",
                                       "--start-day", table.window[0], "--end-day",
-                                      table.window[1]], work, _env(None))
+                                      table.window[1]], work, _env(None), deadline)
         if not landed["ok"]:
             raise RuntimeError(f"etl land: {landed.get('message')}")
     else:
@@ -107,7 +112,8 @@ def _land(table: Table, work: Path) -> tuple[str, list[Path]]:
     return root, sorted(p for p in (data / "raw").rglob("*") if p.is_file())
 
 
-def _draft(table: Table, root: str, work: Path, result: dict[str, Any]) -> str | None:
+def _draft(table: Table, root: str, work: Path, result: dict[str, Any],
+           deadline: float | None) -> str | None:
     """``etl spec init`` with only label and task; the drafted spec's path, None if refused."""
     if table.layout == "flights":
         result["spec_init"] = {"skipped": "the shipped flights spec (its label is derived)"}
@@ -116,7 +122,7 @@ def _draft(table: Table, root: str, work: Path, result: dict[str, Any]) -> str |
     result["spec_init"] = step("spec_init", "etl", [
         "spec", "init", "--name", table.name, "--source", table.raw_path, "--root", root,
         "--label", table.label, "--task", table.task, "--out", str(spec_dir), "--force"],
-        work, _env(work / "specs"))
+        work, _env(work / "specs"), deadline)
     said = result["spec_init"].pop("stdout").splitlines()
     if "Inferred:" in said[:-1]:  # what the draft read: every row, or which sample
         result["spec_init"]["read"] = said[said.index("Inferred:") + 1].strip()
@@ -124,13 +130,13 @@ def _draft(table: Table, root: str, work: Path, result: dict[str, Any]) -> str |
 
 
 def _train_and_score(table: Table, root: str, version_uri: str, work: Path,
-                     result: dict[str, Any]) -> None:
+                     result: dict[str, Any], deadline: float | None) -> None:
     from etl import storage
 
     specs = None if table.layout == "flights" else work / "specs"
     result["training"] = step("training", "training", [
         "train", "--root", root, "--dataset", table.name, "--run", RUN, "--overwrite"],
-        work, _env(specs))
+        work, _env(specs), deadline)
     result["training"].pop("stdout")
     run_uri = storage.join(root, "models", table.name, version_uri.rstrip("/").rsplit("/", 1)[-1],
                            RUN)
@@ -143,7 +149,9 @@ def _train_and_score(table: Table, root: str, version_uri: str, work: Path,
         result["metrics_file"] = metrics  # read by verdict(), not stored
         result["gate"] = {k: metrics.get(k) for k in ("family", "family_choice", "blessing")}
     t0 = time.perf_counter()
-    result["reference"] = reference(version_uri, table.task)
+    ref = reference(version_uri, table.task, (result.get("metrics_file") or {}).get("min_margin"))
+    result["reference"] = ref.scores
+    result["reference_gate"] = {"beats_baseline": ref.beats_baseline, "checks": ref.gate}
     result["reference_s"] = round(time.perf_counter() - t0, 2)
     if result.get("model"):
         result.update(compare(result["model"], result["reference"], table.task))
@@ -157,7 +165,8 @@ def _with_verdict(result: dict[str, Any]) -> dict[str, Any]:
 
 def verdict(result: dict[str, Any]) -> dict[str, Any]:
     """blessed / not blessed (a model written, with the gate's reason) / refused (a step said
-    what to change) / traceback (a step crashed) / error (the harness itself failed)."""
+    what to change) / traceback (a step crashed) / timeout (a step was stopped at its time
+    limit) / error (the harness itself failed)."""
     steps = [s for s in ("spec_init", "etl_run", "training") if isinstance(result.get(s), dict)]
     crashed = [s for s in steps if result[s].get("traceback")]
     failed = next((s for s in steps if result[s].get("ok") is False), None)
@@ -177,15 +186,20 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
         return {"status": "error", "step": result["error"]["step"],
                 "message": result["error"]["message"], "traceback_in": crashed}
     if failed:
-        return {"status": "traceback" if result[failed]["traceback"] else "refused",
+        status = "traceback" if result[failed]["traceback"] else \
+            "timeout" if result[failed].get("timed_out") else "refused"
+        return {"status": status,
                 "step": failed, "message": result[failed].get("message"),
                 "traceback_in": crashed}
     return {"status": "no model", "message": "training exited 0 but wrote no metrics.json",
             "traceback_in": crashed}
 
 
-def run_table(table: Table, work: Path) -> dict[str, Any]:
-    """Land, draft, build, train and score ``table`` in a fresh root under ``work``."""
+def run_table(table: Table, work: Path, budget_s: float | None = None) -> dict[str, Any]:
+    """Land, draft, build, train and score ``table`` in a fresh root under ``work``; with
+    ``budget_s``, every step is stopped at that many seconds from the start (the reference,
+    run in this process, is not)."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     result: dict[str, Any] = {
@@ -193,10 +207,10 @@ def run_table(table: Table, work: Path) -> dict[str, Any]:
         "layout": table.layout, "label": table.label, "task": table.task, "shape": table.shape}
     where = "land"
     try:
-        root, files = _land(table, work)
+        root, files = _land(table, work, deadline)
         result["landed"] = {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
         where = "spec init"
-        spec = _draft(table, root, work, result)
+        spec = _draft(table, root, work, result, deadline)
         if spec is None:
             return _with_verdict(result)
         if spec != "flights":
@@ -204,7 +218,8 @@ def run_table(table: Table, work: Path) -> dict[str, Any]:
         where = "etl run"
         result["etl_run"] = step("etl_run", "etl", [
             "run", "--root", root, "--dataset", spec, "--interval-end", interval_end(table),
-            "--run-id", RUN, "--json"], work, _env(None if spec == "flights" else work / "specs"))
+            "--run-id", RUN, "--json"], work,
+            _env(None if spec == "flights" else work / "specs"), deadline)
         if not result["etl_run"]["ok"]:
             result["etl_run"].pop("stdout")
             return _with_verdict(result)
@@ -213,7 +228,7 @@ def run_table(table: Table, work: Path) -> dict[str, Any]:
         result["splits"] = published["splits"]
         result["etl_timings"] = published.get("timings", {})
         where = "training or reference"
-        _train_and_score(table, root, published["version_uri"], work, result)
+        _train_and_score(table, root, published["version_uri"], work, result, deadline)
     except Exception as exc:  # noqa: BLE001 - recorded; the gauntlet goes on
         result["error"] = {"step": where, "message": f"{type(exc).__name__}: {exc}"[:1000],
                            "traceback": traceback.format_exc()[-3000:]}

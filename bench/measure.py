@@ -149,8 +149,8 @@ def csv_read(root: str) -> dict[str, float]:
 
 def input_pipeline(version_uri: str, quick: bool = False) -> dict[str, Any]:
     """training's bench-input: raw read, parse ceiling, ours, naive, stall ratio."""
-    from training.bench import bench_input
     from training.config import BenchConfig
+    from training.run.bench import bench_input
 
     config = BenchConfig(batches=40, warmup_batches=5, naive_batches=10, stall_batches=20,
                          repeats=2) if quick else None

@@ -112,8 +112,8 @@ def run_peer(name: str, raw_dir: Path, files: list[str], work: Path, workers: in
     cmd = _command(name, env["python"], raw_dir, files, out, workers, text_columns)
     child = run_child(cmd, cwd=out, timeout_s=timeout_s)
     if child.returncode != 0:
-        timed_out = f"killed after {timeout_s} s" in child.stderr
-        return {**base, "absent": f"timed out after {timeout_s:.0f} s" if timed_out else "run failed", "command": " ".join(cmd),
+        return {**base, "absent": f"timed out after {timeout_s:.0f} s" if child.timed_out
+                else "run failed", "command": " ".join(cmd),
                 "error": _tail(child.stderr or child.stdout), **child.figures()}
     done = last_json(child.stdout)
     rows = count_records(done["examples_glob"], done.get("compression"))

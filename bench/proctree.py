@@ -32,6 +32,7 @@ class ChildRun:
     cpu_s: float
     peak_rss_mb: float
     peak_pss_mb: float | None = None  # proportional: a page shared by n processes counts 1/n
+    timed_out: bool = False  # killed at ``timeout_s``
 
     def figures(self) -> dict[str, float]:
         return {"wall_s": self.wall_s, "cpu_s": self.cpu_s, "peak_rss_mb": self.peak_rss_mb,
@@ -84,7 +85,7 @@ def run_child(cmd: list[str], *, cwd: str | os.PathLike | None = None,
               env: dict[str, str] | None = None, timeout_s: float | None = None,
               interval_s: float = 0.1, **popen: Any) -> ChildRun:
     """Run ``cmd`` to completion; never raises on a non-zero exit (the caller decides)."""
-    cpu0, t0 = _children_cpu(), time.perf_counter()
+    cpu0, t0, timed_out = _children_cpu(), time.perf_counter(), False
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **popen)
     with _TreeSampler(proc.pid, interval_s) as sampler:
@@ -93,11 +94,12 @@ def run_child(cmd: list[str], *, cwd: str | os.PathLike | None = None,
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
-            err += f"\n[bench] killed after {timeout_s} s"
+            err += f"\n[bench] killed after {timeout_s:.0f} s"
+            timed_out = True
     wall = time.perf_counter() - t0
     cpu = max(sum(sampler.cpu.values()), _children_cpu() - cpu0)
     return ChildRun(proc.returncode, out, err, wall, cpu, sampler.peak / 2**20,
-                    sampler.peak_pss / 2**20 if sampler.peak_pss else None)
+                    sampler.peak_pss / 2**20 if sampler.peak_pss else None, timed_out)
 
 
 def run_checked(cmd: list[str], **kwargs: Any) -> ChildRun:

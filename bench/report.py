@@ -277,7 +277,7 @@ def table(r: dict[str, Any]) -> str:
     ]
     lines += [f"| DAG parse time {name} | {_num(secs, '.3f')} s | | |"
               for name, secs in r.get("dag_parse_s", {}).items()]
-    lines += gauntlet_report.rows(r)
+    lines += gauntlet_report.rows(r) + gauntlet_report.drawn_rows(r)
     lines += ["", "| target | measured | met |", "| --- | --- | --- |"]
     for t in r.get("targets", []):
         met = "yes" if t["met"] else "**MISSED**" + (" (not measured)" if "not_measured" in t

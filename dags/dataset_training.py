@@ -4,11 +4,12 @@ One DAG per dataset spec, id `train_<name>`, scheduled on the dataset Asset
 (`dataset_<name>`) that the ETL DAG's `publish` task updates (for a `schedule: partitioned`
 spec, a partitioned timetable: one run per published version, each partition-keyed). A burst
 of versions (a backfill, 30 announced days) trains once per version at most, one run at a
-time, and a run whose version is no longer the newest when it starts skips.
+time, and a run skips when a newer version was published after its events (the later run
+trains it) or its version was already trained (`flightpipe_dags/choice.py`).
 
 | task | runs on | does | returns (XCom) |
 | --- | --- | --- | --- |
-| `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events, else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that a newer published one superseded, whose own run trains it | `{version, version_uri}` |
+| `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events (by `etl.versions.version_key`, the one order of versions; the older ones are not trained separately), else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that another run already trained ("already trained by run X"), or when a newer untrained version was published after the run's events (the later run its event starts trains it) | `{version, version_uri}` |
 | `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict (with this DAG run's `dag_id`/`run_id`) under `models/<name>/<version>/<run>/`; a blessed model no worse than the current one becomes `models/<name>/current.json`; its "Model page" button opens the model | `{model_uri, metrics, blessing, promoted}` |
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
@@ -30,7 +31,7 @@ from flightpipe_dags import (
     GPU_POOL,
     GPU_QUEUE,
     DagSettings,
-    choose_version,
+    choice,
     dag_defaults,
     dataset_asset,
     dataset_settings,
@@ -38,7 +39,6 @@ from flightpipe_dags import (
     links,
     metrics_summary,
     run_name,
-    skip_superseded,
     storage_root,
     training_overrides,
     training_params,
@@ -63,19 +63,20 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
     )
     def training() -> None:
         @task(execution_timeout=timedelta(minutes=10))
-        def resolve_version(params: Any = None, triggering_asset_events: Any = None) -> dict:
+        def resolve_version(params: Any = None, triggering_asset_events: Any = None,
+                            run_id: str | None = None) -> dict:
             events = triggering_asset_events.get(asset, []) if triggering_asset_events else []
-            version, version_uri = choose_version(events, params["version"])
+            version, version_uri = choice.choose_version(events, params["version"])
             from etl import logs, versions
 
             logs.configure(handler=False)
+            announced = version_uri is not None  # by an event, not the Param
             if version_uri is None:
                 version_uri = versions.resolve(storage_root(), name, version)
             manifest = versions.read_manifest(version_uri)  # raises on an incomplete version
-            newest = versions.latest_version(storage_root(), name)
-            if events and newest and versions.parse_version_id(newest).sort_key > \
-                    versions.parse_version_id(manifest.version).sort_key:
-                skip_superseded(name, manifest.version, newest)
+            if announced:  # trains it, or skips saying why (already trained, a newer one)
+                choice.settle(name, str(manifest.version), events, storage_root(),
+                              run_name(run_id or "manual"))
             return {"version": manifest.version, "version_uri": version_uri}
 
         @task(queue=GPU_QUEUE, pool=GPU_POOL, execution_timeout=timedelta(hours=6))
@@ -85,7 +86,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             logs.import_quietly("tensorflow")  # and absl's C++ INFO lines while it loads
             from training.config import RunOrigin, TrainConfig
-            from training.train import train as train_model
+            from training.run.train import train as train_model
 
             overrides = {**spec_training, **training_overrides(params)}
             folder = run_name(run_id or "manual")

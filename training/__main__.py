@@ -158,7 +158,7 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
-    from training.train import train
+    from training.run.train import train
 
     vuri = version_uri(args)
     config = replace(
@@ -198,7 +198,7 @@ def print_result(result: dict[str, Any]) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print the dataset's current model (what ``models/<name>/current.json`` names)."""
-    from training.gate import read_current
+    from training.judge.gate import read_current
 
     if not (args.models_root or args.root):
         raise SystemExit(f"give --models-root, or --root (or ${ROOT_ENV})")
@@ -213,7 +213,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> dict[str, Any]:
-    from training.bench import bench_input, format_table
+    from training.run.bench import bench_input, format_table
 
     cfg = BenchConfig(batch_size=args.batch_size, batches=args.batches, split=args.split,
                       warmup_batches=args.warmup_batches, naive_batches=args.naive_batches,
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_show(args)
     logs.import_quietly("tensorflow")  # absl's C++ INFO lines while it loads stay out too
     from etl.errors import PipelineError
-    from training.gate import ModelNotBlessedError
+    from training.judge.gate import ModelNotBlessedError
 
     try:
         (run_train if args.command == "train" else run_bench)(args)

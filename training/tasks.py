@@ -2,15 +2,16 @@
 
 ``schema.label.task`` (``binary`` when absent: versions published before tasks existed) picks
 a ``Task`` that carries every step that depends on it: the label's encoding in the input
-pipeline, the model head and what the exported model returns, loss and metrics, the test
-report, the baseline a model must beat and the gate's rules and paired loss, plots and the model card's lines.
-``training.train`` calls these and never tests the task itself; a new task is one entry in
-``TASKS``. (The ETL side, label encoding and class checks, is ``etl.spec.labels``.)
+pipeline and the model head with what the exported model returns (``training.models.heads``),
+loss and metrics, the test report and the baseline a model must beat
+(``training.judge.evaluate``), the gate's rules (``training.judge.gate``), plots and the model
+card's lines (``training.outputs``). A run (``training.run.train``, or the images kind's)
+calls these and never tests the task itself; a new task is one entry in ``TASKS``. (The ETL
+side, label encoding and class checks, is ``etl.spec.labels``.)
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,19 +19,24 @@ from typing import Any
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from etl.versions import Manifest
-from training import evaluate, outputs, plots
-from training.config import ModelConfig
-from training.intervals import intervals, scorer
-from training.models.tabular import Head, Serve, binary_head
-
-BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
-# Target transforms: (forward in tf.data, inverse in the exported model, inverse in numpy).
-TRANSFORMS: dict[str, tuple[Callable, Callable, Callable]] = {
-    "log1p": (tf.math.log1p, keras.ops.expm1, np.expm1),
-}
+from training import outputs
+from training.judge import evaluate
+from training.models.heads import (
+    BINARY,
+    MULTICLASS,
+    REGRESSION,
+    Head,
+    Serve,
+    binary_head,
+    class_names,
+    in_units,
+    linear_head,
+    model_target,
+    serve_units,
+    softmax_head,
+)
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,9 @@ class Task:
 
     report(labels, outputs, manifest) -> test metrics beyond the compiled ones (labels as the
     input pipeline yields them, outputs of the core model); baseline(labels, manifest) -> the
-    baseline's metrics; gate: metric -> ``higher`` | ``lower_relative`` (``training.gate``);
-    plots(labels, outputs, manifest, folder) -> PNG files; about(metrics) -> model card lines.
+    baseline's metrics; gate: metric -> ``higher`` | ``lower_relative``
+    (``training.judge.gate``); plots(labels, outputs, manifest, folder) -> PNG files;
+    about(metrics) -> model card lines.
     """
 
     name: str
@@ -70,11 +77,6 @@ def task_of(manifest: Manifest) -> Task:
     return TASKS[name]
 
 
-def _names(manifest: Manifest) -> list[str]:
-    label = manifest.schema["label"]
-    return [str(n) for n in label.get("names") or range(int(label.get("classes", 2)))]
-
-
 # --- binary ---------------------------------------------------------------------------------
 
 def _binary_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
@@ -85,28 +87,15 @@ def _binary_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[s
 def _binary_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                   folder: Path) -> list[Path]:
     matrix = evaluate.confusion(y, out[:, 0] >= 0.5, 2).tolist()
-    return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
+    names = class_names(manifest.schema["label"])
+    return [outputs.plot_confusion(matrix, names, folder / "confusion_matrix.png")]
 
 
 # --- multi-class ----------------------------------------------------------------------------
 
-def _softmax_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
-                  config: ModelConfig) -> Any:
-    """One softmax unit per class, starting at the train class frequencies."""
-    del config
-    k = int(schema["label"].get("classes", 0))
-    if k < 2:
-        raise ValueError(f"label {schema['label']['name']!r}: a multiclass head needs >= 2 "
-                         f"classes, the manifest says {k}")
-    counts = stats.get("label_counts", {})
-    total = sum(int(counts.get(str(i), 0)) for i in range(k)) or 1
-    priors = [math.log(max(int(counts.get(str(i), 0)) / total, 1e-4)) for i in range(k)]
-    return keras.layers.Dense(k, activation="softmax", dtype="float32", name=schema["label"]["name"],
-                              bias_initializer=keras.initializers.Constant(priors))(x)
-
-
 def _multi_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
-    return {**evaluate.class_report(y, out.argmax(axis=1), _names(manifest)),
+    names = class_names(manifest.schema["label"])
+    return {**evaluate.class_report(y, out.argmax(axis=1), names),
             "auc": evaluate.macro_auc(y, out)}
 
 
@@ -114,14 +103,16 @@ def _multi_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
     base = evaluate.majority_baseline(y.astype(np.int64),
                                       manifest.statistics.get("label_counts", {}))
     majority = np.full(len(y), base["majority_class"])
-    base["macro_f1"] = evaluate.class_report(y, majority, _names(manifest))["macro_f1"]
+    names = class_names(manifest.schema["label"])
+    base["macro_f1"] = evaluate.class_report(y, majority, names)["macro_f1"]
     return base
 
 
 def _multi_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                  folder: Path) -> list[Path]:
-    matrix = evaluate.confusion(y, out.argmax(axis=1), len(_names(manifest))).tolist()
-    return [plots.plot_confusion(matrix, _names(manifest), folder / "confusion_matrix.png")]
+    names = class_names(manifest.schema["label"])
+    matrix = evaluate.confusion(y, out.argmax(axis=1), len(names)).tolist()
+    return [outputs.plot_confusion(matrix, names, folder / "confusion_matrix.png")]
 
 
 def _multi_about(metrics: dict[str, Any]) -> tuple[str, str]:
@@ -137,51 +128,20 @@ def _multi_about(metrics: dict[str, Any]) -> tuple[str, str]:
 
 # --- regression -----------------------------------------------------------------------------
 
-def _transform(label: dict[str, Any]) -> tuple[Callable, Callable, Callable] | None:
-    return TRANSFORMS.get(label.get("transform") or "")
-
-
-def _target_space(stats: dict[str, Any], label: dict[str, Any]) -> tuple[float, float]:
-    """Mean and std of the learned target: the train moments, through log1p to first order."""
-    moments = stats.get("label") or {}
-    mean, std = float(moments.get("mean", 0.0)), math.sqrt(float(moments.get("var", 1.0)))
-    if _transform(label):
-        return math.log1p(max(mean, 0.0)), std / (1.0 + max(mean, 0.0)) or 1.0
-    return mean, std or 1.0
-
-
-def _linear_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
-                 config: ModelConfig) -> Any:
-    """One linear unit, scaled so its start is the train mean with the train spread."""
-    del config
-    mean, std = _target_space(stats, schema["label"])
-    z = keras.layers.Dense(1, dtype="float32", name="standardized")(x)
-    return keras.layers.Rescaling(std, offset=mean, dtype="float32",
-                                  name=schema["label"]["name"])(z)
-
-
-def _serve_units(out: Any, label: dict[str, Any]) -> Any:
-    found = _transform(label)
-    return found[1](out) if found else out
-
-
-def _units(values: np.ndarray, manifest: Manifest) -> np.ndarray:
-    found = _transform(manifest.schema["label"])
-    return found[2](values) if found else values
-
-
 def _reg_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
-    return evaluate.regression_report(_units(y, manifest), _units(out[:, 0], manifest))
+    label = manifest.schema["label"]
+    return evaluate.regression_report(in_units(y, label), in_units(out[:, 0], label))
 
 
 def _reg_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
     mean = float((manifest.statistics.get("label") or {}).get("mean", float("nan")))
-    return evaluate.mean_baseline(_units(y, manifest), mean)
+    return evaluate.mean_baseline(in_units(y, manifest.schema["label"]), mean)
 
 
 def _reg_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                folder: Path) -> list[Path]:
-    return plots.plot_regression(_units(y, manifest), _units(out[:, 0], manifest), folder)
+    label = manifest.schema["label"]
+    return outputs.plot_regression(in_units(y, label), in_units(out[:, 0], label), folder)
 
 
 def _reg_about(metrics: dict[str, Any]) -> tuple[str, str]:
@@ -195,12 +155,6 @@ def _reg_about(metrics: dict[str, Any]) -> tuple[str, str]:
             f"RMSE and R² are in the target's units."))
 
 
-def _model_target(label: dict[str, Any]) -> Callable | None:
-    """What the core learns: the forward transform of the stored target, if any."""
-    found = _transform(label)
-    return found[0] if found else None
-
-
 TASKS: dict[str, Task] = {
     BINARY: Task(
         BINARY, binary_head, keras.losses.BinaryCrossentropy,
@@ -211,80 +165,15 @@ TASKS: dict[str, Task] = {
         outputs.binary_card, ("auc", "accuracy", "loss"),
         "probability of class 1", curves=("loss", "auc", "accuracy")),
     MULTICLASS: Task(
-        MULTICLASS, _softmax_head, keras.losses.SparseCategoricalCrossentropy,
+        MULTICLASS, softmax_head, keras.losses.SparseCategoricalCrossentropy,
         lambda: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         _multi_report, _multi_baseline, "majority-class",
         {"accuracy": "higher", "macro_f1": "higher"}, _multi_plots, _multi_about,
         ("accuracy", "macro_f1", "loss"), "one probability per class, in the order of names",
         curves=("loss", "accuracy")),
     REGRESSION: Task(
-        REGRESSION, _linear_head, keras.losses.MeanSquaredError, list, _reg_report,
+        REGRESSION, linear_head, keras.losses.MeanSquaredError, list, _reg_report,
         _reg_baseline, "mean-predictor", {"rmse": "lower_relative"}, _reg_plots, _reg_about,
-        ("rmse", "mae", "r2"), "the target in its own units", target=_model_target,
-        serve=_serve_units),
+        ("rmse", "mae", "r2"), "the target in its own units", target=model_target,
+        serve=serve_units),
 }
-
-
-
-def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.ndarray:
-    """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
-    the learned space), so ``training.intervals`` scores both on the same resamples.
-    ``task``: the run's, where the label does not say (an image label is multi-class)."""
-    label, stats = manifest.schema["label"], manifest.statistics
-    task = task or label.get("task", BINARY)
-    if task == REGRESSION:
-        mean = float((stats.get("label") or {}).get("mean", 0.0))
-        return np.full((n, 1), math.log1p(mean) if _transform(label) else mean)
-    counts = {int(k): int(v) for k, v in (stats.get("label_counts") or {}).items()}
-    total = sum(counts.values()) or 1
-    if task == BINARY:
-        return np.full((n, 1), counts.get(1, 0) / total)
-    majority = max(counts, key=lambda k: counts[k]) if counts else 0
-    out = np.zeros((n, len(_names(manifest))))
-    out[:, majority] = 1.0
-    return out
-
-
-def metric_intervals(manifest: Manifest, y: np.ndarray, out: np.ndarray) -> dict[str, Any]:
-    """Bootstrap intervals of the test metrics and of the lead over the baseline."""
-    task = task_of(manifest)
-    score = scorer(task.name, len(_names(manifest)), lambda v: _units(v, manifest))
-    higher = {m: rule == "higher" for m, rule in task.gate.items()}
-    return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
-
-
-def gate_scores(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray,
-                served: bool = False) -> dict[str, float]:
-    """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
-    ``served`` of the exported model's (the target's units, labels as stored), so a model
-    loaded from an earlier run is scored like the new one."""
-    def units(v: np.ndarray) -> np.ndarray:
-        return v if served else _units(v, manifest)
-
-    return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
-
-
-def example_losses(task: str, manifest: Manifest, y: np.ndarray,
-                   out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
-    """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
-    absolute error in the target's units for a regression (its differences are bounded by
-    the answers' spread, not the target's tail), log loss against the train class
-    frequencies for a classifier."""
-    stats = manifest.statistics
-    if task == REGRESSION:
-        truth = _units(y, manifest)
-        base = _units(baseline_outputs(manifest, len(y), task)[:, 0], manifest)
-        return ("absolute error", np.abs(_units(out[:, 0], manifest) - truth),
-                np.abs(base - truth))
-    eps = 1e-7
-    if task == BINARY:
-        yi, p = y.astype(np.int64) == 1, np.clip(out[:, 0], eps, 1 - eps)
-        prior = float(np.clip(baseline_outputs(manifest, 1, task)[0, 0], eps, 1 - eps))
-        return ("log loss", -np.log(np.where(yi, p, 1 - p)),
-                -np.log(np.where(yi, prior, 1 - prior)))
-    k, yi = out.shape[1], y.astype(np.int64)
-    counts = stats.get("label_counts") or {}
-    freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
-    freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)
-    return ("log loss", -np.log(np.clip(out[np.arange(len(yi)), yi], eps, 1.0)),
-            -np.log(freq[yi]))

@@ -1,4 +1,5 @@
-"""Shared code of the DAG files in ``dags/``: settings, trigger-form Params, option checks.
+"""Shared code of the DAG files in ``dags/``: settings, trigger-form Params, option checks,
+the version a training run trains (``choice``).
 
 A uniquely named package (Airflow puts the DAGs folder on ``sys.path``, so a generic name
 could shadow another module); ``.airflowignore`` keeps the dag-processor from parsing it as
@@ -12,12 +13,10 @@ from __future__ import annotations
 from flightpipe_dags.options import (
     EtlOptions,
     ParamError,
-    choose_version,
     metrics_summary,
     resolve_etl_options,
     run_name,
     skip_already_published,
-    skip_superseded,
     training_overrides,
 )
 from flightpipe_dags.params import TRAIN_OVERRIDES, etl_params, training_params
@@ -40,9 +39,9 @@ from flightpipe_dags.settings import (
 
 __all__ = [
     "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
-    "DagSettings", "EtlOptions", "ParamError", "choose_version",
+    "DagSettings", "EtlOptions", "ParamError",
     "dag_defaults", "dataset_asset", "dataset_settings", "etl_params", "etl_timetable",
     "metrics_summary", "raw_asset", "resolve_etl_options", "run_name",
-    "skip_already_published", "skip_superseded", "spec_names", "storage_root",
+    "skip_already_published", "spec_names", "storage_root",
     "training_overrides", "training_params", "training_schedule",
 ]

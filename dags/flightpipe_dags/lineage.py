@@ -73,8 +73,9 @@ def previous_version(manifest: Manifest, root: str) -> str | None:
 
     drift = manifest.verdict.drift or {}
     name, vid = str(manifest.dataset), drift.get("against")
-    if not vid:
-        older = [v for v in versions.list_versions(root, name) if v < str(manifest.version)]
+    if not vid:  # the newest published version older than this one, in the one order
+        key = versions.version_key(str(manifest.version))
+        older = [v for v in versions.list_versions(root, name) if versions.version_key(v) < key]
         vid = older[-1] if older else None
     return storage.join(root, "datasets", name, vid) if vid else None
 

@@ -1,4 +1,4 @@
-"""Params and the data interval turned into checked options; the version a training run uses.
+"""Params and the data interval turned into checked options; small things tasks report.
 
 Airflow has already held every Param to its JSON schema (``params``) when the run was created
 and again when the task started; what is left here is what a schema cannot say: a calendar
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
@@ -141,34 +141,6 @@ def skip_already_published(dataset: str, result: Mapping[str, Any]) -> None:
               "force_republish to publish a new revision.")
     logging.getLogger("airflow.task").warning(reason)
     raise AirflowSkipException(reason)
-
-
-def skip_superseded(dataset: str, version: str, newest: str) -> None:
-    """Skip a training run whose event's version a newer published one superseded: the
-    newer version's own event starts (or queued) the run that trains it."""
-    from airflow.sdk.exceptions import AirflowSkipException
-
-    reason = (f"Not training {dataset} version {version}: version {newest} was published since; "
-              "the run its event started trains it.")
-    logging.getLogger("airflow.task").warning(reason)
-    raise AirflowSkipException(reason)
-
-
-def choose_version(events: Iterable[Any], requested: str = "latest") -> tuple[str, str | None]:
-    """Pick ``(version, version_uri)`` to train on from the triggering Asset events.
-
-    Several publishes may be batched into one training run (a backfill); the newest
-    version wins, and version ids sort by interval end. Without events (a manual run)
-    the ``version`` Param is used and the URI is left for the caller to resolve.
-    """
-    published = []
-    for event in events:
-        extra = getattr(event, "extra", None) or {}
-        if extra.get("version") and extra.get("version_uri"):
-            published.append((str(extra["version"]), str(extra["version_uri"])))
-    if published:
-        return max(published)
-    return requested or "latest", None
 
 
 def metrics_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:

@@ -83,7 +83,8 @@ def etl_timetable(spec_schedule: str | None = None, name: str = ""
 def training_schedule(name: str, settings: DagSettings) -> Any:
     """``train_<name>`` runs on ``dataset_<name>``'s events; a partitioned dataset's events
     carry their partition key, which only a partitioned timetable receives (one run per
-    published version; ``resolve_version`` skips a version a newer one superseded)."""
+    published version; ``resolve_version`` skips one when a newer version was published
+    after its event: ``choice``)."""
     if settings.schedule == PARTITIONED:
         return PartitionedAssetTimetable(assets=dataset_asset(name))
     return [dataset_asset(name)]

@@ -6,8 +6,8 @@ A version directory exists for readers only once its manifest.json does. Publish
 two runs cannot both publish one version) → LATEST advanced → lock released. Nothing
 is ever renamed, which object stores cannot do atomically. Import-light: no dask/gx/tf.
 
-This module is the public face; the code lives in ``ids`` (ids and URIs), ``lease`` (locks
-kept alive by heartbeats, dead holders broken: the ``_WRITER`` lease, a segment's lease),
+This module is the public face; the code lives in ``ids`` (ids, their order, URIs), ``lease``
+(locks kept alive by heartbeats, dead holders broken: the ``_WRITER`` lease, a segment's lease),
 ``manifest`` (``Manifest``: read, verify), ``segment`` (``SegmentMeta``, segment ids, content
 hashes, folders) and ``catalog`` (publishing, listing, latest, LATEST, retention).
 """
@@ -32,6 +32,7 @@ from etl.versions.ids import (
     next_revision,
     parse_version_id,
     version_id,
+    version_key,
     version_uri,
 )
 from etl.versions.lease import (
@@ -102,6 +103,7 @@ __all__ = [
     "update_latest",
     "verify_shards",
     "version_id",
+    "version_key",
     "version_of",
     "version_uri",
 ]

@@ -20,8 +20,8 @@ from etl.versions.ids import (
     WRITER_LOCK,
     dataset_uri,
     is_version_id,
-    parse_version_id,
     split_version_uri,
+    version_key,
     version_uri,
 )
 from etl.versions.lease import WriterLock, current_holder, release_writer_lock
@@ -32,7 +32,7 @@ log = logging.getLogger("etl.versions")  # the facade's name, which log configs 
 
 def _candidates(root: str, dataset: str) -> list[str]:
     names = [n for n in storage.list_dir(dataset_uri(root, dataset)) if is_version_id(n)]
-    return sorted(names, key=lambda n: parse_version_id(n).sort_key)
+    return sorted(names, key=version_key)
 
 
 def _complete(root: str, dataset: str, version: str) -> bool:
@@ -40,21 +40,22 @@ def _complete(root: str, dataset: str, version: str) -> bool:
 
 
 def list_versions(root: str, dataset: str) -> list[str]:
-    """Complete (published) version ids, oldest first; directories without a manifest are skipped."""
+    """Complete (published) version ids, oldest first by ``version_key``; directories without
+    a manifest are skipped."""
     return [v for v in _candidates(root, dataset) if _complete(root, dataset, v)]
 
 
 def latest_version(root: str, dataset: str) -> str | None:
-    """Newest complete version id, or None.
+    """Newest complete version id (the greatest ``version_key``), or None.
 
     LATEST is a hint: it is used when it names a complete version and no newer listed
     version is complete; otherwise (missing, stale, or pointing at a deleted version)
     the listing decides.
     """
     pointer = _read_pointer(dataset_uri(root, dataset))
-    key = parse_version_id(pointer).sort_key if pointer else None
+    key = version_key(pointer) if pointer else None
     for v in reversed(_candidates(root, dataset)):
-        if key is not None and parse_version_id(v).sort_key <= key:
+        if key is not None and version_key(v) <= key:
             if _complete(root, dataset, pointer):
                 return pointer
             key = None  # stale pointer: keep walking down the listing
@@ -90,12 +91,12 @@ def update_latest(ds_uri: str, version: str, attempts: int = 10) -> bool:
     Compare-and-swap on the pointer's generation, so a backfill publishing an old
     interval after a newer run cannot move LATEST backwards. Returns True if written.
     """
-    new_key = parse_version_id(version).sort_key
+    new_key = version_key(version)
     latest_uri = storage.join(ds_uri, LATEST)
     for _ in range(attempts):
         data, token = storage.read_with_token(latest_uri)
         current = data.decode().strip() if data is not None else ""
-        if is_version_id(current) and parse_version_id(current).sort_key >= new_key:
+        if is_version_id(current) and version_key(current) >= new_key:
             return False
         if storage.replace_if_match(latest_uri, f"{version}\n".encode(), token):
             return True
@@ -106,7 +107,8 @@ def update_latest(ds_uri: str, version: str, attempts: int = 10) -> bool:
 def retain(
     root: str, dataset: str, keep: int, force: bool = False, dry_run: bool = False
 ) -> list[str]:
-    """Delete all but the newest ``keep`` complete versions; returns the deleted ids.
+    """Delete all but the newest ``keep`` complete versions (by ``version_key``); returns the
+    deleted ids.
 
     A version that a model was trained on (``<root>/models/<dataset>/<version>/``) is
     kept unless ``force``; the newest version is always kept. Segments that no remaining

@@ -118,6 +118,9 @@ class VersionDiff:
 def resolve_pair(root: str, dataset: str, a: str, b: str) -> tuple[str, str]:
     """Version ids for ``a`` and ``b`` (ids, ``latest`` or ``previous``); only published ones.
 
+    ``latest`` is the newest published version and ``previous`` the one before it, in the
+    one order of versions (``list_versions``: ``version_key``), as LATEST and the UI have them.
+
     Raises:
         NoVersionError: names what was asked and the published versions there are.
     """

@@ -1,7 +1,8 @@
-"""Version ids and where versions live: ``<root>/datasets/<dataset>/<version>/``.
+"""Version ids, their one order, and where versions live: ``<root>/datasets/<dataset>/<version>/``.
 
-An id records the data interval it was built from (``<end>_<start|all>[-rN]``), so ids sort
-by interval and a forced re-publish of one interval gets the next revision, never a clash.
+An id records the data interval it was built from (``<end>_<start|all>[-rN]``), so versions
+are ordered by interval (``version_key``, the only order of versions) and a forced re-publish
+of one interval gets the next revision, never a clash.
 """
 
 from __future__ import annotations
@@ -20,22 +21,40 @@ _TS = "%Y%m%dT%H%M%SZ"
 _ID = re.compile(r"^(\d{8}T\d{6}Z)_(\d{8}T\d{6}Z|all)(?:-r([1-9]\d*))?$")
 _DATASET = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,199}$")
+_UNBOUNDED = dt.datetime.min.replace(tzinfo=dt.UTC)  # the start of an ``all`` window
 
 
 @dataclass(frozen=True)
 class VersionId:
-    """Parsed version id; ``sort_key`` orders by interval end, then start, then revision."""
+    """Parsed version id (``start`` None: the window is unbounded, ``all``)."""
 
     end: dt.datetime
     start: dt.datetime | None
     revision: int = 1
 
-    @property
-    def sort_key(self) -> tuple[dt.datetime, dt.datetime, int]:
-        return (self.end, self.start or dt.datetime.min.replace(tzinfo=dt.UTC), self.revision)
-
     def __str__(self) -> str:
         return version_id(self.end, self.start, self.revision)
+
+
+def version_key(version: str | VersionId) -> tuple[dt.datetime, dt.datetime, int]:
+    """The one order of versions: ``sorted(ids, key=version_key)`` is oldest first, and the
+    newest version is the one with the greatest key.
+
+    By interval end, then interval start (``all``, the unbounded start, before every date),
+    then revision. It is the data interval's order, never the publish time: an old interval
+    published late (a backfill, a recovery) does not become the newest. Of two versions
+    ending together, the one whose window starts later holds the more recent data on the
+    whole, so it is the newer (``20140101T000000Z_20131225T000000Z`` after
+    ``20140101T000000Z_all``); a forced re-publish (``-rN``) is newer than the one it
+    re-publishes. Storage (listing, LATEST, retention), ``etl diff``, the training DAG's pick
+    among its Asset events and the UI all order by this key; never compare ids as strings
+    (``_all`` sorts after a date there, and ``-r10`` before ``-r2``).
+
+    Raises:
+        ValueError: ``version`` is not a version id.
+    """
+    v = version if isinstance(version, VersionId) else parse_version_id(version)
+    return (v.end, v.start or _UNBOUNDED, v.revision)
 
 
 def _utc(value: dt.datetime | str, what: str) -> dt.datetime:
@@ -54,7 +73,8 @@ def _utc(value: dt.datetime | str, what: str) -> dt.datetime:
 def version_id(
     end: dt.datetime | str, start: dt.datetime | str | None = None, revision: int = 1
 ) -> str:
-    """``<end>_<start|all>[-rN]``: readable, sortable, and it records the data interval."""
+    """``<end>_<start|all>[-rN]``: readable, and it records the data interval (ordered by
+    ``version_key``, not as a string)."""
     if not isinstance(revision, int) or revision < 1:
         raise ValueError(f"revision: expected an int >= 1, got {revision!r}")
     end_s = _utc(end, "interval end").strftime(_TS)

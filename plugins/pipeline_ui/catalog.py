@@ -242,7 +242,7 @@ class Catalog:
 
     def current_model(self, dataset: str) -> dict[str, Any] | None:
         """The dataset's current (blessed) model: ``models/<dataset>/current.json``, which
-        training writes (``training.gate``); None when no run was promoted."""
+        training writes (``training.judge.gate``); None when no run was promoted."""
         check_name(dataset, "dataset")  # a dataset with DAGs but no version has no current model
         uri = self._guard(lambda: storage.safe_join(self.root, "models", dataset, "current.json"),
                           "current model")

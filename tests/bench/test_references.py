@@ -11,8 +11,15 @@ from tests.support import training_fixtures as fx
 def test_binary_reference_scores_auc_from_probabilities(tmp_path: Path) -> None:
     store = fx.write_version(tmp_path, n=2000, seed=2)
     ref = reference(store.uri, "binary")
-    assert set(ref) == {"accuracy", "macro_f1", "auc"}
-    assert 0.6 < ref["auc"] <= 1.0  # the fixture's label is learnable, not trivially
+    assert set(ref.scores) == {"accuracy", "macro_f1", "auc"}
+    assert 0.6 < ref.scores["auc"] <= 1.0  # the fixture's label is learnable, not trivially
+    # the gate's own baseline checks, on the reference: the label is learnable, so its point
+    # estimates beat the majority class (its log loss, from HistGradientBoosting's uncalibrated
+    # probabilities, need not beat the base rate beyond noise: it does not on this fixture)
+    checks = {c["name"]: c["passed"] for c in ref.gate}
+    assert set(checks) == {"baseline:accuracy", "baseline:auc", "noise"}
+    assert checks["baseline:accuracy"] and checks["baseline:auc"]
+    assert ref.beats_baseline == all(checks.values())
 
 
 def test_binary_comparison_needs_both_accuracy_and_auc() -> None:
@@ -23,3 +30,17 @@ def test_binary_comparison_needs_both_accuracy_and_auc() -> None:
     assert not compare({"accuracy": 0.80, "auc": 0.70}, ref, "binary")["met"]
     assert not compare({"accuracy": 0.70, "auc": 0.79}, ref, "binary")["met"]
     assert compare({"accuracy": 0.5, "macro_f1": 0.59}, ref, "multiclass")["met"]
+
+
+def test_a_reference_on_a_label_of_noise_does_not_beat_the_baseline(tmp_path: Path) -> None:
+    store = fx.write_version(tmp_path, n=2000, seed=3, random_labels=True)
+    ref = reference(store.uri, "binary")
+    assert not ref.beats_baseline
+    assert not next(c for c in ref.gate if c["name"] == "noise")["passed"]
+
+
+def test_one_ratio_per_table_is_higher_when_better() -> None:
+    assert compare({"rmse": 2.0}, {"rmse": 1.0}, "regression")["ratio"] == 0.5
+    ref = {"accuracy": 0.8, "macro_f1": 0.5, "auc": 0.8}
+    assert compare({"accuracy": 0.8, "auc": 0.4}, ref, "binary")["ratio"] == 0.5
+    assert compare({"accuracy": 0.4, "macro_f1": 0.5}, ref, "multiclass")["ratio"] == 1.0

@@ -15,7 +15,6 @@ import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -344,15 +343,7 @@ def test_resolve_options_prefers_param_then_interval_then_run_after(common) -> N
                                       root).compression == "none"
 
 
-def test_training_picks_newest_event_version_or_the_param(common) -> None:
-    def event(version: str | None) -> SimpleNamespace:
-        extra = {"version": version, "version_uri": f"file:///d/{version}"} if version else {}
-        return SimpleNamespace(extra=extra)
-
-    batched = [event("20130104T000000Z_all"), event(None), event("20130103T000000Z_all")]
-    assert common.choose_version(batched, "latest") == (
-        "20130104T000000Z_all", "file:///d/20130104T000000Z_all")
-    assert common.choose_version([], "20130101T000000Z_all") == ("20130101T000000Z_all", None)
+def test_a_training_run_folder_is_named_by_its_run(common) -> None:
     assert common.run_name("manual__2013-01-04T00:00:00+00:00") == "manual__2013-01-04T00_00_00_00_00"
 
 

@@ -169,7 +169,7 @@ def test_every_format_publishes_by_identifier(published: dict) -> None:
 @pytest.fixture(scope="module")
 def trained(published: dict) -> dict:
     from training.config import InputConfig, TrainConfig
-    from training.train import train
+    from training.run.train import train
 
     config = TrainConfig(input=InputConfig(batch_size=32, shuffle_buffer=256, seed=1),
                          epochs=8, steps_per_execution=1, min_margin=0.0,

@@ -14,8 +14,8 @@ from etl import pipeline, versions
 from etl.kinds import land
 from etl.versions import Manifest
 from training.config import ImageTrainConfig
-from training.data.images import make_image_dataset
-from training.train import train
+from training.kinds.images.data import make_image_dataset
+from training.run.train import train
 
 END = "2024-01-01T00:00:00Z"
 DIGITS = 1797

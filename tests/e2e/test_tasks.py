@@ -26,8 +26,8 @@ from etl.kinds.tabular.land import sklearn_frame
 from etl.spec import SPECS_DIR, load_spec
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import make_dataset
+from training.run.train import train
 from training.tasks import TASKS
-from training.train import train
 
 pytestmark = pytest.mark.e2e  # ETL + training per dataset: minutes on a small machine
 

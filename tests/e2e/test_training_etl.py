@@ -19,7 +19,7 @@ from etl import pipeline, storage, versions
 from etl.kinds.landing import LandOptions
 from training.config import InputConfig, TrainConfig
 from training.data.tabular import local_or_remote_path, make_dataset
-from training.train import train
+from training.run.train import train
 
 START, END = date(2013, 1, 1), date(2013, 1, 8)
 

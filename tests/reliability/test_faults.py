@@ -155,7 +155,7 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
         gcs_emulator: object, landed_gcs: str, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path, dask_client: object) -> None:
     """Seeded 429/503/drops on the ETL and staging requests: both retry and succeed."""
-    from training.data.staging import stage_version
+    from training.data.tabular import stage_version
 
     # seed 5: the 6 faults (429, 503 and drops) all land in the first ~60 of ~300 requests
     plan = FaultPlan(p_429=0.03, p_503=0.03, p_drop=0.02, seed=5, budget=6, after=5)

@@ -1,7 +1,7 @@
 """Wine (multi-class) and diabetes (regression) versions and models for the UI browser tests.
 
 The real ETL publishes each shipped scikit-learn table (``etl land`` + ``etl.pipeline.run``)
-and a short real training run (``training.train.train``) writes its model folder: metrics
+and a short real training run (``training.run.train.train``) writes its model folder: metrics
 with the task's own keys (macro-F1 and a confusion matrix; RMSE/R² and residuals), its plots
 and card. Built once per pytest session, then copied into each caller's root.
 """
@@ -24,7 +24,7 @@ _built: dict[str, object] = {}
 def _build(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     from etl import pipeline, versions
     from training.config import InputConfig, TrainConfig
-    from training.train import train
+    from training.run.train import train
 
     root = tmp_path_factory.mktemp("ui-real-tasks") / "root"
     # Settings that pass each task's quality gate in seconds (tests/test_tasks_e2e.py).

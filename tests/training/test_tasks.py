@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from etl.versions import Manifest
 from tests.support import training_fixtures as fx
-from training.models.tabular import build_models
+from training.models.mlp import build_models
 from training.tasks import task_of
 
 BASE = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(300, seed=2))

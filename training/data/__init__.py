@@ -1,5 +1,6 @@
-"""Input pipelines: published shards to batches for Keras, and staging shards to local disk.
+"""Input pipelines: published shards to batches for Keras, staged to local disk first if asked.
 
-Modules: ``tabular`` (manifest-driven tf.data over TFRecord shards), ``images`` (decode and
-augment inside tf.data) and ``staging`` (checksum-verified copies on a GPU node's disk).
+Modules: ``tabular`` (manifest-driven tf.data over TFRecord shards, and checksum-verified copies
+of them on a GPU node's disk) and ``tfds`` (a version as a stock TFDS builder). An images
+version's pipeline is its kind's own (``training.kinds.images.data``).
 """

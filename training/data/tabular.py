@@ -17,27 +17,35 @@ themselves are written in key-hash order, uncorrelated with time or label.
 With ``cache`` set, the cache sits after the expensive parse, and shuffling then repeating
 move after it (batch-level reshuffle each epoch): a cache before ``repeat`` is the only
 placement that ever completes, and one after the permutation would freeze its order.
+
+With ``staging_dir`` set (or against a GCS emulator), the split's shards are first copied to
+local disk and verified against the manifest's checksums (``stage_version``, below).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import tempfile
+import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import tensorflow as tf
 
 from etl import storage, versions
-from etl.versions import Manifest
+from etl.errors import ChecksumMismatchError
+from etl.versions import Manifest, Shard
 from training.config import AUTOTUNE, CACHE_MEMORY, InputConfig
-from training.data import staging
 
 log = logging.getLogger(__name__)
 
 _DTYPES = {"float32": tf.float32, "int64": tf.int64, "string": tf.string}
 _COMPRESSION = {None: None, "": None, "none": None, "gzip": "GZIP", "zlib": "ZLIB"}
 TABULAR_KINDS = ("numeric", "categorical")
+IMAGE_KIND = "image"  # a feature of an images version, read by training.kinds.images.data
 
 
 def feature_specs(manifest: Manifest) -> dict[str, tf.io.FixedLenFeature]:
@@ -92,12 +100,12 @@ def shard_files(
 ) -> list[str]:
     """Paths of ``split``'s shards: a verified local staging copy, or the version's own URIs."""
     config = config or InputConfig()
-    entries = staging.split_shards(manifest, split)
+    entries = split_shards(manifest, split)
     if not entries:
         raise ValueError(f"{version_uri}: split {split!r} has no shards in the manifest")
     staging_dir = config.staging_dir or emulator_staging_dir(version_uri)
     if staging_dir:
-        local = staging.stage_version(
+        local = stage_version(
             version_uri, manifest, staging_dir, [split], config.staging_workers
         )
         return [str(local / versions.shard_relpath(e)) for e in entries]
@@ -270,7 +278,7 @@ def _with_length(ds: tf.data.Dataset, manifest: Manifest, split: str,
     """State the batch count ``rebatch`` hides: Keras sizes its loops by it (a repeating
     stream is infinite), and an eval shard shorter than its manifest says fails loudly."""
     if not training:
-        examples = sum(int(e.records or 0) for e in staging.split_shards(manifest, split))
+        examples = sum(int(e.records or 0) for e in split_shards(manifest, split))
         return ds.apply(tf.data.experimental.assert_cardinality(-(-examples // config.batch_size)))
     if not config.cache:
         return ds.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY))
@@ -281,3 +289,120 @@ def _dtype(name: str, dtype: str) -> tf.DType:
     if dtype not in _DTYPES:
         raise ValueError(f"feature {name!r}: dtype {dtype!r} is not one of {sorted(_DTYPES)}")
     return _DTYPES[dtype]
+
+# --- staging --------------------------------------------------------------------------------------
+#
+# Copy a version's shards to local disk, verified against the manifest's checksums.
+#
+# A GPU node reads its epochs from local SSD instead of the object store: each shard is
+# streamed once (hashing while it downloads), made visible under its final name only when
+# size and sha256 match the manifest, and reused by later runs after a fresh re-check, so a
+# corrupted or truncated local copy is fetched again instead of being trained on.
+
+CHUNK_BYTES = 8 * 2**20
+
+
+def split_shards(manifest: Manifest, split: str) -> tuple[Shard, ...]:
+    """The manifest's shard entries for ``split``.
+
+    Raises:
+        KeyError: the split is not in the manifest (names the splits it has).
+    """
+    if split not in manifest.splits:
+        raise KeyError(
+            f"manifest of {manifest.dataset}/{manifest.version} has no split "
+            f"{split!r}; it has {sorted(manifest.splits)}"
+        )
+    shards = manifest.splits[split].shards
+    for entry in shards:
+        _check_entry(entry)
+    return shards
+
+
+def stage_version(
+    version_uri: str,
+    manifest: Manifest,
+    staging_dir: str,
+    splits: list[str],
+    workers: int = 8,
+) -> Path:
+    """Make a verified local copy of ``splits``' shards; returns the local version folder.
+
+    Raises:
+        ChecksumMismatchError: a freshly fetched shard still differs from the manifest
+            (the stored version itself is damaged); names the shard.
+    """
+    local = Path(staging_dir) / manifest.dataset / manifest.version
+    local.mkdir(parents=True, exist_ok=True)
+    entries = [e for s in splits for e in split_shards(manifest, s)]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(entries) or 1))) as pool:
+        fetched = list(pool.map(lambda e: stage_shard(version_uri, local, e), entries))
+    log.info(
+        "staged %s/%s into %s: %d shards, %d fetched, %d reused after verification",
+        manifest.dataset, manifest.version, local, len(entries), sum(fetched),
+        len(entries) - sum(fetched),
+    )
+    return local
+
+
+def stage_shard(version_uri: str, local_dir: Path, entry: Shard) -> bool:
+    """Ensure ``local_dir/<shard path>`` is a verified copy; True when it had to be fetched."""
+    dst = local_dir / versions.shard_relpath(entry)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        problem = mismatch(dst, entry)
+        if problem is None:
+            return False
+        log.warning("staged copy %s is not what the manifest lists (%s): fetching it again", dst, problem)
+        dst.unlink()
+    src = versions.shard_uri(version_uri, entry)
+    if storage.is_gcs(src):
+        storage.with_retries(lambda: _download(src, dst, entry), f"stage {src}")
+    else:
+        _download(src, dst, entry)
+    return True
+
+
+def mismatch(path: Path, entry: Shard) -> str | None:
+    """Why the local file differs from its manifest entry, or None when it matches."""
+    size = path.stat().st_size
+    if size != entry.bytes:
+        return f"size {size} != manifest {entry.bytes}"
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK_BYTES):
+            digest.update(chunk)
+    if digest.hexdigest() != entry.sha256:
+        return f"sha256 {digest.hexdigest()} != manifest {entry.sha256}"
+    return None
+
+
+def _download(src: str, dst: Path, entry: Shard) -> None:
+    """Stream ``src`` to a temp file while hashing; publish it under ``dst`` only if it matches."""
+    fs, path = storage.get_fs(src)
+    tmp = dst.with_name(f".{dst.name}{storage.TEMP_MARKER}{uuid.uuid4().hex}")
+    digest, size = hashlib.sha256(), 0
+    try:
+        with fs.open(path, "rb", block_size=CHUNK_BYTES) as fin, open(tmp, "wb") as fout:
+            while chunk := fin.read(CHUNK_BYTES):
+                digest.update(chunk)
+                size += len(chunk)
+                fout.write(chunk)
+        if size != entry.bytes or digest.hexdigest() != entry.sha256:
+            raise ChecksumMismatchError(
+                f"{src}: fetched {size} bytes with sha256 {digest.hexdigest()}, but the manifest "
+                f"lists {entry.bytes} bytes with sha256 {entry.sha256}: the stored shard "
+                "is damaged; refusing to train on it"
+            )
+        os.replace(tmp, dst)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _check_entry(entry: Shard) -> None:
+    """Shard entries name plain files in the version or a segment; else a bad manifest."""
+    missing = [k for k, v in (("bytes", entry.bytes), ("sha256", entry.sha256)) if v is None]
+    if missing:
+        raise ValueError(f"manifest shard entry {entry.to_json()!r}: missing {missing}")
+    versions.shard_relpath(entry)  # raises ValueError naming the entry

@@ -1,2 +1,4 @@
-"""Keras models built from a version's manifest: ``tabular`` (preprocessing inside the model,
-so serving takes raw values) and ``images`` (a small CNN)."""
+"""Keras models built from a version's manifest: the two tabular families (``mlp``, ``trees``),
+what they share (``tabular``: the three views, the vocabulary lookup, the SavedModel export) and
+every task's head (``heads``). The images kind's CNN is its own (``training.kinds.images.model``).
+"""

@@ -1,25 +1,19 @@
-"""A Keras 3 tabular classifier whose preprocessing is built from the manifest.
+"""A tabular model, whichever family fits it: raw feature values in, the task's answer out.
 
-Normalization takes the train split's mean/variance and the lookups take its vocabularies
-straight from the manifest (no ``adapt`` pass over the data). The model comes in three
-parts sharing their layers:
-
-- ``preprocess``: raw feature values -> normalized numbers and vocabulary ids. Training
-  runs it in the tf.data feature map, on the host, in parallel with the accelerator: string
-  lookups are CPU-only hash tables, and outside the train step they do not stop XLA.
-- ``core``: ids and numbers -> probability; the part that trains (and can be XLA-compiled).
-- ``full``: ``core(preprocess(raw))``, what is saved and exported: it takes raw values, so
-  serving applies exactly the preprocessing training did.
+Both families (``training.models.mlp``, ``training.models.trees``) hand back the same three
+views (``TabularModel``), put the train split's vocabularies inside the model as lookups
+(``vocabulary_lookup``), and are exported the same way: a SavedModel whose ``serve`` endpoint
+takes one dict keyed by the spec's feature names, so serving applies exactly the preprocessing
+training did and any valid spec name serves (``export_serving``). Evaluation, the gate and the
+export never know which family won.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import keyword
-import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,90 +21,40 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from etl.versions import Manifest
-from training.config import ModelConfig
-
 OOV_INDICES = 1
-_EMBED_SCALE, _EMBED_POWER = 1.6, 0.56  # fastai's rule of thumb for embedding width
 
 
 class TabularModel(NamedTuple):
-    """The three views of one model; they share weights."""
+    """The three views of one model; they share weights: ``preprocess`` (raw values -> what the
+    core takes, run in the tf.data feature map), ``core`` (the part that trains and is
+    evaluated) and ``full`` (``core(preprocess(raw))``: what is saved and exported)."""
 
     preprocess: keras.Model
     core: keras.Model
     full: keras.Model
 
 
-Head = Callable[[Any, dict[str, Any], dict[str, Any], ModelConfig], Any]
-"""(hidden features, schema, statistics, config) -> the core's output (the task's head)."""
-Serve = Callable[[Any, dict[str, Any]], Any]
-"""(core output, schema.label) -> what the exported model returns (e.g. a target's units)."""
-
-
-def build_model(manifest: Manifest, config: ModelConfig | None = None) -> keras.Model:
-    """The full model: raw feature values in (keyed by feature name), probability out."""
-    return build_models(manifest, config).full
-
-
-def build_models(
-    manifest: Manifest,
-    config: ModelConfig | None = None,
-    core_scope: contextlib.AbstractContextManager | None = None,
-    head: Head | None = None,
-    serve: Serve | None = None,
-) -> TabularModel:
-    """Preprocessing, trainable core and their composition, from the manifest alone.
-
-    Args:
-        manifest: The version's manifest (schema and train-split statistics).
-        config: Hyperparameters; None = the defaults.
-        core_scope: Where the trainable variables are created (a distribution strategy's
-            scope); preprocessing stays outside it, on the host that runs tf.data.
-        head: The label task's output layer (``training.tasks``); None = binary.
-        serve: Applied to the core's output in the full model only; None = as is.
+def vocabulary_lookup(where: str, name: str, feat: dict[str, Any],
+                      vocab: list | None) -> keras.layers.Layer:
+    """The categorical feature's train vocabulary as a lookup layer: id 0 for a value it never
+    saw (``OOV_INDICES``), 1.. for the rest in vocabulary order. ``where`` names the manifest
+    in the errors.
 
     Raises:
-        ValueError: the head refuses the label (the binary one: classes != 2), or a feature
-            lacks its statistics/vocabulary or has a kind the model cannot encode (each
-            names the feature).
+        ValueError: the manifest has no vocabulary for the feature, or one with duplicates.
     """
-    config, head = config or ModelConfig(), head or binary_head
-    schema, stats = manifest.schema, manifest.statistics
-    where = f"manifest {manifest.dataset}/{manifest.version}"
-    raw, prepared, sizes = {}, {}, {}
-    for name, feat in sorted(schema["features"].items()):
-        raw[name] = keras.Input(shape=(), name=name, dtype=feat["dtype"])
-        if feat["kind"] == "numeric":
-            prepared[name] = _normalize(where, name, raw[name], stats.get("numeric", {}))
-        elif feat["kind"] == "categorical":
-            vocab = stats.get("vocabularies", {}).get(name)
-            prepared[name] = _lookup(where, name, feat, vocab)(raw[name])
-            sizes[name] = len(vocab) + OOV_INDICES
-        else:
-            raise ValueError(f"{where}: feature {name!r} has kind {feat['kind']!r}; "
-                             "the tabular model encodes 'numeric' and 'categorical'")
-    dataset = (manifest.dataset or "dataset")
-    preprocess = keras.Model(raw, prepared, name=f"{dataset}_preprocess")
-    with core_scope or contextlib.nullcontext():
-        core_inputs, encoded = {}, []
-        for name in prepared:
-            if name in sizes:
-                core_inputs[name] = keras.Input(shape=(), name=name, dtype="int64")
-                encoded.append(_encode(name, sizes[name], core_inputs[name], config))
-            else:
-                core_inputs[name] = keras.Input(shape=(1,), name=name, dtype="float32")
-                encoded.append(core_inputs[name])
-        hidden = _hidden(encoded, config)
-        try:
-            out = head(hidden, schema, stats, config)
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from exc
-        core = keras.Model(core_inputs, out, name=f"{dataset}_core")
-    served = core(preprocess(raw))
-    full = keras.Model(raw, serve(served, schema["label"]) if serve else served,
-                       name=f"{dataset}_model")
-    return TabularModel(preprocess, core, full)
+    if not vocab:
+        raise ValueError(f"{where}: categorical feature {name!r} has no statistics.vocabularies entry")
+    if len(set(vocab)) != len(vocab):
+        raise ValueError(f"{where}: vocabulary of {name!r} has duplicate entries")
+    if feat["dtype"] == "string":
+        return keras.layers.StringLookup(
+            vocabulary=[str(v) for v in vocab], num_oov_indices=OOV_INDICES, name=f"lookup_{name}"
+        )
+    return keras.layers.IntegerLookup(
+        vocabulary=np.asarray(vocab, dtype="int64"), num_oov_indices=OOV_INDICES,
+        name=f"lookup_{name}",
+    )
 
 
 _OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")  # TF's rule for a node name
@@ -167,101 +111,3 @@ def export_serving(model: keras.Model, path: Path) -> None:
     keys = {name: spec.name for name, spec in signature[0].items()}
     (path / SERVING_KEYS_FILE).parent.mkdir(parents=True, exist_ok=True)
     (path / SERVING_KEYS_FILE).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n")
-
-
-def compile_model(
-    model: keras.Model, config: ModelConfig, steps_per_execution: int = 1,
-    jit_compile: bool = False, loss: Any = None, metrics: list | None = None,
-) -> keras.Model:
-    """Adam + the task's loss and metrics; None = binary cross-entropy with AUC and accuracy
-    (AUC since the binary label is imbalanced)."""
-    model.compile(
-        optimizer=keras.optimizers.Adam(_learning_rate(config)),
-        loss=loss or keras.losses.BinaryCrossentropy(),
-        metrics=metrics if metrics is not None else [
-            keras.metrics.AUC(name="auc"), keras.metrics.BinaryAccuracy(name="accuracy")],
-        steps_per_execution=steps_per_execution,
-        jit_compile=jit_compile,
-    )
-    return model
-
-
-def prior_logit(label_counts: dict[str, int]) -> float:
-    """Log-odds of the positive class: the output starts at the base rate, not at 0.5."""
-    neg, pos = int(label_counts.get("0", 0)), int(label_counts.get("1", 0))
-    if neg + pos == 0:
-        return 0.0
-    p = min(max(pos / (neg + pos), 1e-4), 1 - 1e-4)
-    return math.log(p / (1 - p))
-
-
-def embedding_dim(vocab_size: int, max_dim: int) -> int:
-    """Width that grows sub-linearly with the vocabulary, capped at ``max_dim``."""
-    return max(2, min(max_dim, round(_EMBED_SCALE * vocab_size**_EMBED_POWER)))
-
-
-def _hidden(encoded: list, config: ModelConfig) -> Any:
-    x = keras.layers.Concatenate(name="features")(encoded)
-    for i, units in enumerate(config.hidden_units):
-        x = keras.layers.Dense(units, activation="relu", name=f"dense_{i}")(x)
-        if config.dropout:
-            x = keras.layers.Dropout(config.dropout, name=f"dropout_{i}")(x)
-    return x
-
-
-def binary_head(x: Any, schema: dict[str, Any], stats: dict[str, Any], config: ModelConfig) -> Any:
-    """One sigmoid unit starting at the train base rate."""
-    del config
-    if schema["label"].get("classes", 2) != 2:
-        raise ValueError(f"label {schema['label']['name']!r} has {schema['label']['classes']} "
-                         f"classes; the binary head needs 2")
-    bias = keras.initializers.Constant(prior_logit(stats.get("label_counts", {})))
-    return keras.layers.Dense(
-        1, activation="sigmoid", bias_initializer=bias, dtype="float32", name=schema["label"]["name"]
-    )(x)
-
-
-def _normalize(where: str, name: str, inp: Any, numeric_stats: dict[str, Any]) -> Any:
-    if name not in numeric_stats:
-        raise ValueError(f"{where}: numeric feature {name!r} has no statistics.numeric entry")
-    s = numeric_stats[name]
-    x = keras.ops.cast(inp, "float32")
-    # A missing value (NaN in the records, or at serving time) becomes the train mean.
-    x = keras.ops.where(keras.ops.isnan(x), float(s["mean"]), x)
-    # float32 even under mixed precision: raw values (e.g. variances ~1e6) overflow float16.
-    x = keras.layers.Normalization(
-        axis=None, mean=float(s["mean"]), variance=float(s["var"]), dtype="float32",
-        name=f"norm_{name}",
-    )(x)
-    return keras.ops.expand_dims(x, -1)
-
-
-def _lookup(where: str, name: str, feat: dict[str, Any], vocab: list | None) -> keras.layers.Layer:
-    if not vocab:
-        raise ValueError(f"{where}: categorical feature {name!r} has no statistics.vocabularies entry")
-    if len(set(vocab)) != len(vocab):
-        raise ValueError(f"{where}: vocabulary of {name!r} has duplicate entries")
-    if feat["dtype"] == "string":
-        return keras.layers.StringLookup(
-            vocabulary=[str(v) for v in vocab], num_oov_indices=OOV_INDICES, name=f"lookup_{name}"
-        )
-    return keras.layers.IntegerLookup(
-        vocabulary=np.asarray(vocab, dtype="int64"), num_oov_indices=OOV_INDICES,
-        name=f"lookup_{name}",
-    )
-
-
-def _encode(name: str, size: int, ids: Any, config: ModelConfig) -> Any:
-    """Small vocabularies one-hot, larger ones a learned embedding."""
-    if size <= config.one_hot_max_vocab:
-        return keras.layers.CategoryEncoding(size, output_mode="one_hot", name=f"onehot_{name}")(ids)
-    dim = embedding_dim(size, config.embedding_max_dim)
-    return keras.layers.Embedding(size, dim, name=f"embed_{name}")(ids)
-
-
-def _learning_rate(config: ModelConfig) -> Any:
-    """Cosine decay to a tenth over the run's step budget: large steps early, fine ones late."""
-    if config.lr_schedule == "constant" or not config.decay_steps:
-        return config.learning_rate
-    return keras.optimizers.schedules.CosineDecay(config.learning_rate, config.decay_steps,
-                                                  alpha=0.1)

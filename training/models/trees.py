@@ -24,8 +24,8 @@ import tensorflow as tf
 
 from etl.versions import Manifest
 from training.config import ModelConfig
-from training.models.tabular import Serve, TabularModel
-from training.models.tabular import _lookup as vocabulary_lookup
+from training.models.heads import Serve
+from training.models.tabular import TabularModel, vocabulary_lookup
 
 FEATURES = "features"  # the core's one input: [batch, features] float32
 LINKS = ("sigmoid", "softmax", "identity")

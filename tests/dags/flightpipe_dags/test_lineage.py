@@ -44,7 +44,7 @@ def _complete(events: list[dict], task: str) -> dict:
     return done[0]
 
 
-SPEC = REPO / "tests/support/openlineage_spec"  # the spec's own schemas (README)
+SPEC = REPO / "tests/support/openlineage_spec"  # the spec's own schemas (docs/AIRFLOW.md)
 
 
 def _registry(events: list[dict]) -> Registry:
@@ -222,3 +222,27 @@ def test_the_spec_check_refuses_what_the_spec_refuses() -> None:
                                       "facets": {"schema": bad_facet}}]}):
         with pytest.raises((AssertionError, pytest.fail.Exception)):
             _check_spec([bad])
+
+
+def test_without_a_drift_report_the_previous_version_is_the_one_before_in_the_one_order(
+        tmp_path: Path) -> None:
+    """The 7-day window ending with the full version is after it (``version_key``), so the
+    full version is its previous one; the ids' string order would skip it."""
+    from datetime import UTC, datetime
+
+    from etl.versions.manifest import Manifest
+    from tests.support.ui_fixtures import write_version
+
+    lineage, root = _lineage_module(), tmp_path.as_uri()
+    end = datetime(2014, 1, 1, tzinfo=UTC)
+    older = write_version(tmp_path, "flights", datetime(2013, 12, 31, tzinfo=UTC))
+    demo = write_version(tmp_path, "flights", end)
+    window = write_version(tmp_path, "flights", end, datetime(2013, 12, 25, tzinfo=UTC))
+
+    def previous(version: str) -> str | None:
+        return lineage.previous_version(Manifest.from_json(
+            {"dataset": "flights", "version": version}, "test"), root)
+
+    assert previous(window) == f"{root}/datasets/flights/{demo}"
+    assert previous(demo) == f"{root}/datasets/flights/{older}"
+    assert previous(older) is None

@@ -1,6 +1,6 @@
-"""``schedule: partitioned`` wiring without a scheduler: the timetables the DAG files build,
-the interval a partition-keyed run takes, and training skipping a superseded version
-(tests/integration/test_partitions.py runs the whole burst on a real Airflow)."""
+"""``schedule: partitioned`` wiring without a scheduler: the timetables the DAG files build and
+the interval a partition-keyed run takes (tests/integration/test_partitions.py runs the whole
+burst on a real Airflow; which version each training run trains: test_choice.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ if str(DAGS) not in sys.path:
 
 import flightpipe_dags as fd
 from flightpipe_dags.wait import partition_end, run_options
-
-from tests.support.ui_fixtures import write_version
 
 
 def _settings(tmp_path: Path, text: str):
@@ -56,30 +54,3 @@ def test_a_partition_keyed_run_ends_with_its_day() -> None:
     nightly = SimpleNamespace(partition_key=None, run_after=datetime(2026, 1, 1, tzinfo=UTC))
     assert run_options({}, datetime(2013, 1, 3, tzinfo=UTC), nightly).interval_end == \
         datetime(2013, 1, 3, tzinfo=UTC)
-
-
-def test_training_skips_a_version_a_newer_one_superseded(tmp_path: Path, monkeypatch) -> None:
-    """Two versions published; the run started by the older one's event skips, naming the
-    newer; the newer one's run resolves it; a manual run asking for the older one gets it."""
-    from airflow.sdk.exceptions import AirflowSkipException
-
-    root = tmp_path / "root"
-    old = write_version(root, "flights", datetime(2013, 1, 3, tzinfo=UTC))
-    new = write_version(root, "flights", datetime(2013, 1, 4, tzinfo=UTC))
-    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", root.as_uri())
-    import dataset_training
-
-    dag = dataset_training.build_training_dag("flights", fd.DagSettings())
-    resolve = dag.get_task("resolve_version").python_callable
-    asset = fd.dataset_asset("flights")
-
-    def event(version: str) -> SimpleNamespace:
-        return SimpleNamespace(extra={"version": version, "version_uri":
-                                      f"{root.as_uri()}/datasets/flights/{version}"})
-
-    params = {"version": "latest"}
-    with pytest.raises(AirflowSkipException, match=f"Not training flights version {old}: "
-                                                   f"version {new} was published since"):
-        resolve(params=params, triggering_asset_events={asset: [event(old)]})
-    assert resolve(params=params, triggering_asset_events={asset: [event(new)]})["version"] == new
-    assert resolve(params={"version": old}, triggering_asset_events={})["version"] == old

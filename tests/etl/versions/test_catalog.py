@@ -97,6 +97,22 @@ def test_latest_pointer_never_moves_backwards(storage_root: str) -> None:
     assert versions.update_latest(ds, V3) is True
 
 
+def test_listing_latest_and_retention_follow_the_one_order(file_root: str) -> None:
+    """Published in another order than their own: the listing, LATEST and ``latest`` follow
+    ``version_key`` (a 7-day window after the full version with the same end, ``-r10`` after
+    ``-r2``), and retention keeps the newest by it."""
+    demo, window = "20140101T000000Z_all", "20140101T000000Z_20131225T000000Z"
+    oldest_first = ["20131231T000000Z_all", demo, f"{demo}-r2", f"{demo}-r10", window]
+    for v in (window, f"{demo}-r10", demo, "20131231T000000Z_all", f"{demo}-r2"):
+        _publish(file_root, v)
+    assert versions.list_versions(file_root, DS) == oldest_first
+    assert versions.latest_version(file_root, DS) == window
+    latest = storage.join(versions.dataset_uri(file_root, DS), versions.LATEST)
+    assert storage.read_bytes(latest) == f"{window}\n".encode()  # never moved back to demo
+    assert versions.retain(file_root, DS, 2) == oldest_first[:3]
+    assert versions.list_versions(file_root, DS) == oldest_first[3:]
+
+
 # ---------------------------------------------------------------- the publish protocol
 
 

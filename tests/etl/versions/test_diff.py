@@ -118,6 +118,15 @@ def test_aliases_and_unknown_versions(tmp_path: Path) -> None:
         diff.resolve_pair(root, "flights", "nope", "latest")
 
 
+def test_latest_and_previous_follow_the_one_order(tmp_path: Path) -> None:
+    """A 7-day window published after the full version with the same end is the latest,
+    and the full version the previous (the ids' string order has them the other way)."""
+    end = datetime(2014, 1, 1, tzinfo=UTC)
+    window = write_version(tmp_path, "flights", end, datetime(2013, 12, 25, tzinfo=UTC))
+    demo = write_version(tmp_path, "flights", end)
+    assert diff.resolve_pair(tmp_path.as_uri(), "flights", "previous", "latest") == (demo, window)
+
+
 @pytest.fixture
 def two_nights(tmp_path: Path) -> str:
     """Two nightly versions of real flights days: the second adds a segment."""

@@ -43,15 +43,32 @@ def test_parse_version_id_rejects(bad: str) -> None:
         versions.parse_version_id(bad)
 
 
-def test_sort_order_is_interval_end_then_revision() -> None:
-    ids = ["20140101T000000Z_all-r10", "20140101T000000Z_all-r2", "20140101T000000Z_all", V1]
-    ordered = sorted(ids, key=lambda s: versions.parse_version_id(s).sort_key)
-    assert ordered == [
-        V1,
+def test_the_order_is_interval_end_then_start_then_revision() -> None:
+    """``_all`` (no start) before any start with the same end, revisions by number: neither is
+    the ids' string order, which puts ``_all`` after a date and ``-r10`` before ``-r2``."""
+    oldest_first = [
+        "20131231T000000Z_all",
         "20140101T000000Z_all",
         "20140101T000000Z_all-r2",
         "20140101T000000Z_all-r10",
+        "20140101T000000Z_20131201T000000Z",
+        "20140101T000000Z_20131225T000000Z",
+        "20140101T000000Z_20131225T000000Z-r2",
+        "20140102T000000Z_20140101T000000Z",
     ]
+    shuffled = [oldest_first[i] for i in (5, 1, 7, 3, 0, 6, 2, 4)]
+    assert sorted(shuffled, key=versions.version_key) == oldest_first
+    assert max(shuffled, key=versions.version_key) == "20140102T000000Z_20140101T000000Z"
+    assert sorted(shuffled) != oldest_first  # the string order is another order
+    window, demo = "20140101T000000Z_20131225T000000Z", "20140101T000000Z_all"
+    assert max(window, demo) == demo and max(window, demo, key=versions.version_key) == window
+    parsed = versions.parse_version_id(window)
+    assert versions.version_key(parsed) == versions.version_key(window)
+
+
+def test_the_order_refuses_what_is_not_a_version_id() -> None:
+    with pytest.raises(ValueError, match="version id 'latest': expected"):
+        versions.version_key("latest")
 
 
 @pytest.mark.parametrize("name", ["../x", "Flights", "a/b", "", "x" * 65])

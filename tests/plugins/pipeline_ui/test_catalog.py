@@ -1,8 +1,12 @@
-"""pipeline_ui.catalog: a version deleted under the UI is not served from its cache."""
+"""pipeline_ui.catalog: a version deleted under the UI is not served from its cache; versions
+are listed in the one order of versions (``etl.versions.version_key``)."""
 
 from __future__ import annotations
 
+import re
 import shutil
+from datetime import UTC, datetime
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -19,3 +23,25 @@ def test_a_deleted_version_is_not_served_from_cache(tmp_path: Path) -> None:
     with pytest.raises(NotFound):
         catalog.manifest("flights", built.versions[0])
     assert catalog.version_ids("flights")[0] == [built.versions[1]]
+
+
+def test_versions_are_listed_newest_first_in_the_one_order(tmp_path: Path) -> None:
+    """The 7-day window that ends with the full version is the newer of the two (as storage's
+    LATEST and the training DAG have it); the ids' string order would list the full version
+    first. The dataset list names it as the newest, the diff page compares it with the full
+    version."""
+    from fastapi.testclient import TestClient
+    from pipeline_ui.app import create_app
+
+    end = datetime(2014, 1, 1, tzinfo=UTC)
+    older = uf.write_version(tmp_path, "flights", datetime(2013, 12, 31, tzinfo=UTC))
+    window = uf.write_version(tmp_path, "flights", end, datetime(2013, 12, 25, tzinfo=UTC))
+    demo = uf.write_version(tmp_path, "flights", end)
+    catalog = Catalog(tmp_path.as_uri(), Limits(listing_ttl_s=0.0))
+    assert catalog.version_ids("flights") == ([window, demo, older], False)
+    (row,) = catalog.datasets().items
+    assert (row.versions, row.latest) == (3, window)
+    page = TestClient(create_app(tmp_path.as_uri())).get(
+        f"/datasets/flights/versions/{window}/diff")
+    text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", page.text.replace("<wbr>", ""))))
+    assert page.status_code == 200 and f"What changed: {demo} → {window}" in text

@@ -16,7 +16,7 @@ import tensorflow as tf
 from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.models.trees import Forest, booster_params, compile_forest, fit_booster
-from training.train import train
+from training.run.train import train
 
 fx_make_rows = fx.make_rows
 

@@ -1,0 +1,91 @@
+"""``training.judge.evaluate``: the class and regression reports and the mean baseline on
+hand-checked numbers; bootstrap intervals that cover the point, narrow with more rows, and the
+lead's interval reported beside the gate's point check."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from training.judge import evaluate
+from training.judge.evaluate import _auc, intervals, scorer, wilson
+from training.judge.gate import baseline_checks
+
+
+def test_class_report_on_a_hand_checked_confusion() -> None:
+    labels = np.array([0, 0, 0, 1, 1, 2])
+    predicted = np.array([0, 0, 1, 1, 1, 1])
+    report = evaluate.class_report(labels, predicted, ["a", "b", "c"])
+    assert report["confusion_matrix"] == [[2, 1, 0], [0, 2, 0], [0, 1, 0]]
+    assert report["accuracy"] == pytest.approx(4 / 6)
+    f1_a, f1_b = 2 * 1 * (2 / 3) / (1 + 2 / 3), 2 * 0.5 * 1 / 1.5
+    assert report["macro_f1"] == pytest.approx((f1_a + f1_b + 0.0) / 3)
+    assert report["per_class"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}
+
+
+def test_regression_report_mean_baseline_and_relative_gate() -> None:
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    report = evaluate.regression_report(y, y + np.array([1.0, -1.0, 1.0, -1.0]))
+    assert report == {"mae": 1.0, "rmse": 1.0, "r2": pytest.approx(1 - 4 / 5)}
+    base = evaluate.mean_baseline(y, 2.5)
+    assert base["rmse"] == pytest.approx(np.sqrt(1.25)) and base["r2"] == pytest.approx(0.0)
+    rules = {"rmse": "lower_relative"}
+    assert baseline_checks(rules, {"rmse": 1.0}, base, 0.1, "mean")[0].passed
+    [check] = baseline_checks(rules, {"rmse": 1.0}, base, 0.2, "mean")
+    assert not check.passed and "rmse 1.0000 vs 1.1180, needs <= 0.8944" in check.detail
+
+
+# --- bootstrap intervals --------------------------------------------------------------------------
+
+def _binary(n: int, right: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    hit = rng.random(n) < right
+    p = np.where(hit, y, 1 - y) * 0.8 + 0.1
+    return y.astype(float), p[:, None]
+
+
+def test_intervals_cover_the_point_and_narrow_with_more_rows() -> None:
+    score = scorer("binary", 2, lambda v: v)
+    widths = []
+    for n in (40, 4000):
+        y, out = _binary(n, 0.8)
+        base = np.full((n, 1), 0.4)
+        ci = intervals(score, y, out, base, {"accuracy": True, "auc": True})
+        lo, hi = ci["metrics"]["accuracy"]
+        assert lo <= score(y, out)["accuracy"] <= hi
+        widths.append(hi - lo)
+    assert widths[1] < widths[0] / 5
+
+
+def test_a_perfect_score_still_has_an_interval() -> None:
+    lo, hi = wilson(1.0, 35)
+    assert hi == 1.0 and 0.88 < lo < 0.92  # 35 of 35 right does not prove 100%
+
+
+def test_rank_auc_matches_the_definition() -> None:
+    y = np.array([0, 0, 1, 1, 1])
+    p = np.array([0.1, 0.5, 0.5, 0.7, 0.9])
+    assert _auc(y, p) == pytest.approx((3 + 2.5) / 6)  # positive-over-negative pairs, ties half
+    assert _auc(y, np.full(5, 0.3)) == 0.5
+
+
+def test_the_gate_reports_a_lead_interval_that_reaches_below_zero() -> None:
+    """On 8 rows the interval of a real lead reaches below zero: it is shown, and the paired
+    loss test (``training.judge.gate.noise_check``), not this interval, judges noise."""
+    score = scorer("multiclass", 3, lambda v: v)
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 0])
+    out = np.eye(3)[[0, 1, 2, 1, 2, 1, 0, 0]]  # 5 of 8 right, one the majority gets
+    base = np.eye(3)[[0] * 8]  # majority: 4 of 8
+    test = {**score(y, out), "intervals": intervals(score, y, out, base,
+                                                    {"accuracy": True, "macro_f1": True})}
+    rules = {"accuracy": "higher", "macro_f1": "higher"}
+    base_metrics = {**score(y, base), "examples": 8}
+    assert test["intervals"]["lead_over_baseline"]["macro_f1"][0] < 0
+    checks = baseline_checks(rules, test, base_metrics, 0.01, "majority-class")
+    assert all(c.passed for c in checks)  # the point estimates beat the baseline
+    assert re.search(r"macro_f1 0\.\d{4} vs 0\.\d{4}, needs >= 0\.\d{4} \(margin 0\.01\), "
+                     r"lead 95% interval \[-0\.\d{4}, 0\.\d{4}\]", checks[1].detail), checks[1]
+    assert not baseline_checks(rules, test, base_metrics, 0.2, "majority-class")[0].passed

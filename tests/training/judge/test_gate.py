@@ -1,0 +1,228 @@
+"""``training.judge.gate``: a held-out split that cannot say anything fails training before any
+fitting, with one message naming split sizes, classes and what to change in the spec; every
+model judged and written; only a blessed one no worse than the current one becomes current,
+through a conditional write; the CLI's exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from bench.tables import TABLES, land_table
+from etl import pipeline, storage
+from etl.__main__ import main as etl_main
+from etl.versions import Manifest
+from tests.support import training_fixtures as fx
+from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
+from training.__main__ import main as training_main
+from training.config import InputConfig, TrainConfig
+from training.judge import gate
+from training.judge.gate import Current, EvaluationSplitError, ModelNotBlessedError, check_splits
+from training.run.train import train
+
+FAST = TrainConfig(input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,
+                   steps_per_execution=4, min_margin=0.02)
+
+
+def test_a_clearly_better_regressor_on_a_heavy_tailed_target_passes_the_noise_check() -> None:
+    """The issue's case: the RMSE lead's interval reaches below zero, yet the model is better."""
+    from training.judge.evaluate import intervals, scorer
+
+    rng = np.random.default_rng(5)
+    x, noise = rng.normal(size=200), rng.pareto(1.3, 200) * 20  # a few huge values
+    y = 100 + 60 * x + noise
+    model, base = 100 + 60 * x + np.median(noise), np.full(200, 100 + noise.mean())
+    score = scorer("regression", 1, lambda v: v)
+    rmse = score(y, model[:, None])["rmse"], score(y, base[:, None])["rmse"]
+    assert rmse[0] < 0.95 * rmse[1]  # 93.1 vs 99.8: better by the point estimate
+    leads = intervals(score, y, model[:, None], base[:, None], {"rmse": False})
+    assert leads["lead_over_baseline"]["rmse"][0] < 0  # [-6.5, 25.1]: the old rule refused it
+    better = gate.noise_check("absolute error", np.abs(model - y), np.abs(base - y), 0.95,
+                              "mean-predictor")
+    assert better.passed, better.detail
+    same = gate.noise_check("absolute error", np.abs(base - y), np.abs(base - y), 0.95, "mean")
+    assert not same.passed and "needs > 0" in same.detail  # no better than the baseline
+
+
+def test_no_worse_than_the_current_model_within_the_tolerance() -> None:
+    cur = Current("d", "v1", "r1", "file:///m", "auc", 0.783, "t")
+    rules = {"auc": "higher", "rmse": "lower_relative"}
+    ok = gate.current_checks(rules, {"auc": 0.781, "rmse": 10.05}, cur,
+                             {"auc": 0.783, "rmse": 10.0}, 0.01)
+    assert all(c.passed for c in ok)
+    assert "auc 0.7810 vs 0.7830, tolerance 0.01" in ok[0].detail and "run r1" in ok[0].detail
+    worse = gate.current_checks(rules, {"auc": 0.77, "rmse": 10.2}, cur,
+                                {"auc": 0.783, "rmse": 10.0}, 0.01)
+    assert not any(c.passed for c in worse)
+    unscored = gate.current_checks(rules, {"auc": 0.7}, cur, "KeyError: 'temp'", 0.01)
+    assert unscored[0].passed and "cannot score" in unscored[0].detail
+
+
+def test_two_promotions_from_one_reading_cannot_both_win(storage_root: str) -> None:
+    models = storage.join(storage_root, "models")
+    metrics = {"dataset": "d", "version": "v", "model_uri": "u", "test": {"auc": 0.8}}
+    assert gate.read_current(models, "d") == (None, None)
+    assert gate.promote(models, {**metrics, "run": "a"}, "auc", None)
+    assert not gate.promote(models, {**metrics, "run": "b"}, "auc", None)  # saw no pointer
+    current, token = gate.read_current(models, "d")
+    assert current.run == "a"
+    assert gate.promote(models, {**metrics, "run": "c"}, "auc", token)
+    assert not gate.promote(models, {**metrics, "run": "d"}, "auc", token)  # stale token
+    assert gate.read_current(models, "d")[0].run == "c"
+
+
+def _version_at(root: str, local: fx.WrittenVersion) -> str:
+    """The version under ``root``: shards first, manifest last, as a publish writes them."""
+    if not storage.is_gcs(root):
+        return local.uri
+    uri = storage.join(root, "datasets", fx.DATASET, fx.VERSION)
+    fs, path = storage.get_fs(uri)
+    names = sorted(p.name for p in local.path.iterdir() if p.name != "manifest.json")
+    fs.put([str(local.path / n) for n in names], [f"{path}/{n}" for n in names])
+    fs.put(str(local.path / "manifest.json"), f"{path}/manifest.json")
+    return uri
+
+
+@pytest.mark.timeout(600)
+def test_a_blessed_model_replaces_the_current_one_only_when_no_worse(
+        storage_root: str, tmp_path: Path) -> None:
+    local = fx.write_version(tmp_path / "local", n=2500, seed=11)
+    root = storage_root if storage.is_gcs(storage_root) else local.root.as_uri()
+    uri, models = _version_at(root, local), storage.join(root, "models")
+    config = FAST if not storage.is_gcs(root) else TrainConfig(
+        input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1,
+                          staging_dir=str(tmp_path / "ssd")), epochs=2, steps_per_execution=4,
+        min_margin=0.02)
+    first = train(uri, models, "run-1", config)
+    assert first["blessing"].blessed and first["promoted"]
+    assert gate.read_current(models, fx.DATASET)[0].run == "run-1"
+
+    worse = train(uri, models, "run-2", config.with_overrides(
+        epochs=1, learning_rate=1e-6, promote_tolerance=0.0))
+    assert not worse["promoted"] and not worse["blessing"].blessed
+    assert any("no worse than the current model (version " in r and "run run-1)" in r
+               for r in worse["blessing"].reasons), worse["blessing"].reasons
+    assert gate.read_current(models, fx.DATASET)[0].run == "run-1"  # unchanged
+    assert storage.exists(storage.join(worse["model_uri"], "model.keras"))
+
+    again = train(uri, models, "run-3", config)  # the same recipe: no worse, so it replaces
+    assert again["blessing"].blessed and again["promoted"], again["blessing"].reasons
+    current = gate.read_current(models, fx.DATASET)[0]
+    assert current.run == "run-3" and current.model_uri == again["model_uri"]
+    card = storage.read_bytes(storage.join(again["model_uri"], "model_card.md")).decode()
+    assert "**Blessed**" in card and "no worse than the current model" in card
+
+
+def test_fail_unblessed_fails_after_writing_and_the_cli_exit_codes(tmp_path: Path,
+                                                                   capsys) -> None:
+    noise = fx.write_version(tmp_path, n=1200, seed=5, random_labels=True)
+    args = ["train", "--version-uri", noise.uri, "--batch-size", "128", "--epochs", "1",
+            "--min-margin", "0.05", "--steps-per-execution", "4", "--data-seed", "1",
+            "--run", "cli"]
+    assert training_main([*args, "--fail-unblessed"]) == EXIT_NOT_BLESSED
+    assert "NOT blessed: " in capsys.readouterr().out
+    run = tmp_path / "models" / fx.DATASET / fx.VERSION / "cli"
+    assert (run / "metrics.json").is_file() and (run / "model.keras").is_file()  # written first
+    assert training_main(args) == 0  # the finished run, as stored: not blessed, exit 0
+    out = capsys.readouterr().out
+    assert "NOT blessed: " in out and "current model: unchanged" in out
+    strict = TrainConfig(input=FAST.input, fail_unblessed=True)
+    with pytest.raises(ModelNotBlessedError, match="written but is not blessed"):
+        train(noise.uri, f"{tmp_path.as_uri()}/models", "cli", strict)  # a retry fails again
+    assert training_main(["show", "--root", tmp_path.as_uri(), "--dataset", fx.DATASET]) == 0
+    assert "no current model" in capsys.readouterr().out
+
+    tiny = fx.write_version(tmp_path / "tiny", n=120, seed=2)  # 80/10/10: 12 test rows
+    assert training_main(["train", "--version-uri", tiny.uri, "--epochs", "1"]) == EXIT_REFUSED
+    message = capsys.readouterr().err
+    assert "test holds 12 examples (fewer than 20)" in message
+    assert "a test share of at least 0.17 in split.fractions (20 of 120 rows)" in message
+    assert "Nothing was trained" in message and "Traceback" not in message
+
+
+def _iris_csv(path: Path, per_class: int = 40) -> None:
+    """120 rows of scikit-learn's iris (40 per class), with plain column names."""
+    from sklearn.datasets import load_iris
+
+    iris = load_iris()
+    names = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+    rows = [i for c in range(3) for i in np.flatnonzero(iris.target == c)[:per_class]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(",".join(["id", *names, "species"]) + "\n" + "".join(
+        f"{i},{','.join(f'{v:.1f}' for v in iris.data[i])},{iris.target_names[iris.target[i]]}\n"
+        for i in rows))
+
+
+@pytest.mark.timeout(600)
+def test_a_120_row_table_is_trained_and_evaluated_with_intervals(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    data = tmp_path / "data"
+    _iris_csv(data / "raw" / "iris" / "iris.csv")
+    out = tmp_path / "specs" / "iris"
+    assert etl_main(["spec", "init", "--name", "iris", "--source", "raw/iris/iris.csv",
+                     "--root", data.as_uri(), "--label", "species", "--task", "multiclass",
+                     "--out", str(out)]) == 0
+    split = yaml.safe_load((out / "spec.yaml").read_text())["split"]  # no hand edit: the draft
+    assert split["stratify"] and split["fractions"]["test"] >= 0.15, split  # sizes the shares
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
+    res = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")
+    result = train(res["version_uri"], f"{data.as_uri()}/models", "r",
+                   TrainConfig(input=InputConfig(seed=1), epochs=20, steps_per_execution=4))
+    m = result["metrics"]
+    assert sum(m["examples"].values()) == 120 and m["examples"]["test"] >= 20
+    ci = m["test"]["intervals"]
+    low, high = ci["metrics"]["accuracy"]  # Wilson: wide on ~24 rows, but it says something
+    assert low <= m["test"]["accuracy"] <= high and 0.1 < high - low < 0.6
+    assert set(ci["lead_over_baseline"]) == {"accuracy", "macro_f1"}
+    assert result["blessing"].blessed, result["blessing"].reasons  # iris is easy
+    stored = json.loads((data / "models" / "iris").joinpath(
+        m["version"], "r", "metrics.json").read_text())
+    assert [c["name"] for c in stored["blessing"]["checks"]] == [
+        "baseline:accuracy", "baseline:macro_f1", "noise", "current"]
+
+
+# --- before fitting --------------------------------------------------------------------------------
+
+def _manifest(sizes: dict[str, int], counts: dict[str, int]) -> Manifest:
+    return Manifest.from_json({
+        "dataset": "d", "version": "v",
+        "splits": {s: {"num_examples": n} for s, n in sizes.items()},
+        "schema": {"label": {"task": "multiclass", "names": ["a", "b", "c"], "classes": 3}},
+        "statistics": {"label_counts": counts}}, "test")
+
+
+def test_a_split_missing_a_class_or_too_small_is_refused() -> None:
+    m = _manifest({"train": 300, "eval": 40, "test": 30}, {"0": 100, "1": 100, "2": 100})
+    ok = {"eval": np.array([0, 1, 2] * 13 + [0]), "test": np.array([0, 1, 2] * 10)}
+    check_splits(m, ok, 20)  # every class, enough rows: passes
+    with pytest.raises(EvaluationSplitError, match=r"test lacks class\(es\) \['b', 'c'\]"):
+        check_splits(m, {**ok, "test": np.zeros(30)}, 20)
+    with pytest.raises(EvaluationSplitError, match="test holds 30 examples .fewer than 50."):
+        check_splits(m, ok, 50)
+
+
+def test_a_spec_whose_test_split_holds_one_class_fails_training(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """The issue's case: penguins split by hashing a non-unique key (species, island, year)."""
+    data = tmp_path / "data"
+    land_table(TABLES["penguins"], data)
+    out = tmp_path / "specs" / "penguins"
+    assert etl_main(["spec", "init", "--name", "penguins", "--source", TABLES["penguins"].raw_path,
+                 "--root", data.as_uri(), "--label", "species", "--task", "multiclass",
+                 "--out", str(out)]) == 0
+    doc = yaml.safe_load((out / "spec.yaml").read_text())
+    doc["key"] = ["species", "island", "year"]
+    doc["split"] = {"fractions": {"train": 0.8, "eval": 0.1, "test": 0.1}, "salt": "penguins-v1"}
+    (out / "spec.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
+    res = pipeline.run("penguins", data.as_uri(), "2100-01-01", run_id="r")
+    with pytest.raises(EvaluationSplitError) as err:
+        train(res["version_uri"], f"{data.as_uri()}/models", "r", TrainConfig())
+    text = str(err.value)
+    assert "split sizes {'train': " in text and "lacks class(es)" in text
+    assert "split.stratify: true" in text and "split.by: row" in text
+    assert "Nothing was trained" in text

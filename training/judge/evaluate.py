@@ -1,0 +1,225 @@
+"""Held-out evaluation: test reports and the baselines a model is judged against.
+
+With ~23% positives, always answering "not late" scores ~77% accuracy; a model is worth
+blessing (``training.judge.gate``) only if it beats that and chance AUC (0.5) by a margin, on data
+it never saw; the bootstrap intervals (below) say how far each figure, and the model's lead
+over its baseline, can move on a test split this size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+from scipy.stats import rankdata
+
+CHANCE_AUC = 0.5
+
+
+def evaluate_split(model: keras.Model, ds: tf.data.Dataset) -> dict[str, float]:
+    """Loss, AUC and accuracy of ``model`` on one split (one full pass)."""
+    result = model.evaluate(ds, return_dict=True, verbose=0)
+    return {k: float(v) for k, v in result.items()}
+
+
+def baseline(labels: np.ndarray, train_label_counts: dict[str, int]) -> dict[str, Any]:
+    """The majority class of the train split, scored on ``labels``.
+
+    Its loss is that of a constant prediction at the train base rate: the best a model
+    that ignores the features can do.
+    """
+    neg, pos = int(train_label_counts.get("0", 0)), int(train_label_counts.get("1", 0))
+    majority = 1 if pos > neg else 0
+    n = len(labels)
+    p = min(max(pos / (neg + pos), 1e-7), 1 - 1e-7) if neg + pos else 0.5
+    positives = int(labels.sum())
+    loss = -(positives * math.log(p) + (n - positives) * math.log(1 - p)) / n if n else float("nan")
+    return {
+        "majority_class": majority,
+        "accuracy": float(np.mean(labels == majority)) if n else float("nan"),
+        "auc": CHANCE_AUC,
+        "loss": loss,
+        "examples": n,
+        "positive_rate": positives / n if n else float("nan"),
+    }
+
+
+def macro_auc(labels: np.ndarray, probs: np.ndarray) -> float:
+    """One-vs-rest ROC AUC averaged over the classes present in ``labels`` (a class with no
+    examples has no AUC); NaN with fewer than two present."""
+    present = np.unique(labels.astype(np.int64))
+    if len(present) < 2:
+        return float("nan")
+    metric = keras.metrics.AUC(multi_label=True, num_labels=len(present))
+    metric.update_state(labels.astype(np.int64)[:, None] == present[None, :], probs[:, present])
+    return float(metric.result())
+
+
+def majority_baseline(labels: np.ndarray, train_counts: dict[str, int]) -> dict[str, Any]:
+    """Always answering the train split's most frequent class, scored on ``labels``; its loss
+    is a constant prediction at the train class frequencies."""
+    majority = int(max(train_counts, key=lambda k: train_counts[k])) if train_counts else 0
+    total = sum(train_counts.values()) or 1
+    freq = {int(k): max(v / total, 1e-7) for k, v in train_counts.items()}
+    loss = float(np.mean([-np.log(freq.get(int(y), 1e-7)) for y in labels])) if len(labels) \
+        else float("nan")
+    return {"majority_class": majority, "examples": len(labels), "auc": 0.5, "loss": loss,
+            "accuracy": float(np.mean(labels == majority)) if len(labels) else float("nan")}
+
+
+def predictions(model: keras.Model, ds: tf.data.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(labels [n], model outputs [n, k]) of a finite dataset, in one pass, in order."""
+    ys, ps = [], []
+    for x, y in ds:
+        ys.append(y.numpy().reshape(-1))
+        ps.append(np.asarray(model(x, training=False), dtype=np.float64).reshape(len(ys[-1]), -1))
+    if not ys:
+        return np.zeros(0), np.zeros((0, 1))
+    return np.concatenate(ys), np.concatenate(ps)
+
+
+def labels_of(ds: tf.data.Dataset) -> np.ndarray:
+    """The labels of a finite dataset, in order (no model call)."""
+    ys = [y.numpy().reshape(-1) for _, y in ds]
+    return np.concatenate(ys) if ys else np.zeros(0)
+
+
+def confusion(labels: np.ndarray, predicted: np.ndarray, classes: int) -> np.ndarray:
+    """counts[true class, predicted class]."""
+    out = np.zeros((classes, classes), dtype=np.int64)
+    np.add.at(out, (labels.astype(np.int64), predicted.astype(np.int64)), 1)
+    return out
+
+
+def class_report(labels: np.ndarray, predicted: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """Accuracy, macro-F1 and per-class precision/recall/F1/support, plus the confusion matrix.
+
+    A class never predicted has precision 0 (and F1 0): macro-F1 then shows what accuracy hides
+    when a model answers the majority class.
+    """
+    matrix = confusion(labels, predicted, len(names))
+    tp = np.diag(matrix).astype(np.float64)
+    support, chosen = matrix.sum(axis=1), matrix.sum(axis=0)
+    precision = np.divide(tp, chosen, out=np.zeros_like(tp), where=chosen > 0)
+    recall = np.divide(tp, support, out=np.zeros_like(tp), where=support > 0)
+    denom = precision + recall
+    f1 = np.divide(2 * precision * recall, denom, out=np.zeros_like(tp), where=denom > 0)
+    present = support > 0
+    return {
+        "accuracy": float(tp.sum() / matrix.sum()) if matrix.sum() else float("nan"),
+        "macro_f1": float(f1[present].mean()) if present.any() else float("nan"),
+        "per_class": {n: {"precision": float(precision[i]), "recall": float(recall[i]),
+                          "f1": float(f1[i]), "support": int(support[i])}
+                      for i, n in enumerate(names)},
+        "confusion_matrix": matrix.tolist(),
+    }
+
+
+def regression_report(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """MAE, RMSE and R² in the target's units (R² 0 = the test mean, below 0 = worse)."""
+    err = pred - y
+    total = float(np.sum((y - y.mean()) ** 2)) if len(y) else 0.0
+    return {"mae": float(np.mean(np.abs(err))) if len(y) else float("nan"),
+            "rmse": float(np.sqrt(np.mean(err**2))) if len(y) else float("nan"),
+            "r2": 1.0 - float(np.sum(err**2)) / total if total else float("nan")}
+
+
+def mean_baseline(y: np.ndarray, train_mean: float) -> dict[str, Any]:
+    """Always predicting the train split's mean target, scored on ``y``."""
+    return {"predicts": float(train_mean), "examples": len(y),
+            **regression_report(y, np.full(len(y), float(train_mean)))}
+
+# --- bootstrap intervals --------------------------------------------------------------------------
+#
+# Bootstrap confidence intervals of the test metrics, and of the model's lead over its baseline.
+#
+# A 35-row test split can show accuracy 1.0 by luck; the interval says how much the figure can
+# move. The model and the baseline are scored on the same resamples, so the interval of their
+# difference (paired) is what the quality gate asks to stay above zero.
+
+LEVEL = 0.95
+RESAMPLES = 200
+SEED = 0
+Scorer = Callable[[np.ndarray, np.ndarray], dict[str, float]]
+
+
+def _auc(y: np.ndarray, p: np.ndarray) -> float:
+    """ROC AUC by ranks (ties share a rank: a constant predictor scores 0.5)."""
+    pos = y == 1
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if not n_pos or not n_neg:
+        return float("nan")
+    ranks = rankdata(p)
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _macro_f1(y: np.ndarray, pred: np.ndarray, k: int) -> float:
+    matrix = np.bincount(y * k + pred, minlength=k * k).reshape(k, k).astype(np.float64)
+    tp, support, chosen = np.diag(matrix), matrix.sum(axis=1), matrix.sum(axis=0)
+    denom = support + chosen
+    f1 = np.divide(2 * tp, denom, out=np.zeros_like(tp), where=denom > 0)
+    return float(f1[support > 0].mean()) if (support > 0).any() else float("nan")
+
+
+def scorer(task: str, classes: int, units: Callable[[np.ndarray], np.ndarray]) -> Scorer:
+    """The gate's metrics of one task from labels and model outputs, in plain numpy."""
+    if task == "binary":
+        return lambda y, out: {"accuracy": float(np.mean((out[:, 0] >= 0.5) == (y == 1))),
+                               "auc": _auc(y, out[:, 0])}
+    if task == "multiclass":
+        def multi(y: np.ndarray, out: np.ndarray) -> dict[str, float]:
+            pred, yi = out.argmax(axis=1), y.astype(np.int64)
+            return {"accuracy": float(np.mean(pred == yi)),
+                    "macro_f1": _macro_f1(yi, pred, classes)}
+        return multi
+
+    def reg(y: np.ndarray, out: np.ndarray) -> dict[str, float]:
+        err = units(out[:, 0]) - units(y)
+        return {"rmse": float(np.sqrt(np.mean(err**2))), "mae": float(np.mean(np.abs(err)))}
+    return reg
+
+
+def intervals(score: Scorer, y: np.ndarray, out: np.ndarray, base_out: np.ndarray,
+              higher: dict[str, bool], resamples: int = RESAMPLES) -> dict[str, Any]:
+    """Percentile bootstrap intervals of each metric and of the model's lead over the baseline
+    (positive = better, whichever way the metric points), on the same resamples."""
+    rng = np.random.default_rng(SEED)
+    n = len(y)
+    values: dict[str, list[float]] = {}
+    leads: dict[str, list[float]] = {}
+    for _ in range(resamples if n else 0):
+        idx = rng.integers(0, n, n)
+        model, base = score(y[idx], out[idx]), score(y[idx], base_out[idx])
+        for name, value in model.items():
+            values.setdefault(name, []).append(value)
+            if name in higher:
+                lead = value - base[name] if higher[name] else base[name] - value
+                leads.setdefault(name, []).append(lead)
+    bounds = {k: _bounds(v) for k, v in values.items()}
+    if "accuracy" in bounds and n:  # a proportion: Wilson's interval is not empty at 0 or 1
+        bounds["accuracy"] = wilson(score(y, out)["accuracy"], n)
+    return {"level": LEVEL, "method": "percentile bootstrap (accuracy: Wilson score)",
+            "resamples": resamples, "metrics": bounds,
+            "lead_over_baseline": {k: _bounds(v) for k, v in leads.items()}}
+
+
+def wilson(p: float, n: int, z: float = 1.959964) -> list[float]:
+    """Wilson score interval of a proportion ``p`` of ``n`` (35/35 right: [0.90, 1.0])."""
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # The bounds reach p itself at 0 or 1 exactly (rounding left 1 - 1e-16 above a perfect score).
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
+    return [float(min(low, p)), float(max(high, p))]
+
+
+def _bounds(samples: list[float]) -> list[float]:
+    clean = np.asarray([s for s in samples if np.isfinite(s)])
+    if not len(clean):
+        return [float("nan"), float("nan")]
+    tail = (1 - LEVEL) / 2 * 100
+    return [float(np.percentile(clean, tail)), float(np.percentile(clean, 100 - tail))]

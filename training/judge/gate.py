@@ -1,0 +1,430 @@
+"""The gate: whether the held-out splits can judge a model at all, and a typed verdict
+("blessing", after TFX's Evaluator) on every trained model.
+
+Before fitting, ``check_splits`` refuses what cannot be evaluated, so a split that cannot say
+anything fails with what to change in the spec instead of a verdict decided by noise. A 16-row
+test split holding one class made the majority baseline score 0.0 and the model 1.0: the split,
+not the model, decided the result. Only what cannot be evaluated is refused: a test split under
+``min_examples`` rows (``training.config.DEFAULT_MIN_EVAL_EXAMPLES`` says why 20), a test split
+missing a class that train has, or an empty eval split. A small table above that is trained,
+and its verdict carries intervals (``training.judge.evaluate``).
+
+Every model is written with its metrics, plots and card; the gate only decides whether it is
+blessed, and only a blessed model that is no worse than the dataset's current one becomes
+current (``models/<dataset>/current.json``, replaced by a conditional write).
+
+Three kinds of check, each kept with its figure and threshold:
+
+- ``baseline:<metric>``: the point estimate beats the task's baseline by ``margin``; the
+  lead's 95% bootstrap interval is reported beside it but does not decide. On a small or
+  heavy-tailed test split the interval of an RMSE or macro-F1 lead is wide for reasons that
+  say nothing about the model (a few squared outliers dominate every resample), and the issue's
+  case, RMSE 124.4 against the baseline's 158.3, was refused on it.
+- ``noise``: a paired test that suits the data: the per-example loss of the baseline minus
+  that of the model (absolute error for a regression, log loss for a classifier), with a
+  one-sided paired-bootstrap lower bound at ``confidence`` that must be above zero. Absolute
+  error differences are bounded by how far the model's answer moves from the baseline's
+  (triangle inequality), not by the target's tail, so a heavy tail does not swamp them; log
+  loss is the classifier's own proper score. A model no better than the baseline has
+  differences centred on zero and fails.
+- ``current:<metric>``: no worse than the current model, both scored on this version's test
+  split, within ``tolerance`` (absolute for scores, relative for errors).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from etl import storage
+from etl.errors import PipelineError
+from etl.versions import Manifest
+from training.config import TrainConfig
+from training.judge.evaluate import intervals, scorer
+from training.models.heads import BINARY, REGRESSION, class_names, in_units, transform_of
+
+log = logging.getLogger(__name__)
+
+CURRENT_FILE = "current.json"
+RESAMPLES = 1000
+SEED = 0
+Scores = dict[str, float]
+
+
+@dataclass(frozen=True)
+class GateRules:
+    """Thresholds of one run's gate (from ``TrainConfig``)."""
+
+    margin: float
+    confidence: float
+    tolerance: float
+
+    @classmethod
+    def of(cls, config: TrainConfig, margin: float | None = None) -> GateRules:
+        """A run's rules; ``margin``: an image run's own (``ImageTrainConfig.min_margin``)."""
+        return cls(config.min_margin if margin is None else margin, config.gate_confidence,
+                   config.promote_tolerance)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: a short name, whether it passed and the figures it compared."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Blessing:
+    """The gate's verdict; ``reasons`` are the details of the failed checks."""
+
+    blessed: bool
+    reasons: tuple[str, ...]
+    checks: tuple[Check, ...]
+
+    @classmethod
+    def of(cls, checks: list[Check]) -> Blessing:
+        failed = tuple(c.detail for c in checks if not c.passed)
+        return cls(not failed, failed, tuple(checks))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (lists, not tuples): metrics.json and the training task's XCom."""
+        return {"blessed": self.blessed, "reasons": list(self.reasons),
+                "checks": [asdict(c) for c in self.checks]}
+
+    def summary(self) -> str:
+        """One plain line for a log or a terminal."""
+        if self.blessed:
+            return "blessed: " + "; ".join(c.detail for c in self.checks)
+        return "NOT blessed: " + "; ".join(self.reasons)
+
+
+@dataclass(frozen=True)
+class Current:
+    """The dataset's current model, as its pointer names it."""
+
+    dataset: str
+    version: str
+    run: str
+    model_uri: str
+    metric: str
+    value: float
+    blessed_at: str
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Current:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
+
+def _lead_text(bounds: list[float] | None) -> str:
+    if not bounds or not all(math.isfinite(b) for b in bounds):
+        return ""
+    return f", lead 95% interval [{bounds[0]:.4f}, {bounds[1]:.4f}]"
+
+
+def baseline_checks(rules: dict[str, str], test: dict[str, Any], base: dict[str, Any],
+                    margin: float, what: str) -> list[Check]:
+    """Point estimates against the baseline; rules: metric -> ``higher`` | ``lower_relative``."""
+    leads = (test.get("intervals") or {}).get("lead_over_baseline", {})
+    out = []
+    for name, rule in rules.items():
+        got, ref = float(test.get(name, float("nan"))), float(base[name])
+        if rule == "higher":
+            ok, need = got >= ref + margin, f"needs >= {ref + margin:.4f} (margin {margin})"
+        else:
+            ok, need = got <= ref * (1 - margin), \
+                f"needs <= {ref * (1 - margin):.4f} (baseline x (1 - {margin}))"
+        out.append(Check(f"baseline:{name}", bool(ok),  # NaN fails either way
+                         f"beats the {what} baseline: {name} {got:.4f} vs {ref:.4f}, "
+                         f"{need}{_lead_text(leads.get(name))}"))
+    return out
+
+
+def lower_bound(diffs: np.ndarray, confidence: float, resamples: int = RESAMPLES) -> float:
+    """One-sided paired-bootstrap lower bound of the mean of ``diffs`` at ``confidence``."""
+    if not len(diffs):
+        return float("nan")
+    rng, means = np.random.default_rng(SEED), []
+    for start in range(0, resamples, 100):  # 100 resamples at a time bound the memory
+        idx = rng.integers(0, len(diffs), (min(100, resamples - start), len(diffs)))
+        means.append(diffs[idx].mean(axis=1))
+    return float(np.quantile(np.concatenate(means), 1 - confidence))
+
+
+def noise_check(loss: str, model: np.ndarray, base: np.ndarray, confidence: float,
+                what: str) -> Check:
+    """Is the model's per-example loss below the baseline's beyond resampling noise?"""
+    bound = lower_bound(base - model, confidence)
+    return Check("noise", bool(bound > 0),
+                 f"better than the {what} baseline beyond noise: mean {loss} "
+                 f"{model.mean():.4f} vs {base.mean():.4f}, paired bootstrap lower bound of the "
+                 f"lead {bound:.4f} ({confidence:.0%} one-sided) needs > 0")
+
+
+def current_checks(rules: dict[str, str], new: Scores, current: Current,
+                   scores: Scores | str, tolerance: float) -> list[Check]:
+    """The new model against the current one on the same test split (``scores``: the
+    current's, or why it could not be scored)."""
+    who = f"the current model (version {current.version}, run {current.run})"
+    if isinstance(scores, str):
+        # a changed schema: the old model cannot serve this version's rows at all
+        return [Check("current", True, f"{who} cannot score this version's test split "
+                                       f"({scores}): not compared")]
+    out = []
+    for name, rule in rules.items():
+        got, ref = new[name], scores[name]
+        ok = got >= ref - tolerance if rule == "higher" else got <= ref * (1 + tolerance)
+        out.append(Check(f"current:{name}", bool(ok),
+                         f"no worse than {who}: {name} {got:.4f} vs {ref:.4f}, tolerance "
+                         f"{tolerance}" + ("" if rule == "higher" else " (relative)")))
+    return out
+
+
+def current_uri(models_root: str, dataset: str) -> str:
+    return storage.safe_join(models_root, dataset, CURRENT_FILE)
+
+
+def read_current(models_root: str, dataset: str) -> tuple[Current | None, str | None]:
+    """The current model and the pointer's change token (None, None: no current model)."""
+    data, token = storage.read_with_token(current_uri(models_root, dataset))
+    if data is None:
+        return None, None
+    import json
+
+    return Current.from_dict(json.loads(data)), token
+
+
+def load_model(model_uri: str) -> Any:
+    """A published run's model as a callable on a batch of raw features: its ``model.keras``,
+    else (a model family Keras cannot reload) its SavedModel's ``serve`` signature."""
+    import keras
+
+    import training.models.trees  # noqa: F401 (registers the trees' layer for model.keras)
+
+    keras_uri = storage.join(model_uri, "model.keras")
+    if storage.exists(keras_uri):
+        with tempfile.TemporaryDirectory(prefix="current-") as tmp:
+            path = Path(tmp) / "model.keras"
+            path.write_bytes(storage.read_bytes(keras_uri))
+            return keras.saving.load_model(path)
+    import tensorflow as tf
+
+    fs, root = storage.get_fs(storage.join(model_uri, "saved_model"))
+    local = Path(tempfile.mkdtemp(prefix="current-saved-model-"))  # kept: tables read assets
+    fs.get(root.rstrip("/") + "/", str(local), recursive=True)
+    found = [p.parent for p in local.rglob("saved_model.pb")]
+    if not found:
+        raise FileNotFoundError(f"{model_uri} holds neither model.keras nor a SavedModel")
+    served = tf.saved_model.load(str(found[0]))
+    return lambda x, training=False: served.serve(x)
+
+
+def score_current(current: Current, score: Callable[[Any], Scores]) -> Scores | str:
+    """The current model's scores, or a one-line reason it could not be scored."""
+    try:
+        return score(load_model(current.model_uri))
+    except Exception as err:  # noqa: BLE001 - any failure means "not comparable", said so
+        log.warning("current model %s could not be scored: %s", current.model_uri, err)
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+
+
+def promote(models_root: str, metrics: dict[str, Any], metric: str,
+            token: str | None) -> bool:
+    """Make a blessed run current, only if the pointer is still what the gate compared with
+    (``token``; None: only if there is none), so two trainings cannot both promote."""
+    record = Current(metrics["dataset"], metrics["version"], metrics["run"],
+                     metrics["model_uri"], metric, float(metrics["test"][metric]),
+                     time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    uri = current_uri(models_root, metrics["dataset"])
+    done = storage.replace_if_match(uri, storage.json_bytes(asdict(record)), token)
+    if not done:
+        log.warning("not promoted: %s changed while this run was judged; train again to "
+                    "compare with the model it now names", uri)
+    return done
+
+
+class ModelNotBlessedError(PipelineError):
+    """Raised after the run is written when ``fail_unblessed`` is set; carries the result."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+        super().__init__(f"model {result['model_uri']} was written but is not blessed, so it "
+                         f"is not current ({result['blessing'].summary()}); fail_unblessed is "
+                         "set, so this run fails")
+
+
+def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
+          evidence: tuple[np.ndarray, np.ndarray], rules: GateRules, models_root: str,
+          score: Callable[[Any], Scores]) -> tuple[Blessing, str | None]:
+    """The verdict on a model from its test outputs (``evidence``: labels and core outputs,
+    as the input pipeline yields them), and the current pointer's token it was judged
+    against. ``score``: the current model's gate scores on the same test split."""
+    y, out = evidence
+    checks = baseline_checks(task.gate, test, base, rules.margin, task.baseline_name)
+    checks.append(noise_check(*example_losses(task.name, manifest, y, out), rules.confidence,
+                              task.baseline_name))
+    current, token = read_current(models_root, manifest.dataset)
+    if current is None:
+        checks.append(Check("current", True, "no current model yet"))
+    else:
+        checks += current_checks(task.gate, gate_scores(task.name, manifest, y, out), current,
+                                 score_current(current, score), rules.tolerance)
+    return Blessing.of(checks), token
+
+
+def conclude(models_root: str, result: dict[str, Any], blessing: Blessing,
+             token: str | None, metric: str, fail_unblessed: bool) -> dict[str, Any]:
+    """Promote a blessed, published run; log the verdict; the result with ``blessing`` and
+    ``promoted`` added (or ModelNotBlessedError with it, under ``fail_unblessed``)."""
+    metrics = result["metrics"]
+    promoted = blessing.blessed and promote(models_root, metrics, metric, token)
+    log.info("verdict on %s/%s run %s: %s", metrics["dataset"], metrics["version"],
+             metrics["run"], blessing.summary())
+    log.info("%s", f"current model of {metrics['dataset']}: " + (
+        "this run" if promoted else "unchanged (this run is not blessed)" if not blessing.blessed
+        else "unchanged (the pointer moved meanwhile)"))
+    result = {**result, "blessing": blessing, "promoted": promoted}
+    if fail_unblessed and not blessing.blessed:
+        raise ModelNotBlessedError(result)
+    return result
+
+
+def stored(models_root: str, metrics: dict[str, Any], fail_unblessed: bool) -> dict[str, Any]:
+    """The result of a run finished earlier, from its metrics.json (whether it is current is
+    read from the pointer); ModelNotBlessedError as for a fresh run under ``fail_unblessed``."""
+    raw = metrics.get("blessing") or {"blessed": False, "reasons": ["no verdict stored"],
+                                      "checks": []}
+    blessing = Blessing(bool(raw["blessed"]), tuple(raw["reasons"]),
+                        tuple(Check(**c) for c in raw["checks"]))
+    current, _ = read_current(models_root, metrics["dataset"])
+    result = {"model_uri": metrics["model_uri"], "metrics": metrics, "blessing": blessing,
+              "promoted": bool(current and current.model_uri == metrics.get("model_uri"))}
+    if fail_unblessed and not blessing.blessed:
+        raise ModelNotBlessedError(result)
+    return result
+
+
+# --- the gate's figures: the baseline's answers, scores and per-example losses --------------------
+
+def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.ndarray:
+    """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
+    the learned space), so ``training.judge.evaluate.intervals`` scores both on the same
+    resamples.
+    ``task``: the run's, where the label does not say (an image label is multi-class)."""
+    label, stats = manifest.schema["label"], manifest.statistics
+    task = task or label.get("task", BINARY)
+    if task == REGRESSION:
+        mean = float((stats.get("label") or {}).get("mean", 0.0))
+        return np.full((n, 1), math.log1p(mean) if transform_of(label) else mean)
+    counts = {int(k): int(v) for k, v in (stats.get("label_counts") or {}).items()}
+    total = sum(counts.values()) or 1
+    if task == BINARY:
+        return np.full((n, 1), counts.get(1, 0) / total)
+    majority = max(counts, key=lambda k: counts[k]) if counts else 0
+    out = np.zeros((n, len(class_names(label))))
+    out[:, majority] = 1.0
+    return out
+
+
+def metric_intervals(manifest: Manifest, rules: dict[str, str], y: np.ndarray,
+                     out: np.ndarray) -> dict[str, Any]:
+    """Bootstrap intervals of the test metrics and of the lead over the baseline; ``rules``:
+    the task's gate (metric -> ``higher`` | ``lower_relative``)."""
+    label = manifest.schema["label"]
+    score = scorer(label.get("task", BINARY), len(class_names(label)), lambda v: in_units(v, label))
+    higher = {m: rule == "higher" for m, rule in rules.items()}
+    return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
+
+
+def gate_scores(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray,
+                served: bool = False) -> dict[str, float]:
+    """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
+    ``served`` of the exported model's (the target's units, labels as stored), so a model
+    loaded from an earlier run is scored like the new one."""
+    def units(v: np.ndarray) -> np.ndarray:
+        return v if served else in_units(v, manifest.schema["label"])
+
+    return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
+
+
+def example_losses(task: str, manifest: Manifest, y: np.ndarray,
+                   out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
+    """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
+    absolute error in the target's units for a regression (its differences are bounded by
+    the answers' spread, not the target's tail), log loss against the train class
+    frequencies for a classifier."""
+    stats, label = manifest.statistics, manifest.schema["label"]
+    if task == REGRESSION:
+        truth = in_units(y, label)
+        base = in_units(baseline_outputs(manifest, len(y), task)[:, 0], label)
+        return ("absolute error", np.abs(in_units(out[:, 0], label) - truth),
+                np.abs(base - truth))
+    eps = 1e-7
+    if task == BINARY:
+        yi, p = y.astype(np.int64) == 1, np.clip(out[:, 0], eps, 1 - eps)
+        prior = float(np.clip(baseline_outputs(manifest, 1, task)[0, 0], eps, 1 - eps))
+        return ("log loss", -np.log(np.where(yi, p, 1 - p)),
+                -np.log(np.where(yi, prior, 1 - prior)))
+    k, yi = out.shape[1], y.astype(np.int64)
+    counts = stats.get("label_counts") or {}
+    freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
+    freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)
+    return ("log loss", -np.log(np.clip(out[np.arange(len(yi)), yi], eps, 1.0)),
+            -np.log(freq[yi]))
+
+
+# --- before fitting: can the held-out splits say anything? ----------------------------------------
+
+class EvaluationSplitError(PipelineError):
+    """A test split too small or missing classes that train has, or no eval rows."""
+
+
+def check_splits(manifest: Manifest, labels: dict[str, np.ndarray],
+                 min_examples: int) -> None:
+    """Raise EvaluationSplitError naming split sizes, classes and the spec fields to change.
+
+    labels: the stored labels of the test split (classification) or any values; ``eval``
+    too where given (its classes are only reported).
+    """
+    sizes = {s: int(manifest.splits[s].num_examples) for s in ("train", "eval", "test")}
+    total, label = sum(sizes.values()), manifest.schema["label"]
+    problems, fixes = [], []
+    if sizes["test"] < min_examples:
+        share = math.ceil(100 * min_examples / max(total, 1)) / 100
+        problems.append(f"test holds {sizes['test']} examples (fewer than {min_examples})")
+        fixes.append(f"a test share of at least {share:.2f} in split.fractions "
+                     f"({min_examples} of {total} rows)" if share < 0.5 else
+                     f"more rows: {total} rows cannot spare {min_examples} for the test split")
+    if sizes["eval"] < 1:
+        problems.append("eval holds no examples (early stopping watches it)")
+        fixes.append("an eval share in split.fractions")
+    classes = ""
+    if label.get("task", "binary") != "regression":
+        names = class_names(label)
+        train = {int(k) for k, v in (manifest.statistics.get("label_counts") or {}).items()
+                 if int(v) > 0}
+        counts = {s: np.bincount(labels[s].astype(np.int64), minlength=len(names))
+                  for s in ("eval", "test") if s in labels}
+        missing = [names[i] for i in sorted(train) if i < len(counts["test"])
+                   and counts["test"][i] == 0]
+        if missing:
+            problems.append(f"test lacks class(es) {missing} that train has")
+            fixes.append("split.stratify: true spreads every class over the splits; split.by: "
+                         "row if the key is not unique")
+        classes = "; classes per split: " + "; ".join(
+            f"{s} {dict(zip(names, map(int, c), strict=True))}" for s, c in counts.items())
+    if problems:
+        raise EvaluationSplitError(
+            f"{manifest.dataset}/{manifest.version}: the held-out evaluation would mean "
+            f"nothing: " + "; ".join(problems) + f" (split sizes {sizes}{classes}). Change the "
+            f"spec: " + "; ".join(fixes) + "; or training.min_eval_examples. Nothing was "
+            "trained.")

@@ -1,0 +1,227 @@
+"""Model families for tabular versions, and the one place that picks between them.
+
+``trees`` (gradient-boosted, ``training.models.trees``) usually wins on tables and fits in
+seconds on the CPU; ``mlp`` (``training.models.mlp``) trains under the device's
+distribution strategy and can win where smooth interactions dominate. ``family: auto`` (the
+default) fits both, trees first, and keeps the better one on the eval split: AUC for a
+binary label (the figure the bench compares), the loss otherwise (accuracy on a small eval
+split ties too often). The test split is never looked at before the choice.
+
+Each family is a function ``FitRun -> Fitted`` listed in ``FAMILIES``; both hand back the
+same ``TabularModel`` views, so evaluation, the gate and the export do not know which won.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import keras
+import numpy as np
+
+from etl import storage
+from etl.versions import Manifest
+from training import outputs
+from training.config import TrainConfig
+from training.data.tabular import make_dataset
+from training.judge.evaluate import evaluate_split
+from training.models.heads import BINARY
+from training.models.mlp import build_models, compile_model
+from training.models.tabular import TabularModel
+from training.models.trees import (
+    FEATURES,
+    assemble,
+    booster_params,
+    fit_booster,
+    forest_of,
+    tree_preprocess,
+)
+from training.run.runtime import DeviceSetup, EpochSummaries, EpochTimer, StorageBackupAndRestore
+from training.tasks import Task
+
+log = logging.getLogger(__name__)
+
+EVAL_SPLIT, TEST_SPLIT = "eval", "test"
+
+
+class FitRun(NamedTuple):
+    """What every family needs to fit one version."""
+
+    version_uri: str
+    manifest: Manifest
+    run_uri: str
+    setup: DeviceSetup
+    config: TrainConfig
+    work_dir: Path
+    task: Task
+    callbacks: Sequence[keras.callbacks.Callback] = ()
+    weights: dict[int, float] | None = None
+
+
+@dataclass
+class Fitted:
+    """A fitted family: its model views, the compiled core (it evaluates ``eval_ds`` and
+    ``test_ds``, which carry its preprocessing) and its metrics.json entries."""
+
+    family: str
+    parts: TabularModel
+    model: keras.Model
+    eval_ds: Any
+    test_ds: Any
+    eval: dict[str, float]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def fit_trees(run: FitRun) -> Fitted:
+    """LightGBM on the train split's arrays (read through tf.data), stopped on eval."""
+    manifest, task, config = run.manifest, run.task, run.config
+    inputs = tree_preprocess(manifest)
+    datasets = _datasets(run, inputs.preprocess, train_once=True)
+    start = time.perf_counter()
+    train, held = _arrays(datasets[0]), _arrays(datasets[1])
+    weights = None if run.weights is None else np.asarray(
+        [run.weights.get(int(c), 1.0) for c in train[1]], np.float64)
+    classes = int(manifest.schema["label"].get("classes", 2))
+    params = booster_params(config.model, task.name, classes, len(train[1]), config.seed)
+    booster, history = fit_booster(train, held, params, inputs.categorical, config.model,
+                                   weights)
+    fit_s = time.perf_counter() - start
+    log.info("train %s: trees: %d rounds kept of %d, %d leaves, %s rows, %.1f s (LightGBM, "
+             "CPU)", manifest.dataset, booster.best_iteration or len(history["loss"]),
+             len(history["loss"]), params["num_leaves"], f"{len(train[1]):,}", fit_s)
+    parts = assemble(manifest, inputs, forest_of(booster, task.name), task.serve)
+    model = compile_model(parts.core, config.model, loss=task.loss(), metrics=task.metrics())
+    rounds = len(history["loss"])
+    details = {"fit_seconds": fit_s, "examples_per_s": rounds * len(train[1]) / fit_s,
+               "epochs": config.model.max_rounds, "epochs_run": rounds,
+               "best_epoch": booster.best_iteration or rounds, "resumed_from_epoch": 0,
+               "history": history, "stall_ratio": None,
+               "trees": {"rounds": booster.best_iteration or rounds,
+                         "leaves": params["num_leaves"],
+                         "min_data_in_leaf": params["min_data_in_leaf"],
+                         "learning_rate": params["learning_rate"]}}
+    return Fitted("trees", parts, model, datasets[1], datasets[2],
+                  evaluate_split(model, datasets[1]), details)
+
+
+def fit_mlp(run: FitRun) -> Fitted:
+    """The Keras MLP under the device's strategy, with backups and early stopping."""
+    manifest, config, setup, task = run.manifest, run.config, run.setup, run.task
+    steps, per_call = epoch_steps(manifest, config, setup.replicas)
+    parts = build_models(manifest, config.model, core_scope=setup.strategy.scope(),
+                         head=task.head, serve=task.serve)
+    with setup.strategy.scope():
+        model = compile_model(parts.core, config.model, per_call, config.jit_compile,
+                              loss=task.loss(), metrics=task.metrics())
+    # preprocessing runs in the tf.data feature map; the train step sees ids and numbers
+    train_ds, eval_ds, test_ds = _datasets(run, parts.preprocess)
+    stall = _stall_ratio(model, train_ds, setup, config) if config.measure_stall_batches else None
+    backup = StorageBackupAndRestore(storage.join(run.run_uri, outputs.BACKUP_DIR),
+                                     run.work_dir / "backup")
+    timer = EpochTimer(config.input.batch_size, steps)
+    stopper = keras.callbacks.EarlyStopping(
+        monitor="val_loss", patience=config.patience, restore_best_weights=True)
+    tensorboard = EpochSummaries(run.work_dir / "run" / "logs")
+    start = time.perf_counter()
+    history = model.fit(
+        train_ds, epochs=config.epochs, steps_per_epoch=steps, validation_data=eval_ds,
+        callbacks=[backup, stopper, timer, tensorboard, *run.callbacks], verbose=2,
+        shuffle=False, class_weight=run.weights,
+    ).history
+    fit_s = time.perf_counter() - start
+    epochs_run = len(history.get("loss", []))
+    details = {"fit_seconds": fit_s, "examples_per_s": timer.examples_per_s(),
+               "epochs": config.epochs, "epochs_run": epochs_run,
+               "best_epoch": stopper.best_epoch + 1 if epochs_run else None,  # 1-based
+               "resumed_from_epoch": backup.resumed_from_epoch, "stall_ratio": stall,
+               "history": {k: [float(x) for x in v] for k, v in history.items()}}
+    return Fitted("mlp", parts, model, eval_ds, test_ds, evaluate_split(model, eval_ds),
+                  details)
+
+
+FAMILIES: dict[str, Callable[[FitRun], Fitted]] = {"trees": fit_trees, "mlp": fit_mlp}
+"""``ModelConfig.family`` -> its fit; ``auto`` fits them in this order."""
+
+
+def choose(run: FitRun) -> tuple[Fitted, dict[str, Any]]:
+    """Fit the configured family, or every family for ``auto`` and keep the best on eval;
+    (the kept one, metrics.json's ``family_choice``: the eval figures and why)."""
+    wanted = run.config.model.family
+    fits = FAMILIES if wanted == "auto" else {wanted: FAMILIES[wanted]}
+    metric = "auc" if run.task.name == BINARY else "loss"
+    fitted = [fit(run) for fit in fits.values()]  # dict order: trees first, it is fast
+    scores = {f.family: float(f.eval.get(metric, math.nan)) for f in fitted}
+    best = min(fitted, key=lambda f: _rank(scores[f.family], metric))
+    if len(fitted) == 1:
+        why = f"family {wanted} was set"
+    else:
+        others = ", ".join(f"{name} {score:.4f}" for name, score in scores.items()
+                           if name != best.family)
+        why = (f"{best.family} has the better eval {metric} ({scores[best.family]:.4f} vs "
+               f"{others}; {'higher' if metric == 'auc' else 'lower'} is better)")
+    log.info("train %s: model family %s: %s", run.manifest.dataset, best.family, why)
+    return best, {"chosen": best.family, "metric": metric, "eval": scores, "why": why}
+
+
+def _rank(score: float, metric: str) -> float:
+    """Smaller is better; NaN (no figure) loses to any number."""
+    if math.isnan(score):
+        return math.inf
+    return -score if metric == "auc" else score
+
+
+def _datasets(run: FitRun, preprocess: keras.Model,
+              train_once: bool = False) -> tuple[Any, Any, Any]:
+    """Train, eval and test batches through ``preprocess``; train shuffled and repeating
+    unless ``train_once`` (one pass in order, to hold in memory)."""
+    target = run.task.target(run.manifest.schema["label"])
+    return tuple(make_dataset(run.version_uri, split, run.manifest, run.config.input,
+                              training=False if train_once else None, preprocess=preprocess,
+                              target=target)
+                 for split in ("train", EVAL_SPLIT, TEST_SPLIT))
+
+
+def _arrays(ds: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(features [n, columns], labels [n]) of one pass over a finite split."""
+    xs, ys = [], []
+    for features, y in ds:
+        xs.append(features[FEATURES].numpy())
+        ys.append(y.numpy().reshape(-1))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def epoch_steps(manifest: Manifest, config: TrainConfig,
+                replicas: int = 1) -> tuple[int, int]:
+    """(steps per epoch, steps per execution): an epoch is a whole number of executions,
+    since Keras runs every execution in full (13 steps at 16 per call would run 16).
+
+    Over several replicas Keras 3's multi-step loop fails in graph construction ("You must
+    feed a value for placeholder tensor", keras-team/keras#19246, open), so each step is
+    its own call there; tests/training/run/test_runtime.py trains over two replicas with
+    ``steps_per_execution`` 2 through this path.
+    """
+    steps = config.steps_per_epoch or max(
+        1, math.ceil(manifest.splits["train"].num_examples / config.input.batch_size))
+    per_call = min(config.steps_per_execution, steps)
+    if replicas > 1 and per_call > 1:
+        log.warning("%d replicas: one train step per call instead of %d (keras-team/keras#19246)",
+                    replicas, per_call)
+        per_call = 1
+    return math.ceil(steps / per_call) * per_call, per_call
+
+
+def _stall_ratio(model: keras.Model, train_ds: Any, setup: DeviceSetup,
+                 config: TrainConfig) -> float:
+    """Stall ratio on a copy of the model, so the measurement does not train the real one."""
+    from training.run.bench import stall_ratio
+
+    with setup.strategy.scope():
+        clone = keras.models.clone_model(model)
+        compile_model(clone, config.model, config.steps_per_execution, config.jit_compile,
+                      loss=model.loss, metrics=[])
+    return stall_ratio(clone, train_ds, config.measure_stall_batches)["stall_ratio"]

@@ -1,0 +1,187 @@
+"""One training run: version in, published model (or a clear refusal) out.
+
+``train`` is what the Airflow task and ``python -m training train`` call. It reads the
+manifest (refusing incomplete versions and splits that cannot be evaluated), trains under the
+device's strategy with per-epoch backups in storage, evaluates on the held-out test split and
+writes every model with its metrics, plots, card and the gate's verdict
+(``training.judge.gate``); metrics.json is written last. Only a blessed model no worse than the
+current one becomes the dataset's current model. A version with an image feature is trained by
+the images kind (``training.kinds.images``), imported only for one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import keras
+
+from etl import storage, versions
+from etl.provenance import code_version
+from etl.versions import Manifest
+from training import outputs
+from training.config import RunOrigin, TrainConfig, class_weight, plan, spec_overrides
+from training.data.tabular import IMAGE_KIND, make_dataset
+from training.judge import gate
+from training.judge.evaluate import evaluate_split, labels_of, predictions
+from training.judge.gate import (
+    GateRules,
+    ModelNotBlessedError,
+    check_splits,
+    gate_scores,
+    metric_intervals,
+)
+from training.models.tabular import export_serving
+from training.run import families
+from training.run.families import EVAL_SPLIT, TEST_SPLIT
+from training.run.runtime import DeviceSetup, delete_backup, precision_policy, setup_device
+from training.tasks import TASKS as TASKS_BY_NAME
+from training.tasks import Task, task_of
+
+__all__ = ["ModelNotBlessedError", "TrainConfig", "train"]
+
+log = logging.getLogger(__name__)
+
+
+
+def train(
+    version_uri: str,
+    models_root: str,
+    run_name: str,
+    config: TrainConfig | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    origin: RunOrigin | None = None,
+) -> dict[str, Any]:
+    """Train on a published version and publish the model under ``models_root``.
+
+    Args:
+        version_uri: URI of a complete version (``datasets/<name>/<version>``).
+        models_root: ``<storage root>/models``.
+        run_name: Run folder name (e.g. derived from the Airflow run id); a retry with the
+            same name resumes from the last finished epoch.
+        config: Run settings; None = the defaults.
+        callbacks: Extra Keras callbacks, run after ours.
+        origin: The orchestrator run that started this one (written to metrics.json).
+
+    Returns:
+        ``{"model_uri": run folder URI, "metrics": contents of metrics.json, "blessing":
+        gate.Blessing, "promoted": whether this run is now the dataset's current model}``.
+
+    Raises:
+        IncompleteVersionError: the version has no manifest.
+        EvaluationSplitError: the test split cannot be evaluated (nothing is trained).
+        ModelNotBlessedError: ``config.fail_unblessed`` and the model, written, is not blessed.
+    """
+    config = config or TrainConfig()
+    manifest = versions.read_manifest(version_uri)  # raises IncompleteVersionError
+    if any(f.get("kind") == IMAGE_KIND for f in manifest.schema["features"].values()):
+        # the one place a version's kind is chosen: the images kind (its own input pipeline,
+        # CNN and run) is imported for an images version only
+        from training.kinds.images.train import train_images
+
+        return train_images(version_uri, manifest, models_root, run_name, config, origin)
+    manifest_sha = hashlib.sha256(storage.read_bytes(storage.join(version_uri, "manifest.json")))
+    run_uri = outputs.run_uri_for(models_root, manifest, run_name)
+    done = storage.join(run_uri, outputs.METRICS_FILE)
+    if not config.overwrite and storage.exists(done):
+        log.info("run %s is already complete: returning its metrics", run_uri)
+        return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
+    config, weights = _adapted(config, manifest)
+    setup = setup_device(config.precision, config.devices)
+    keras.utils.set_random_seed(config.seed)
+    with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
+            precision_policy(setup.precision):
+        work_dir = Path(work)
+        metrics, evidence = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config,
+                                              work_dir, callbacks, weights)
+        blessing, token = _judge(version_uri, manifest, models_root, config, metrics, evidence)
+        metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
+                       blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
+        out = work_dir / "run"
+        metrics["artifacts"] = _write_artifacts(out, metrics, config)
+        outputs.publish_run(out, run_uri, metrics, TASKS_BY_NAME[metrics["task"]].card_metrics)
+    delete_backup(storage.join(run_uri, outputs.BACKUP_DIR))
+    return gate.conclude(models_root, {"model_uri": run_uri, "metrics": metrics}, blessing,
+                         token, task_of(manifest).card_metrics[0], config.fail_unblessed)
+
+
+def _judge(version_uri: str, manifest: Manifest, models_root: str, config: TrainConfig,
+           metrics: dict[str, Any], evidence: tuple[Any, Any]) -> tuple[gate.Blessing, str | None]:
+    """The verdict; the current model is scored on this version's raw test rows, through its
+    own preprocessing, exactly as it would serve them."""
+    raw_test = make_dataset(version_uri, TEST_SPLIT, manifest, config.input)
+
+    def score(model: keras.Model) -> dict[str, float]:
+        return gate_scores(task_of(manifest).name, manifest, *predictions(model, raw_test),
+                           served=True)
+
+    return gate.judge(task_of(manifest), manifest, metrics["test"], metrics["baseline"],
+                      evidence, GateRules.of(config), models_root, score)
+
+
+def _adapted(config: TrainConfig,
+             manifest: Manifest) -> tuple[TrainConfig, dict[int, float] | None]:
+    """The spec's training settings, then the data-dependent choices, each logged once."""
+    config, lines = plan(spec_overrides(config, manifest), manifest)
+    weights, why = class_weight(config, manifest)
+    for line in [*lines, why]:
+        log.info("train %s: %s", manifest.dataset, line)
+    return config, weights
+
+
+def _fit_and_evaluate(
+    version_uri: str, manifest: Manifest, run_uri: str, setup: DeviceSetup,
+    config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
+    weights: dict[int, float] | None = None,
+) -> tuple[dict[str, Any], tuple[Any, Any]]:
+    """Fit the model family (or the better of them on eval), evaluate on the test split, save
+    the model locally; the metrics and the test (labels, outputs) the gate judges."""
+    task = task_of(manifest)
+    check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
+                            for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
+    fitted, choice = families.choose(families.FitRun(
+        version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
+    model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
+    test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
+    test.update(task.report(labels, out, manifest), examples=len(labels),
+                intervals=metric_intervals(manifest, task.gate, labels, out))
+    base = task.baseline(labels, manifest)
+    log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
+    task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
+    fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
+    export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any feature name serves
+    return _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base), \
+        (labels, out)
+
+
+def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: TrainConfig,
+             fitted: families.Fitted, choice: dict[str, Any], test: dict, ev: dict,
+             base: dict) -> dict[str, Any]:
+    """metrics.json: the run's figures and the kept family's own (epochs or boosting
+    rounds, history, fit time) with why it was kept."""
+    label = manifest.schema["label"]
+    return {
+        "dataset": manifest.dataset, "version": manifest.version, "version_uri": version_uri,
+        "label": label["name"], "task": task_of(manifest).name, "classes": label.get("names"),
+        "transform": label.get("transform"), "split": TEST_SPLIT,
+        "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
+        "examples": {s: manifest.splits[s].num_examples for s in ("train", EVAL_SPLIT, TEST_SPLIT)},
+        "device": setup.device, "precision": setup.precision, "replicas": setup.replicas,
+        "family": fitted.family, "family_choice": choice, **fitted.details,
+        "code_version": code_version(),  # the same stamp the ETL puts in manifests
+        "hyperparameters": dataclasses.asdict(config),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _write_artifacts(out: Path, metrics: dict[str, Any], config: TrainConfig) -> list[str]:
+    """Plots, model card and ``label.json`` beside the saved model and TensorBoard logs."""
+    task: Task = TASKS_BY_NAME[metrics["task"]]
+    return outputs.write_run_files(out, metrics, dataclasses.asdict(config), task.about(metrics),
+                                   task.card_metrics, task.output)
