@@ -192,8 +192,8 @@ class PeakRSS:
     even when other jobs share the cores and make wall-clock times noisy.
     """
 
-    def __init__(self, interval_s: float = 0.1) -> None:
-        self.interval_s = interval_s
+    def __init__(self, period_s: float = 0.1) -> None:
+        self.period_s = period_s
         self.peak_bytes = 0
         self._cpu: dict[tuple[int, float], float] = {}
         self._base = sum(psutil.Process().cpu_times()[:2])
@@ -220,7 +220,7 @@ class PeakRSS:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.peak_bytes = max(self.peak_bytes, self._sample())
-            time.sleep(self.interval_s)
+            time.sleep(self.period_s)
 
     def __enter__(self) -> PeakRSS:  # noqa: PYI034 - final class, Self adds nothing
         self._thread.start()

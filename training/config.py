@@ -82,7 +82,7 @@ class InputConfig:
         read_buffer_bytes: TFRecordDataset read buffer per shard.
         read_chunk: Records a parallel reader hands over at once. One at a time costs
             ~4x the CPU of reading the record (a thread hand-off per record).
-        shuffle_buffer: Examples permuted together: each window of this many is put in a
+        shuffle_buffer: Examples permuted together: each pool of this many is put in a
             uniformly random order, after the chunks it is cut from passed a shuffle buffer
             of as many examples' worth (training only; 0 disables).
         seed: Fixes shard order and shuffles and makes the pipeline deterministic;

@@ -58,7 +58,7 @@ def test_spawn_when_preload_is_empty() -> None:
 def test_peak_rss_counts_children_memory_and_cpu() -> None:
     burn = "x = bytearray(300 * 2**20); import time; t = time.process_time()\n" \
            "while time.process_time() - t < 0.6: pass"
-    with cluster.PeakRSS(interval_s=0.02) as rss:
+    with cluster.PeakRSS(period_s=0.02) as rss:
         subprocess.run([sys.executable, "-c", burn], check=True)
     assert rss.peak_bytes > 300 * 2**20
     assert rss.cpu_seconds >= 0.5

@@ -1,17 +1,17 @@
 """The tf.data input pipeline, built from a version's manifest.
 
 Order (training): shuffle the shard list -> interleave TFRecord readers, each handing over
-chunks of records -> shuffle the chunks -> repeat -> windows of ``shuffle_buffer`` records ->
-``parse_example`` on the whole window, then a random permutation of its rows -> batches ->
+chunks of records -> shuffle the chunks -> repeat -> pools of ``shuffle_buffer`` records ->
+``parse_example`` on the whole pool, then a random permutation of its rows -> batches ->
 feature map -> [cache] -> prefetch. Eval/test: fixed shard order, deterministic, no shuffle,
 no repeat: chunks -> batches -> ``parse_example`` -> feature map.
 
-Records are never handled one at a time: ``rebatch`` slices chunks into windows and windows
+Records are never handled one at a time: ``rebatch`` slices chunks into pools and pools
 into batches, and parsing is vectorized C++ over thousands of records. A per-record
 ``shuffle`` buffer (plus the ``unbatch`` and ``batch`` around it) cost about a third more CPU
 per example than the whole bare read-and-parse path (session 7, PERFORMANCE.md). Shuffling
-chunks and then permuting each window uniformly mixes examples within a window completely
-and across windows through the chunk shuffle and the per-epoch shard order; the shards
+chunks and then permuting each pool uniformly mixes examples within a pool completely
+and across pools through the chunk shuffle and the per-epoch shard order; the shards
 themselves are written in key-hash order, uncorrelated with time or label.
 
 With ``cache`` set, the cache sits after the expensive parse, and shuffling then repeating
@@ -149,7 +149,7 @@ def make_dataset(
     parse = parse_batch(manifest)
     drop = training and config.drop_remainder
     if training and config.shuffle_buffer:
-        ds = shuffled_windows(ds, parse, config, repeat=not config.cache)
+        ds = shuffled_pools(ds, parse, config, repeat=not config.cache)
         ds = _with_length(ds.rebatch(config.batch_size, drop_remainder=drop), manifest, split,
                           config, training)
     else:
@@ -172,12 +172,12 @@ def parse_batch(manifest: Manifest) -> Callable[[tf.Tensor], dict[str, tf.Tensor
     return lambda records: tf.io.parse_example(records, specs)
 
 
-def shuffled_windows(chunks: tf.data.Dataset, parse: Callable, config: InputConfig,
+def shuffled_pools(chunks: tf.data.Dataset, parse: Callable, config: InputConfig,
                      repeat: bool = True) -> tf.data.Dataset:
-    """Parsed windows of ``shuffle_buffer`` examples, each in a uniformly random row order.
+    """Parsed pools of ``shuffle_buffer`` examples, each in a uniformly random row order.
 
     The chunks pass a shuffle buffer of ``shuffle_buffer / read_chunk`` chunks first, so a
-    window draws from about twice its size of the stream. Each window's permutation comes
+    pool draws from about twice its size of the stream. Each pool's permutation comes
     from a stateless shuffle seeded by ``Dataset.random(config.seed)``: reproducible with a
     seed, different each epoch either way.
     """
@@ -299,7 +299,7 @@ def _dtype(name: str, dtype: str) -> tf.DType:
 # size and sha256 match the manifest, and reused by later runs after a fresh re-check, so a
 # corrupted or truncated local copy is fetched again instead of being trained on.
 
-CHUNK_BYTES = 8 * 2**20
+BLOCK_BYTES = 8 * 2**20
 
 
 def split_shards(manifest: Manifest, split: str) -> tuple[Shard, ...]:
@@ -370,8 +370,8 @@ def mismatch(path: Path, entry: Shard) -> str | None:
         return f"size {size} != manifest {entry.bytes}"
     digest = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(CHUNK_BYTES):
-            digest.update(chunk)
+        while block := f.read(BLOCK_BYTES):
+            digest.update(block)
     if digest.hexdigest() != entry.sha256:
         return f"sha256 {digest.hexdigest()} != manifest {entry.sha256}"
     return None
@@ -383,11 +383,11 @@ def _download(src: str, dst: Path, entry: Shard) -> None:
     tmp = dst.with_name(f".{dst.name}{storage.TEMP_MARKER}{uuid.uuid4().hex}")
     digest, size = hashlib.sha256(), 0
     try:
-        with fs.open(path, "rb", block_size=CHUNK_BYTES) as fin, open(tmp, "wb") as fout:
-            while chunk := fin.read(CHUNK_BYTES):
-                digest.update(chunk)
-                size += len(chunk)
-                fout.write(chunk)
+        with fs.open(path, "rb", block_size=BLOCK_BYTES) as fin, open(tmp, "wb") as fout:
+            while block := fin.read(BLOCK_BYTES):
+                digest.update(block)
+                size += len(block)
+                fout.write(block)
         if size != entry.bytes or digest.hexdigest() != entry.sha256:
             raise ChecksumMismatchError(
                 f"{src}: fetched {size} bytes with sha256 {digest.hexdigest()}, but the manifest "
