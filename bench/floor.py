@@ -30,6 +30,7 @@ from etl.kinds.tabular.prepare import prepare_rows
 from etl.provenance import utc
 from etl.segments.plan import group_by_size, source_uri, window_files
 from etl.spec import Source, Spec, load_spec
+from etl.versions.segment import Schema
 from etl.write import shards
 from etl.write.writer import SPLIT_COL
 
@@ -94,7 +95,7 @@ def extract(uris: list[str], spec: Spec, lookups: list[pa.Table], start: datetim
     return table
 
 
-def _records(frame: pd.DataFrame, columns: list[str], schema: dict[str, Any]) -> Iterator[bytes]:
+def _records(frame: pd.DataFrame, columns: list[str], schema: Schema) -> Iterator[bytes]:
     for i in range(0, len(frame), CHUNK_ROWS):
         yield from shards.encode_batch_vectorized(frame.iloc[i:i + CHUNK_ROWS][columns], schema)
 
@@ -107,8 +108,8 @@ def run(root: str, dataset: str, out_dir: str, interval_end: str,
     end, start = utc(interval_end, "interval_end"), utc(interval_start, "interval_start")
     t0, c0 = time.perf_counter(), time.process_time()
     lookups = [_lookup(root, spec, i) for i in range(len(spec.joins))]
-    schema = spec.manifest_schema()
-    columns = [*schema["features"], schema["label"]["name"]]
+    schema = Schema.from_json(spec.manifest_schema(), f"{spec.path}: its schema")
+    columns = schema.columns
     splits = {split: 0 for split, _ in spec.split.fractions}
     spent = {"read_join_s": 0.0, "features_s": 0.0, "encode_write_s": 0.0}
     source_rows = 0

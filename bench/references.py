@@ -42,7 +42,7 @@ def split_frame(version_uri: str, split: str) -> tuple[pd.DataFrame, np.ndarray]
     from training.data.tabular import compression_type, feature_specs, shard_files
 
     manifest = versions.read_manifest(version_uri)
-    specs, label = feature_specs(manifest), manifest.schema["label"]["name"]
+    specs, label = feature_specs(manifest), manifest.schema.label.name
     ds = tf.data.TFRecordDataset(shard_files(version_uri, split, manifest),
                                  compression_type=compression_type(manifest))
     cols: dict[str, list[np.ndarray]] = {}
@@ -52,8 +52,8 @@ def split_frame(version_uri: str, split: str) -> tuple[pd.DataFrame, np.ndarray]
     data = {k: np.concatenate(v) for k, v in cols.items()}
     y = data.pop(label)
     frame = pd.DataFrame(data)
-    for name, feat in manifest.schema["features"].items():
-        if feat["kind"] == "categorical":
+    for name, feat in manifest.schema.features.items():
+        if feat.kind == "categorical":
             frame[name] = frame[name].map(
                 lambda v: v.decode() if isinstance(v, bytes) else str(v)).astype("category")
     return frame, y
@@ -107,14 +107,14 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
 
     manifest = versions.read_manifest(version_uri)
     task = tasks.task_of(manifest)
-    transform = manifest.schema["label"].get("transform")
+    transform = manifest.schema.label.transform
     if transform:
         if transform not in LEARNED:
             raise ValueError(f"{version_uri}: label transform {transform!r} has no learned "
                              f"space here; add it to bench.references.LEARNED")
         y, outputs = LEARNED[transform](y), LEARNED[transform](outputs)
     if task.name == tasks.MULTICLASS:
-        k = len(manifest.schema["label"].get("names") or []) or outputs.shape[1]
+        k = len(manifest.schema.label.names or ()) or outputs.shape[1]
         outputs = np.pad(outputs, ((0, 0), (0, max(k - outputs.shape[1], 0))))
     scores = gate.gate_scores(task.name, manifest, y, outputs)
     checks = gate.baseline_checks(task.gate, scores, task.baseline(y, manifest),

@@ -12,8 +12,12 @@ DAG files stay fast.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
+
+from etl.versions.segment import JsonObject
+from etl.versions.segment import key as json_field
 
 if TYPE_CHECKING:
     from etl.versions import Manifest
@@ -52,6 +56,7 @@ CLASS_WEIGHTS = ("auto", "balanced", "none")
 # flip look alike. The eval split only stops training: it need only be non-empty.
 DEFAULT_MIN_EVAL_EXAMPLES = 20
 DEFAULT_GATE_CONFIDENCE = 0.95  # one-sided, of the paired per-example loss test
+METRICS_FILE = "metrics.json"  # a run's ModelRecord, written last
 DEFAULT_PROMOTE_TOLERANCE = 0.01  # a new current model may lose this much to the old one
 
 
@@ -66,6 +71,82 @@ class RunOrigin:
 
     def fields(self) -> dict[str, str]:
         return {"dag_id": self.dag_id, "run_id": self.run_id}
+
+
+_NUMBER = (int, float)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRecord(JsonObject):
+    """A run's ``metrics.json``: the data, the label, the figures per split (``test``,
+    ``eval``, the ``baseline`` on test), the gate's verdict (``blessing``), the kept family
+    and its fit, the run and the orchestrator run that started it. Written last by a run
+    (``training.outputs.publish_run``), so a run folder with it holds a model; read by the
+    gate, the training DAG's version choice and the UI (``read_model_record``). Keys are kept as read
+    (``JsonObject``): a record written by older code reads and writes back unchanged."""
+
+    dataset: str | None = json_field(str)
+    version: str | None = json_field(str)
+    version_uri: str | None = json_field(str)
+    label: str | None = json_field(str)
+    kind: str | None = json_field(str)  # "image" for an images version; absent for a table
+    task: str | None = json_field(str)
+    classes: list | None = json_field(list)
+    transform: str | None = json_field(str)
+    split: str | None = json_field(str)
+    test: Mapping[str, Any] = json_field(dict, default={})
+    eval: Mapping[str, Any] = json_field(dict, default={})
+    baseline: Mapping[str, Any] = json_field(dict, default={})
+    min_margin: float | None = json_field(_NUMBER)
+    examples: Mapping[str, int] = json_field(dict, default={})
+    device: str | None = json_field(str)
+    precision: str | None = json_field(str)
+    replicas: int | None = json_field(int)
+    family: str | None = json_field(str)
+    family_choice: Mapping[str, Any] | None = json_field(dict)
+    fit_seconds: float | None = json_field(_NUMBER)
+    examples_per_s: float | None = json_field(_NUMBER)
+    epochs: int | None = json_field(int)
+    epochs_run: int | None = json_field(int)
+    best_epoch: int | None = json_field(int)
+    resumed_from_epoch: int = json_field(int, default=0)
+    history: Mapping[str, list] = json_field(dict, default={})
+    stall_ratio: float | None = json_field(_NUMBER)
+    code_version: str | None = json_field(str)
+    hyperparameters: Mapping[str, Any] = json_field(dict, default={})
+    created_at: str | None = json_field(str)
+    manifest_sha256: str | None = json_field(str)
+    run: str | None = json_field(str)
+    model_uri: str | None = json_field(str)
+    blessing: Mapping[str, Any] | None = json_field(dict)  # training.judge.gate.Blessing.to_dict()
+    dag_id: str | None = json_field(str)  # the orchestrator run (``RunOrigin``)
+    run_id: str | None = json_field(str)
+    artifacts: list | None = json_field(list)
+
+    @property
+    def trained_by(self) -> str | None:
+        """``run <run_id> of <dag_id>`` when an orchestrator run started it, else None."""
+        return f"run {self.run_id} of {self.dag_id}" if self.run_id and self.dag_id else None
+
+    @property
+    def trees(self) -> bool:
+        return self.family == "trees"
+
+
+def read_model_record(run_uri: str) -> ModelRecord | None:
+    """The run folder's ``metrics.json``, None while there is none (running, failed, killed).
+
+    Raises:
+        ValueError: the file is not a model record (names the file and the key).
+    """
+    from etl import storage
+
+    path = storage.join(run_uri, METRICS_FILE)
+    try:
+        obj = storage.read_json(path)
+    except FileNotFoundError:
+        return None
+    return ModelRecord.from_json(obj, path)
 
 
 @dataclass(frozen=True)
@@ -394,7 +475,7 @@ def _pow2_floor(x: float) -> int:
 def spec_overrides(config: TrainConfig, manifest: Manifest) -> TrainConfig:
     """The spec's ``training:`` settings (carried in ``schema.training``) where ``config``
     still holds the defaults; a CLI flag or DAG Param that changed a value wins."""
-    wanted = (manifest.schema or {}).get("training") or {}
+    wanted = (manifest.schema.training if manifest.schema else None) or {}
     base, current = TrainConfig(), {}
     for key, value in wanted.items():
         mine, default = _lookup(config, key), _lookup(base, key)
@@ -419,7 +500,7 @@ def plan(config: TrainConfig, manifest: Manifest) -> tuple[TrainConfig, list[str
         batch = max(MIN_BATCH, min(DEFAULT_BATCH_SIZE, _pow2_floor(n / STEPS_PER_PASS)))
         lines.append(f"batch_size {batch}: {n:,} train examples, >= {STEPS_PER_PASS} steps a pass")
     per_pass = max(1, math.ceil(n / batch))
-    regression = manifest.schema["label"].get("task") == "regression"
+    regression = manifest.schema.label.task == "regression"
     passes = MAX_PASSES if regression else MAX_CLASS_PASSES
     budget, why = _budget(config, per_pass, passes, chosen and batch < DEFAULT_BATCH_SIZE)
     lines.append(f"step_budget {budget:,}: {why}")
@@ -477,10 +558,10 @@ def _evaluations(config: TrainConfig, budget: int, per_pass: int) -> tuple[int, 
 
 def class_weight(config: TrainConfig, manifest: Manifest) -> tuple[dict[int, float] | None, str]:
     """Keras ``class_weight`` (inverse train frequency, mean 1) or None, and why."""
-    label = manifest.schema["label"]
+    label = manifest.schema.label
     counts = {int(k): int(v) for k, v in
-              (manifest.statistics.get("label_counts") or {}).items() if int(v) > 0}
-    if label.get("task", "binary") == "regression" or len(counts) < 2:
+              manifest.statistics.label_counts.items() if int(v) > 0}
+    if label.task_name == "regression" or len(counts) < 2:
         return None, "class weights: none"
     ratio = max(counts.values()) / min(counts.values())
     if config.class_weights == "none":  # the default (see IMBALANCE)

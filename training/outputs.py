@@ -19,10 +19,10 @@ import numpy as np
 
 from etl import storage
 from etl.versions import Manifest
+from training.config import METRICS_FILE, ModelRecord
 
 log = logging.getLogger(__name__)
 
-METRICS_FILE = "metrics.json"
 CARD_FILE = "model_card.md"
 PLOTS_DIR = "plots"
 BACKUP_DIR = "_backup"  # BackupAndRestore's mirror; survives republishing, removed on success
@@ -125,28 +125,28 @@ def plot_regression(y: np.ndarray, pred: np.ndarray, out_dir: Path) -> list[Path
     return [first, second]
 
 
-def binary_card(metrics: dict[str, Any]) -> tuple[str, str]:
+def binary_card(metrics: ModelRecord) -> tuple[str, str]:
     """(what the model is, what its baseline and gate are) for a binary label."""
-    base = metrics["baseline"]
-    return ((f"Binary classifier for `{metrics['label']}` (positive rate "
+    base = metrics.baseline
+    return ((f"Binary classifier for `{metrics.label}` (positive rate "
             f"{base['positive_rate']:.3f} on the test split)."),
             (f"Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); "
             f"its loss is a constant prediction at the train base rate. Gate: blessed when test "
-            f"accuracy and AUC each beat the baseline by {metrics['min_margin']} and its log "
+            f"accuracy and AUC each beat the baseline by {metrics.min_margin} and its log "
             f"loss is lower beyond noise."))
 
 
-def write_run_files(out: Path, metrics: dict[str, Any], hyperparameters: dict[str, Any],
+def write_run_files(out: Path, metrics: ModelRecord, hyperparameters: dict[str, Any],
                     about: tuple[str, str], names: tuple[str, ...], output: str,
                     inputs: str = TABULAR_INPUTS) -> list[str]:
     """Learning curves, the model card and ``label.json`` (the output's description: task,
     class names in output order, target transform) beside the saved model; the file list."""
-    plot_learning_curves(metrics["history"], out / PLOTS_DIR,
-                         first_epoch=metrics["resumed_from_epoch"] + 1)
+    plot_learning_curves(metrics.history, out / PLOTS_DIR,
+                         first_epoch=metrics.resumed_from_epoch + 1)
     (out / CARD_FILE).write_text(model_card(metrics, hyperparameters, about, names, inputs))
     (out / LABEL_FILE).write_text(json.dumps(
-        {"task": metrics["task"], "label": metrics["label"], "names": metrics["classes"],
-         "transform": metrics.get("transform"), "output": output}, indent=2))
+        {"task": metrics.task, "label": metrics.label, "names": metrics.classes,
+         "transform": metrics.transform, "output": output}, indent=2))
     return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
 
 
@@ -154,7 +154,7 @@ def _interval(bounds: list[float] | None) -> str:
     return f"[{bounds[0]:.4f}, {bounds[1]:.4f}]" if bounds else "-"
 
 
-def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
+def model_card(metrics: ModelRecord, hyperparameters: dict[str, Any],
                about: tuple[str, str] | None = None,
                names: tuple[str, ...] = ("auc", "accuracy", "loss"),
                inputs: str = TABULAR_INPUTS) -> str:
@@ -163,7 +163,7 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
     ``about``: the label task's (description, baseline and gate) lines; ``names``: its metrics;
     ``inputs``: what the model takes.
     """
-    test, ev, base = metrics["test"], metrics["eval"], metrics["baseline"]
+    test, ev, base = metrics.test, metrics.eval, metrics.baseline
     what, gate = about or binary_card(metrics)
     ci = test.get("intervals") or {}
     bounds, leads = ci.get("metrics", {}), ci.get("lead_over_baseline", {})
@@ -171,22 +171,22 @@ def model_card(metrics: dict[str, Any], hyperparameters: dict[str, Any],
             f"| {_cell(ev.get(name))} | {_cell(base.get(name))} | {_interval(leads.get(name))} |"
             for name in names]
     params = "\n".join(f"| `{k}` | `{json.dumps(v)}` |" for k, v in sorted(_flat(hyperparameters)))
-    return f"""# Model card: {metrics['dataset']} / {metrics['version']} / {metrics['run']}
+    return f"""# Model card: {metrics.dataset} / {metrics.version} / {metrics.run}
 
 {what} {inputs}
 
 ## Data
 
-- Dataset version: `{metrics['version']}` at `{metrics['version_uri']}`
-- Manifest sha256: `{metrics['manifest_sha256']}`
-- Examples: train {metrics['examples']['train']}, eval {metrics['examples']['eval']}, test {metrics['examples']['test']}
+- Dataset version: `{metrics.version}` at `{metrics.version_uri}`
+- Manifest sha256: `{metrics.manifest_sha256}`
+- Examples: train {metrics.examples['train']}, eval {metrics.examples['eval']}, test {metrics.examples['test']}
 
 ## Code and hardware
 
-- Code version: `{metrics['code_version']}`
-- Device: {metrics['device']}, precision {metrics['precision']}, {metrics['replicas']} replica(s)
+- Code version: `{metrics.code_version}`
+- Device: {metrics.device}, precision {metrics.precision}, {metrics.replicas} replica(s)
 - {_fit_line(metrics)}
-- Training throughput: {_num(metrics.get('examples_per_s'))} examples/s; stall ratio {_num(metrics.get('stall_ratio'))}
+- Training throughput: {_num(metrics.examples_per_s)} examples/s; stall ratio {_num(metrics.stall_ratio)}
 
 ## Verdict
 
@@ -211,9 +211,9 @@ split; the model and its baseline are scored on the same resamples.
 """
 
 
-def verdict(metrics: dict[str, Any]) -> str:
+def verdict(metrics: ModelRecord) -> str:
     """The gate's verdict as Markdown: blessed or not, then every check with its figures."""
-    blessing = metrics.get("blessing")
+    blessing = metrics.blessing
     if not blessing:
         return "No verdict recorded."
     head = ("**Blessed**: it may become the dataset's current model (if no other run was "
@@ -223,7 +223,7 @@ def verdict(metrics: dict[str, Any]) -> str:
     return head + "\n\n" + "\n".join(lines)
 
 
-def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any],
+def publish_run(local_dir: Path, run_uri: str, metrics: ModelRecord,
                 names: tuple[str, ...] = ("accuracy", "auc")) -> None:
     """Upload ``local_dir`` to ``run_uri`` (stale files of an earlier try removed first),
     then write metrics.json last: its presence marks the run complete. ``names``: the task's
@@ -243,44 +243,44 @@ def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any],
             fs.put([str(p) for p in files], remote)
 
         storage.with_retries(put, f"upload {run_uri}") if storage.is_gcs(run_uri) else put()
-    storage.write_bytes_atomic(storage.join(run_uri, METRICS_FILE), storage.json_bytes(metrics))
+    storage.write_bytes_atomic(storage.join(run_uri, METRICS_FILE), storage.json_bytes(metrics.to_json()))
     log.debug("published %d files and %s to %s", len(files), METRICS_FILE, run_uri)
     log_summary(metrics, run_uri, names)
 
 
-def _pair(metrics: dict[str, Any], name: str) -> str:
-    model, base = metrics.get("test", {}).get(name), metrics.get("baseline", {}).get(name)
+def _pair(metrics: ModelRecord, name: str) -> str:
+    model, base = metrics.test.get(name), metrics.baseline.get(name)
     if not isinstance(model, float):
         return ""
     return f", test {name} {model:.4f}" + (f" (baseline {base:.4f})"
                                              if isinstance(base, float) else "")
 
 
-def _fit_line(metrics: dict[str, Any]) -> str:
+def _fit_line(metrics: ModelRecord) -> str:
     """The card's line on how long the kept family fitted (rounds for trees, epochs else)."""
-    if metrics.get("family") == "trees":
-        return (f"Model family: trees, {metrics['epochs_run']} boosting rounds (best eval loss "
-                f"at round {metrics['best_epoch']})")
-    family = f"Model family: {metrics['family']}, " if metrics.get("family") else ""
-    return (f"{family}Epochs run: {metrics['epochs_run']} (best eval loss at epoch "
-            f"{metrics['best_epoch']}), resumed from epoch {metrics['resumed_from_epoch']}")
+    if metrics.family == "trees":
+        return (f"Model family: trees, {metrics.epochs_run} boosting rounds (best eval loss "
+                f"at round {metrics.best_epoch})")
+    family = f"Model family: {metrics.family}, " if metrics.family else ""
+    return (f"{family}Epochs run: {metrics.epochs_run} (best eval loss at epoch "
+            f"{metrics.best_epoch}), resumed from epoch {metrics.resumed_from_epoch}")
 
 
-def _steps_word(metrics: dict[str, Any]) -> str:
+def _steps_word(metrics: ModelRecord) -> str:
     """What ``epochs_run`` counts: the trees' boosting rounds, else the network's epochs."""
-    return "boosting round(s) (trees)" if metrics.get("family") == "trees" else "epoch(s)"
+    return "boosting round(s) (trees)" if metrics.family == "trees" else "epoch(s)"
 
 
-def log_summary(metrics: dict[str, Any], run_uri: str,
+def log_summary(metrics: ModelRecord, run_uri: str,
                 names: tuple[str, ...] = ("accuracy", "auc")) -> None:
     """The training task's one line: data, epochs, the task's test metrics (``names``)
     against the baseline, time."""
-    fit = metrics.get("fit_seconds")
-    run, most = metrics.get("epochs_run"), metrics.get("epochs")
+    fit = metrics.fit_seconds
+    run, most = metrics.epochs_run, metrics.epochs
     epochs = f"{run}/{most}" if most else f"{run}"
-    device = f" on {metrics['device']}" if metrics.get("device") else ""
-    log.info("train %s on %s: %s %s%s%s, fit %s -> %s", metrics.get("dataset"),
-             metrics.get("version"), epochs, _steps_word(metrics), device,
+    device = f" on {metrics.device}" if metrics.device else ""
+    log.info("train %s on %s: %s %s%s%s, fit %s -> %s", metrics.dataset,
+             metrics.version, epochs, _steps_word(metrics), device,
              "".join(_pair(metrics, n) for n in names),
              f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?", run_uri)
 

@@ -21,7 +21,9 @@ import keras
 import numpy as np
 
 from etl.versions import Manifest
+from etl.versions.segment import LabelSchema
 from training import outputs
+from training.config import ModelRecord
 from training.judge import evaluate
 from training.models.heads import (
     BINARY,
@@ -30,7 +32,6 @@ from training.models.heads import (
     Head,
     Serve,
     binary_head,
-    class_names,
     in_units,
     linear_head,
     model_target,
@@ -59,10 +60,10 @@ class Task:
     baseline_name: str
     gate: dict[str, str]
     plots: Callable[[np.ndarray, np.ndarray, dict[str, Any], Path], list[Path]]
-    about: Callable[[dict[str, Any]], tuple[str, str]]
+    about: Callable[[ModelRecord], tuple[str, str]]
     card_metrics: tuple[str, ...]
     output: str
-    target: Callable[[dict[str, Any]], Callable | None] = lambda label: None
+    target: Callable[[LabelSchema], Callable | None] = lambda label: None
     serve: Serve | None = None
     curves: tuple[str, ...] = field(default=("loss",))
 
@@ -70,7 +71,7 @@ class Task:
 
 def task_of(manifest: Manifest) -> Task:
     """The task a version's label declares."""
-    name = manifest.schema["label"].get("task", BINARY)
+    name = manifest.schema.label.task_name
     if name not in TASKS:
         raise ValueError(f"manifest {manifest.dataset}/{manifest.version}: label "
                          f"task {name!r} is not one of {sorted(TASKS)}")
@@ -87,71 +88,72 @@ def _binary_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[s
 def _binary_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                   folder: Path) -> list[Path]:
     matrix = evaluate.confusion(y, out[:, 0] >= 0.5, 2).tolist()
-    names = class_names(manifest.schema["label"])
+    names = manifest.schema.label.class_names
     return [outputs.plot_confusion(matrix, names, folder / "confusion_matrix.png")]
 
 
 # --- multi-class ----------------------------------------------------------------------------
 
 def _multi_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
-    names = class_names(manifest.schema["label"])
+    names = manifest.schema.label.class_names
     return {**evaluate.class_report(y, out.argmax(axis=1), names),
             "auc": evaluate.macro_auc(y, out)}
 
 
 def _multi_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
     base = evaluate.majority_baseline(y.astype(np.int64),
-                                      manifest.statistics.get("label_counts", {}))
+                                      manifest.statistics.label_counts)
     majority = np.full(len(y), base["majority_class"])
-    names = class_names(manifest.schema["label"])
+    names = manifest.schema.label.class_names
     base["macro_f1"] = evaluate.class_report(y, majority, names)["macro_f1"]
     return base
 
 
 def _multi_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                  folder: Path) -> list[Path]:
-    names = class_names(manifest.schema["label"])
+    names = manifest.schema.label.class_names
     matrix = evaluate.confusion(y, out.argmax(axis=1), len(names)).tolist()
     return [outputs.plot_confusion(matrix, names, folder / "confusion_matrix.png")]
 
 
-def _multi_about(metrics: dict[str, Any]) -> tuple[str, str]:
-    base = metrics["baseline"]
-    return ((f"Multi-class classifier for `{metrics['label']}` over {len(metrics['classes'])} "
-            f"classes ({', '.join(map(str, metrics['classes']))}); it returns one probability "
+def _multi_about(metrics: ModelRecord) -> tuple[str, str]:
+    base = metrics.baseline
+    return ((f"Multi-class classifier for `{metrics.label}` over {len(metrics.classes)} "
+            f"classes ({', '.join(map(str, metrics.classes))}); it returns one probability "
             f"per class, in that order."),
             (f"Majority-class baseline: always predicts class {base['majority_class']} "
-            f"(`{metrics['classes'][base['majority_class']]}`). Gate: blessed when test accuracy "
-            f"and macro-F1 each beat the baseline by {metrics['min_margin']} and its log loss "
+            f"(`{metrics.classes[base['majority_class']]}`). Gate: blessed when test accuracy "
+            f"and macro-F1 each beat the baseline by {metrics.min_margin} and its log loss "
             f"is lower beyond noise."))
 
 
 # --- regression -----------------------------------------------------------------------------
 
 def _reg_report(y: np.ndarray, out: np.ndarray, manifest: Manifest) -> dict[str, Any]:
-    label = manifest.schema["label"]
+    label = manifest.schema.label
     return evaluate.regression_report(in_units(y, label), in_units(out[:, 0], label))
 
 
 def _reg_baseline(y: np.ndarray, manifest: Manifest) -> dict[str, Any]:
-    mean = float((manifest.statistics.get("label") or {}).get("mean", float("nan")))
-    return evaluate.mean_baseline(in_units(y, manifest.schema["label"]), mean)
+    moments = manifest.statistics.label
+    mean = float(moments.mean) if moments else float("nan")
+    return evaluate.mean_baseline(in_units(y, manifest.schema.label), mean)
 
 
 def _reg_plots(y: np.ndarray, out: np.ndarray, manifest: Manifest,
                folder: Path) -> list[Path]:
-    label = manifest.schema["label"]
+    label = manifest.schema.label
     return outputs.plot_regression(in_units(y, label), in_units(out[:, 0], label), folder)
 
 
-def _reg_about(metrics: dict[str, Any]) -> tuple[str, str]:
-    base, transform = metrics["baseline"], metrics.get("transform")
+def _reg_about(metrics: ModelRecord) -> tuple[str, str]:
+    base, transform = metrics.baseline, metrics.transform
     learned = f" It learns `{transform}` of the target and returns values in the target's " \
               f"units." if transform else ""
-    return (f"Regressor for `{metrics['label']}`.{learned}",
+    return (f"Regressor for `{metrics.label}`.{learned}",
             (f"Mean-predictor baseline: always predicts the train mean {base['predicts']:.4g}. "
             f"Gate: blessed when test RMSE is at most the baseline's x (1 - "
-            f"{metrics['min_margin']}) and its absolute errors are lower beyond noise. MAE, "
+            f"{metrics.min_margin}) and its absolute errors are lower beyond noise. MAE, "
             f"RMSE and R² are in the target's units."))
 
 
@@ -160,7 +162,7 @@ TASKS: dict[str, Task] = {
         BINARY, binary_head, keras.losses.BinaryCrossentropy,
         lambda: [keras.metrics.AUC(name="auc"), keras.metrics.BinaryAccuracy(name="accuracy")],
         _binary_report, lambda y, m: evaluate.baseline(
-            y.astype(np.int64), m.statistics.get("label_counts", {})),
+            y.astype(np.int64), m.statistics.label_counts),
         "majority-class", {"accuracy": "higher", "auc": "higher"}, _binary_plots,
         outputs.binary_card, ("auc", "accuracy", "loss"),
         "probability of class 1", curves=("loss", "auc", "accuracy")),

@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 _LOG = logging.getLogger("airflow.task")
-METRICS_FILE = "metrics.json"  # training writes it last: a run folder with it holds a model
 
 
 @dataclass(frozen=True)
@@ -75,17 +74,16 @@ def trained_by(root: str, dataset: str, version: str, own_run: str) -> str | Non
     run folder other than ``own_run`` (this run's own, which a cleared run trains again), the
     folder itself for a model trained outside Airflow; None when there is no such model."""
     from etl import storage
+    from training.outputs import read_model_record
 
     runs = storage.safe_join(root, "models", dataset, version)
     for folder in storage.list_dir(runs):
         if folder == own_run:
             continue
-        try:
-            metrics = storage.read_json(storage.join(runs, folder, METRICS_FILE))
-        except FileNotFoundError:
-            continue  # still training, or killed: no model
-        run_id, dag_id = metrics.get("run_id"), metrics.get("dag_id")
-        return f"run {run_id} of {dag_id}" if run_id and dag_id else f"run folder {folder}"
+        record = read_model_record(storage.join(runs, folder))
+        if record is None:
+            continue  # still training, or killed: no model (training writes it last)
+        return record.trained_by or f"run folder {folder}"
     return None
 
 

@@ -133,14 +133,13 @@ def _facets(lineage: Lineage, uri: str) -> tuple[dict[str, Any], dict[str, Any]]
     manifest = lineage.manifest or Manifest()
     if lineage.model is not None and uri == lineage.model["uri"]:
         return {"flightpipe_version": version_facet(manifest, lineage.model)}, {}
-    schema = manifest.schema or {}
-    fields = [schema_dataset.SchemaDatasetFacetFields(name=n, type=str(f.get("dtype")),
-                                                      description=f.get("kind"))
-              for n, f in (schema.get("features") or {}).items()]
-    label = schema.get("label") or {}
-    if label.get("name"):
+    fields = []
+    if (schema := manifest.schema) is not None:
+        fields = [schema_dataset.SchemaDatasetFacetFields(name=n, type=str(f.dtype),
+                                                          description=f.kind)
+                  for n, f in schema.features.items()]
         fields.append(schema_dataset.SchemaDatasetFacetFields(
-            name=label["name"], type=str(label.get("dtype")), description="label"))
+            name=schema.label.name, type=str(schema.label.dtype), description="label"))
     rows, size, files = manifest.num_examples, manifest.num_bytes, manifest.num_shards
     return ({"schema": schema_dataset.SchemaDatasetFacet(fields=fields),
              "flightpipe_version": version_facet(manifest, None)},

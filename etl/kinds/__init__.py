@@ -14,7 +14,7 @@ entry) for ``etl land`` alone. A new kind is a folder and one entry in ``KINDS``
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from etl.spec.load import spec_kind, spec_path
 from etl.spec.model import DatasetSpec, SpecError
 from etl.versions.manifest import Manifest
-from etl.versions.segment import Metas, SegmentMeta
+from etl.versions.segment import Metas, SegmentMeta, Statistics
 
 if TYPE_CHECKING:
     from etl.kinds.landing import LandOptions, LandReport
@@ -77,12 +77,14 @@ class Window(Generic[S, C]):
 
 @dataclass(frozen=True)
 class Judged:
-    """The window's validation summary, its statistics (``label_schema`` included) and drift
-    against the previous version (None: nothing new, or no previous version)."""
+    """The window's validation summary, its statistics, drift against the previous version
+    (None: nothing new, or no previous version) and the label as the window resolved it
+    (its classes; None: the spec's as it stands)."""
 
     summary: dict[str, Any]
-    statistics: dict[str, Any]
+    statistics: Statistics
     drift: dict[str, Any] | None = None
+    label: Mapping[str, Any] | None = None
 
 
 class SpecLoader(Protocol[S_co]):

@@ -42,10 +42,11 @@ from etl.kinds import BuildRequest, DatasetKind, Window
 from etl.provenance import iso, run_key, utc
 from etl.spec import DatasetSpec
 from etl.validation.suite import check_mode
-from etl.versions.manifest import Manifest
+from etl.versions.manifest import Interval, Manifest, Verdict
 
 if TYPE_CHECKING:
     from etl.kinds.landing import LandOptions
+    from etl.segments.compose import Composed
 
 log = logging.getLogger("etl.pipeline")
 
@@ -113,11 +114,39 @@ class RunRecord:
         return {"start": iso(self.start), "end": iso(self.end)}
 
     def to_json(self) -> dict[str, Any]:
-        """The record as the draft stores it (and ``publish`` reads it)."""
+        """The record as the draft stores it (and ``publish`` reads it, ``from_json``)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                if f.name not in ("start", "end", "options")}
-        return {**out, "interval": self.interval, "force": self.options.force,
-                "source_uri": self.options.source_uri, "layout": "segments"}
+        return {**out, "interval": self.interval, "mode": self.options.mode,
+                "force": self.options.force, "source_uri": self.options.source_uri,
+                "layout": "segments"}
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str) -> RunRecord:
+        """The record ``to_json`` wrote (a draft's ``run``); ValueError naming ``where`` and
+        the key when it is not one."""
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: expected the run record as an object, got {obj!r}")  # noqa: TRY004 -- a malformed file
+        try:
+            interval = Interval.from_json(obj["interval"], where, "interval")
+            own = {f.name: obj[f.name] for f in dataclasses.fields(cls)
+                   if f.name not in ("start", "end", "options") and f.name in obj}
+            options = RunOptions(mode=obj.get("mode", RunOptions.mode),
+                                 force=bool(obj.get("force")), source_uri=obj.get("source_uri"))
+            return cls(**own, start=utc(interval.start, "interval.start"),
+                       end=utc(interval.end, "interval.end"), options=options)
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{where}: not a run record ({type(e).__name__}: {e})") from None
+
+    def composed(self, judged: kinds.Judged) -> Composed:
+        """What the manifest takes from this run and its window's judgement."""
+        from etl.segments.compose import Composed
+
+        return Composed(version=str(self.target_version), run_id=self.run_id,
+                        interval=Interval.of(**self.interval),
+                        verdict=Verdict.from_json(self.validation or {},
+                                                  "the run record's validation"),
+                        statistics=judged.statistics, label=judged.label)
 
 
 def is_published(root: str, dataset: str, version: str) -> bool:
@@ -187,8 +216,8 @@ def build_version(spec_name: str, root: str, interval_end: str | datetime,
     heartbeat = versions.Heartbeat(lock).start()
     try:
         judged = _judge(kind, window, record, vuri)
-        manifest = compose_manifest(window.spec, record.to_json(), config, window.metas,
-                                    judged.statistics)
+        manifest = compose_manifest(window.spec, record.composed(judged), config,
+                                    window.metas)
         record.writer_lock = {"owner": lock.owner}
         versions.hand_off_writer_lock(heartbeat.stop(),
                                       {"manifest": manifest.to_json(),
@@ -312,14 +341,15 @@ def publish(written_uri: str) -> dict[str, Any]:
         return _already_published(written_uri)
     manifest = versions.Manifest.from_json(
         lock.payload["manifest"], f"{written_uri}/{versions.WRITER_LOCK} (the draft)")
-    record = lock.payload["run"]
+    record = RunRecord.from_json(lock.payload.get("run"),
+                                 f"{written_uri}/{versions.WRITER_LOCK} (the draft's run)")
     _check_shards(written_uri, manifest)
     manifest = replace(manifest, created_at=iso(datetime.now(UTC)))
     created = versions.publish_manifest(written_uri, manifest, lock=lock)
-    _drop_staging(record["run_dir"])
-    say_published(record["dataset"], manifest, created, written_uri)
+    _drop_staging(record.run_dir)
+    say_published(record.dataset, manifest, created, written_uri)
     return {"version_uri": written_uri, "version": manifest.version, "created": created,
-            "splits": _split_rows(manifest), "timings": record.get("timings", {})}
+            "splits": _split_rows(manifest), "timings": record.timings}
 
 
 def _split_rows(manifest: versions.Manifest) -> dict[str, int]:

@@ -58,8 +58,11 @@ from etl.versions import lease, segment
 from etl.versions.segment import (
     DATASET_INFO,
     SEGMENT_FILE,
+    FeatureSchema,
     Interval,
+    LabelSchema,
     RowPartial,
+    Schema,
     SegmentChecks,
     SegmentMeta,
     SourceFiles,
@@ -157,20 +160,20 @@ def row_counts(stored: RowPartial) -> RowCounts:
                      examples=tuple(stored.examples or ()), error=stored.error)
 
 
-def feature_json(spec: dict[str, Any], is_label: bool = False) -> dict[str, Any]:
-    """One FeatureConnector's JSON: Scalar, Text, ClassLabel or Image."""
-    dtype, kind = spec.get("dtype"), spec.get("kind")
-    if is_label:
+def feature_json(feature: FeatureSchema | LabelSchema) -> dict[str, Any]:
+    """One FeatureConnector's JSON: Scalar, Text, ClassLabel (a class label) or Image."""
+    dtype = feature.dtype
+    if isinstance(feature, LabelSchema) and feature.classes is not None:
         return {"pythonClassName": f"{_PKG}.class_label_feature.ClassLabel",
-                "classLabel": {"numClasses": str(int(spec["classes"]))}}
-    if kind == "image":
-        if spec.get("encoding") not in ("png", "jpeg") or len(spec.get("shape", [])) != 3:
-            raise ValueError(
-                f"image feature: expected shape [h, w, c] and encoding png|jpeg, got {spec}")
-        dims = [str(-1 if d is None else int(d)) for d in spec["shape"]]
+                "classLabel": {"numClasses": str(int(feature.classes))}}
+    if isinstance(feature, FeatureSchema) and feature.kind == "image":
+        if feature.encoding not in ("png", "jpeg") or len(feature.shape or ()) != 3:
+            raise ValueError("image feature: expected shape [h, w, c] and encoding png|jpeg, "
+                             f"got {feature.to_json()}")
+        dims = [str(-1 if d is None else int(d)) for d in feature.shape or ()]
         return {"pythonClassName": f"{_PKG}.image_feature.Image",
                 "image": {"shape": {"dimensions": dims}, "dtype": "uint8",
-                          "encodingFormat": spec["encoding"]}}
+                          "encodingFormat": feature.encoding}}
     if dtype == "string":
         return {"pythonClassName": f"{_PKG}.text_feature.Text", "text": {}}
     if dtype in ("float32", "int64"):
@@ -179,16 +182,14 @@ def feature_json(spec: dict[str, Any], is_label: bool = False) -> dict[str, Any]
     raise ValueError(f"feature dtype {dtype!r}: expected float32, int64 or string")
 
 
-def features_json(schema: dict[str, Any]) -> dict[str, Any]:
+def features_json(schema: Schema) -> dict[str, Any]:
     """The ``features`` field of a DatasetInfo proto (JSON form): every feature, the label."""
-    feats = {name: feature_json(spec) for name, spec in schema.get("features", {}).items()}
-    label = schema.get("label")
-    if label:
-        # a float label (regression target) is a Scalar; an integer one is a ClassLabel
-        if "classes" not in label and label.get("dtype") != "float32":
-            raise ValueError(
-                f"schema label {label.get('name')!r}: 'classes' is needed for ClassLabel")
-        feats[label["name"]] = feature_json(label, is_label="classes" in label)
+    feats = {name: feature_json(feature) for name, feature in schema.features.items()}
+    label = schema.label
+    # a float label (regression target) is a Scalar; an integer one is a ClassLabel
+    if label.classes is None and label.dtype != "float32":
+        raise ValueError(f"schema label {label.name!r}: 'classes' is needed for ClassLabel")
+    feats[label.name] = feature_json(label)
     return {"pythonClassName": f"{_PKG}.features_dict.FeaturesDict",
             "featuresDict": {"features": feats}}
 

@@ -14,7 +14,8 @@ in bulk, after a re-delivery or a compaction.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from etl.errors import ValidationFailed
@@ -39,7 +40,15 @@ from etl.versions.manifest import (
     Verdict,
     VersionSources,
 )
-from etl.versions.segment import Metas, SegmentMeta, SplitInfo, json_digest
+from etl.versions.segment import (
+    LabelSchema,
+    Metas,
+    Schema,
+    SegmentMeta,
+    SplitInfo,
+    Statistics,
+    json_digest,
+)
 
 if TYPE_CHECKING:
     from etl.write.writer import WriteConfig
@@ -95,12 +104,12 @@ def judge_from_partials(spec: Spec, suite: SplitSuite, checks: DatasetChecks, me
 
 # --- the manifest ----------------------------------------------------------------------------
 
-def manifest_schema(spec: DatasetSpec, stats: dict[str, Any]) -> dict[str, Any]:
-    """The spec's schema with the label as the transform resolved it (e.g. the classes taken
-    from the train split); ``statistics.label_schema`` is not kept in the manifest."""
-    schema = spec.manifest_schema()
-    schema["label"] = stats.get("label_schema", schema["label"])
-    return schema
+def manifest_schema(spec: DatasetSpec, label: Mapping[str, Any] | None = None) -> Schema:
+    """The spec's schema, with ``label`` -- the label as the transform resolved it (e.g. the
+    classes taken from the train split) -- where given."""
+    where = f"{spec.name}: the spec's schema"
+    schema = Schema.from_json(spec.manifest_schema(), where)
+    return schema.with_label(LabelSchema.from_json(label, where, "label")) if label else schema
 
 
 def compose_splits(spec: DatasetSpec, metas: Metas) -> dict[str, SplitInfo]:
@@ -126,21 +135,30 @@ def _fingerprint(metas: Metas) -> VersionSources:
                              lookups_sha256=lookups)
 
 
-def compose_manifest(spec: DatasetSpec, run: dict[str, Any], config: WriteConfig,
-                     metas: Metas, stats: dict[str, Any]) -> Manifest:
-    """Every manifest field of docs/INTERFACES.md (``created_at`` is set at publish);
-    ``run``: the run record as JSON, its validation summary included."""
-    verdict = Verdict.from_json(run.get("validation") or {}, "the run record's validation")
-    validation = replace(verdict, results="validation/results.json",
+@dataclass(frozen=True)
+class Composed:
+    """What a run gives the manifest besides its segments: the version it publishes, the
+    run, its interval, the window's verdict, statistics and resolved label."""
+
+    version: str
+    run_id: str
+    interval: Interval
+    verdict: Verdict
+    statistics: Statistics
+    label: Mapping[str, Any] | None = None  # the label as the window resolved it
+
+
+def compose_manifest(spec: DatasetSpec, run: Composed, config: WriteConfig,
+                     metas: Metas) -> Manifest:
+    """Every manifest field of docs/INTERFACES.md (``created_at`` is set at publish)."""
+    validation = replace(run.verdict, results="validation/results.json",
                          data_docs="validation/index.html")
     return Manifest.of(
         format_version=FORMAT_VERSION, layout="segments", dataset=spec.name,
-        version=run["target_version"], data_interval=Interval.from_json(
-            run["interval"], "the run record's interval"),
-        created_at=None, run_id=run["run_id"],
+        version=run.version, data_interval=run.interval, created_at=None, run_id=run.run_id,
         code_version=code_version(), compression=config.compression,
-        splits=compose_splits(spec, metas), schema=manifest_schema(spec, stats),
-        statistics={k: v for k, v in stats.items() if k != "label_schema"},
+        splits=compose_splits(spec, metas), schema=manifest_schema(spec, run.label),
+        statistics=run.statistics,
         segments=tuple(SegmentEntry.of(segment=m.segment, label=m.label,
                                        records=m.num_examples, partitions=m.partitions)
                        for _, m in metas),

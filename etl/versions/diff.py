@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from etl.errors import NoVersionError
 from etl.versions.catalog import list_versions
 from etl.versions.manifest import Manifest, SegmentEntry
+from etl.versions.segment import FeatureSchema, LabelSchema, Schema, Statistics
 
 ALIASES = ("latest", "previous")  # the newest published version, the one before it
 MAX_TOKENS = 5  # vocabulary tokens listed per side
@@ -144,14 +144,14 @@ def diff_manifests(a: Manifest, b: Manifest) -> VersionDiff:
     return VersionDiff(
         dataset=str(b.dataset), a=str(a.version), b=str(b.version),
         segments_kept=kept, segments=tuple(changes), splits=tuple(_splits(a, b)),
-        schema=tuple(_schema(a.schema or {}, b.schema or {})),
+        schema=tuple(_schema(a.schema, b.schema)),
         numeric=tuple(_numeric(_stats(a), _stats(b))),
         vocabularies=tuple(_vocabs(_stats(a), _stats(b))),
         labels=tuple(_labels(_stats(a), _stats(b))))
 
 
-def _stats(m: Manifest) -> Mapping[str, Any]:
-    return m.statistics or {}
+def _stats(m: Manifest) -> Statistics:
+    return m.statistics or Statistics()
 
 
 def _parts(seg: SegmentEntry) -> dict[str, str]:
@@ -201,49 +201,55 @@ def _splits(a: Manifest, b: Manifest) -> list[SplitRows]:
     return [SplitRows(s, a.split(s).num_examples, b.split(s).num_examples) for s in names]
 
 
-def _type(spec: Mapping[str, Any]) -> str:
+def _type(feature: FeatureSchema | LabelSchema) -> str:
     """A feature's type as one short text: dtype, kind, shape, encoding, classes."""
-    bits = [str(spec.get("dtype", "?"))]
-    if spec.get("kind"):
-        bits.append(str(spec["kind"]))
-    if spec.get("shape"):
-        bits.append("x".join("?" if d is None else str(d) for d in spec["shape"]))
-    if spec.get("encoding"):
-        bits.append(str(spec["encoding"]))
-    if "classes" in spec:
-        bits.append(f"{spec['classes']} classes")
+    bits = [str(feature.dtype or "?")]
+    if isinstance(feature, FeatureSchema):
+        if feature.kind:
+            bits.append(feature.kind)
+        if feature.shape:
+            bits.append("x".join("?" if d is None else str(d) for d in feature.shape))
+        if feature.encoding:
+            bits.append(feature.encoding)
+    elif feature.classes is not None:
+        bits.append(f"{feature.classes} classes")
     return " ".join(bits)
 
 
-def _schema(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[SchemaChange]:
-    fa = {n: _type(s) for n, s in (a.get("features") or {}).items()}
-    fb = {n: _type(s) for n, s in (b.get("features") or {}).items()}
-    for side, schema in ((fa, a), (fb, b)):
-        if schema.get("label"):
-            side[f"{schema['label'].get('name')} (label)"] = _type(schema["label"])
+def _types(schema: Schema | None) -> dict[str, str]:
+    """Every feature's type, and the label's, by name."""
+    if schema is None:
+        return {}
+    out = {n: _type(f) for n, f in schema.features.items()}
+    out[f"{schema.label.name} (label)"] = _type(schema.label)
+    return out
+
+
+def _schema(a: Schema | None, b: Schema | None) -> list[SchemaChange]:
+    fa, fb = _types(a), _types(b)
     out = [SchemaChange(n, "added", b=fb[n]) for n in sorted(set(fb) - set(fa))]
     out += [SchemaChange(n, "removed", a=fa[n]) for n in sorted(set(fa) - set(fb))]
     out += [SchemaChange(n, "changed", fa[n], fb[n]) for n in sorted(set(fa) & set(fb))
             if fa[n] != fb[n]]
-    if list(a.get("key") or []) != list(b.get("key") or []):
-        out.append(SchemaChange("(key)", "changed", ", ".join(a.get("key") or []),
-                                ", ".join(b.get("key") or [])))
+    ka, kb = (list(s.key_columns) if s else [] for s in (a, b))
+    if ka != kb:
+        out.append(SchemaChange("(key)", "changed", ", ".join(map(str, ka)),
+                                ", ".join(map(str, kb))))
     return out
 
 
-def _numeric(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[NumericDelta]:
-    na, nb = a.get("numeric") or {}, b.get("numeric") or {}
+def _numeric(a: Statistics, b: Statistics) -> list[NumericDelta]:
+    na, nb = a.numeric, b.numeric
     out = []
     for col in sorted(set(na) & set(nb)):
-        sa, sb = math.sqrt(max(float(na[col].get("var", 0.0)), 0.0)), \
-            math.sqrt(max(float(nb[col].get("var", 0.0)), 0.0))
-        ma, mb = float(na[col].get("mean", 0.0)), float(nb[col].get("mean", 0.0))
+        sa, sb = math.sqrt(max(float(na[col].var), 0.0)), math.sqrt(max(float(nb[col].var), 0.0))
+        ma, mb = float(na[col].mean), float(nb[col].mean)
         out.append(NumericDelta(col, ma, mb, sa, sb, (mb - ma) / sa if sa > 0 else None))
     return out
 
 
-def _vocabs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[VocabDelta]:
-    va, vb = a.get("vocabularies") or {}, b.get("vocabularies") or {}
+def _vocabs(a: Statistics, b: Statistics) -> list[VocabDelta]:
+    va, vb = a.vocabularies, b.vocabularies
     out = []
     for col in sorted(set(va) & set(vb)):
         old, new = list(va[col]), list(vb[col])
@@ -254,9 +260,9 @@ def _vocabs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[VocabDelta]:
     return out
 
 
-def _labels(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[LabelDelta]:
-    ca = {str(k): int(v) for k, v in (a.get("label_counts") or {}).items()}
-    cb = {str(k): int(v) for k, v in (b.get("label_counts") or {}).items()}
+def _labels(a: Statistics, b: Statistics) -> list[LabelDelta]:
+    ca = {str(k): int(v) for k, v in a.label_counts.items()}
+    cb = {str(k): int(v) for k, v in b.label_counts.items()}
     ta, tb = sum(ca.values()) or 1, sum(cb.values()) or 1
     keys = list(ca) + [k for k in cb if k not in ca]
     return [LabelDelta(k, ca.get(k, 0), cb.get(k, 0), ca.get(k, 0) / ta, cb.get(k, 0) / tb)

@@ -19,7 +19,9 @@ from etl.versions.segment import (
     HoldsSplits,
     Interval,
     JsonObject,
+    Schema,
     SplitInfo,
+    Statistics,
     folders,
     json_digest,
     key,
@@ -106,8 +108,8 @@ class Manifest(JsonObject, HoldsSplits):
     code_version: str | None = key(str)
     compression: str | None = key(str)
     splits: Mapping[str, SplitInfo] = key(dict, mapping_of(SplitInfo), default={})
-    schema: Mapping[str, Any] | None = key(dict)
-    statistics: Mapping[str, Any] | None = key(dict)
+    schema: Schema | None = key(dict, nested(Schema))
+    statistics: Statistics | None = key(dict, nested(Statistics))
     segments: tuple[SegmentEntry, ...] = key(list, list_of(SegmentEntry), default=())
     source_fingerprint: VersionSources | None = key(dict, nested(VersionSources))
     validation: Verdict | None = key(dict, nested(Verdict))
@@ -134,10 +136,6 @@ class Manifest(JsonObject, HoldsSplits):
     def folders(self, version_uri: str) -> list[str]:
         """The segment folders it lists, in window order (``etl.versions.segment.folders``)."""
         return folders(version_uri, [s.segment for s in self.segments], self.splits)
-
-    def label(self) -> Mapping[str, Any]:
-        """``schema.label``, empty when the schema has none."""
-        return (self.schema or {}).get("label") or {}
 
 
 def read_manifest(uri: str) -> Manifest:

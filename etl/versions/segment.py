@@ -40,6 +40,7 @@ from etl.provenance import code_version, iso
 from etl.versions.ids import _PLAIN_NAME, MANIFEST, SEGMENTS_DIR, dataset_uri
 
 _OWN = ("json_order", "json_extra")
+_SCALARS = (str, int, float, type(None))  # class names, key columns, an image shape
 
 @dataclass(frozen=True)
 class Codec:
@@ -89,12 +90,12 @@ def list_of(cls: type[JsonObject]) -> Codec:
     return Codec(load, lambda v: [x.to_json() for x in v])
 
 
-def strings() -> Codec:
-    """A JSON array of strings, held as a tuple."""
-    def load(value: Any, where: str, at: str) -> tuple[str, ...]:
+def strings(kind: type | tuple[type, ...] = str) -> Codec:
+    """A JSON array of strings (or of ``kind``: class names, a shape), held as a tuple."""
+    def load(value: Any, where: str, at: str) -> tuple[Any, ...]:
         items = _check(value, list, where, at)
         for i, item in enumerate(items):
-            _check(item, str, where, f"{at}[{i}]")
+            _check(item, kind, where, f"{at}[{i}]")
         return tuple(items)
     return Codec(load, list)
 
@@ -258,6 +259,93 @@ class Interval(JsonObject):
     end: str | None = key(str)
 
 
+@dataclass(frozen=True, kw_only=True)
+class LabelSchema(JsonObject):
+    """``schema.label``: the label column, its task and (a class label) its classes."""
+
+    name: str = key(str, required=True)
+    dtype: str | None = key(str)
+    task: str | None = key(str)  # binary when absent (versions written before tasks)
+    classes: int | None = key(int)
+    names: tuple[Any, ...] | None = key(list, strings(_SCALARS))
+    transform: str | None = key(str)  # regression: what the core learns (log1p)
+
+    @property
+    def task_name(self) -> str:
+        return self.task or "binary"
+
+    @property
+    def class_names(self) -> list[str]:
+        """The classes in output order: ``names``, else the class ids (``classes`` of them,
+        two for a binary label written before labels carried a count)."""
+        return [str(n) for n in self.names or range(int(self.classes or 2))]
+
+    @property
+    def positive(self) -> str:
+        """A binary label's positive class: the one the model's output is the probability of."""
+        return self.class_names[1]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeatureSchema(JsonObject):
+    """One entry of ``schema.features``: its Example dtype and kind (an image's shape too)."""
+
+    dtype: str | None = key(str)
+    kind: str | None = key(str)
+    shape: tuple[int, ...] | None = key(list, strings(_SCALARS))
+    encoding: str | None = key(str)
+    augment: Mapping[str, Any] | None = key(dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Schema(JsonObject):
+    """``schema`` of a manifest and a segment: key columns, the label, the features (in
+    Example order) and the spec's training overrides."""
+
+    label: LabelSchema = key(dict, nested(LabelSchema), required=True)
+    key_columns: tuple[Any, ...] = key(list, strings(_SCALARS), default=(), json="key")
+    features: Mapping[str, FeatureSchema] = key(dict, mapping_of(FeatureSchema), default={})
+    training: Mapping[str, Any] | None = key(dict)
+
+    @property
+    def columns(self) -> list[str]:
+        """The Example's columns: the features, then the label."""
+        return [*self.features, self.label.name]
+
+    def with_label(self, label: LabelSchema) -> Schema:
+        """This schema with the label as a version resolved it (its classes)."""
+        return dataclasses.replace(self, label=label)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Moments(JsonObject):
+    """A numeric column's train moments in ``statistics`` (``var`` the population variance)."""
+
+    mean: float = key((int, float), default=0.0)
+    var: float = key((int, float), default=0.0)
+    min: float = key((int, float), default=0.0)
+    max: float = key((int, float), default=0.0)
+    count: int = key(int, default=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Statistics(JsonObject):
+    """``statistics`` of a manifest (and of an images segment): what the train split holds,
+    from the merged per-segment partials (``etl.statistics.finalize``) or computed whole."""
+
+    computed_on: str | None = key(str)
+    num_examples: int | None = key(int)
+    numeric: Mapping[str, Moments] = key(dict, mapping_of(Moments), default={})
+    label: Moments | None = key(dict, nested(Moments))  # a regression label's
+    vocabularies: Mapping[str, list] = key(dict, default={})
+    vocabulary_counts: Mapping[str, Mapping[str, int]] = key(dict, default={})
+    null_counts: Mapping[str, int] = key(dict, default={})
+    label_counts: Mapping[str, int] = key(dict, default={})
+    split_counts: Mapping[str, int] = key(dict, default={})
+    dropped_rows: Mapping[str, int] | None = key(dict)  # tabular: rows a filter dropped
+    images: Mapping[str, Any] | None = key(dict)  # images: height and width ranges
+
+
 class HoldsSplits:
     """What a version's manifest and a segment's ``segment.json`` both answer from their
     ``splits`` and ``data_interval`` (the fields of both dataclasses)."""
@@ -305,9 +393,9 @@ class SegmentMeta(JsonObject, HoldsSplits):
     run_id: str | None = key(str)
     code_version: str | None = key(str)
     compression: str | None = key(str)
-    schema: Mapping[str, Any] | None = key(dict)
+    schema: Schema | None = key(dict, nested(Schema))
     splits: Mapping[str, SplitInfo] = key(dict, mapping_of(SplitInfo), required=True)
-    statistics: Mapping[str, Any] | None = key(dict)  # images: computed whole
+    statistics: Statistics | None = key(dict, nested(Statistics))  # images: computed whole
     statistics_partial: Mapping[str, Any] | None = key(dict)  # tabular: merged per window
     source_fingerprint: SourceFiles | None = key(dict, nested(SourceFiles))
     built_from: Mapping[str, Any] | None = key(dict)
@@ -327,11 +415,11 @@ class SegmentMeta(JsonObject, HoldsSplits):
     @classmethod
     def new(cls, *, dataset: str, segment: str, label: str,
             partitions: tuple[tuple[str, str], ...], interval: Interval, run_id: str,
-            compression: str | None, schema: Mapping[str, Any] | None,
+            compression: str | None, schema: Schema | None,
             splits: Mapping[str, SplitInfo],
             validation: SegmentChecks, source_fingerprint: SourceFiles | None = None,
             level: int = 0, compacted_from: tuple[str, ...] | None = None,
-            statistics: Mapping[str, Any] | None = None,
+            statistics: Statistics | None = None,
             statistics_partial: Mapping[str, Any] | None = None,
             built_from: Mapping[str, Any] | None = None,
             dropped_rows: Mapping[str, int] | None = None) -> SegmentMeta:

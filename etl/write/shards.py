@@ -25,7 +25,7 @@ import re
 import struct
 import threading
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import google_crc32c
 import numpy as np
@@ -33,6 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from etl import storage
+
+if TYPE_CHECKING:
+    from etl.versions.segment import Schema
 
 GZIP = "GZIP"
 DEFAULT_SHARD_BYTES = 128 * 2**20  # TFDS/TF guidance: 100-200 MB per shard
@@ -247,12 +250,10 @@ ARROW_TYPES = {"float32": pa.float32(), "int64": pa.int64(), "string": pa.binary
 _local = threading.local()  # one encoder per thread (Dask workers run tasks in threads)
 
 
-def feature_dtypes(schema: dict[str, Any]) -> dict[str, str]:
+def feature_dtypes(schema: Schema) -> dict[str, str]:
     """Column → manifest dtype for everything an Example holds: features plus the label."""
-    out = {name: spec["dtype"] for name, spec in schema.get("features", {}).items()}
-    label = schema.get("label")
-    if label:
-        out[label["name"]] = label.get("dtype", "int64")
+    out = {name: str(feature.dtype) for name, feature in schema.features.items()}
+    out[schema.label.name] = schema.label.dtype or "int64"
     for name, dtype in out.items():
         if dtype not in ARROW_TYPES:
             raise ValueError(
@@ -299,7 +300,7 @@ def _column(table: pa.Table, name: str, dtype: str) -> pa.Array:
         raise ValueError(f"column {name!r}: cannot convert {col.type} to {dtype}: {exc}") from exc
 
 
-def to_record_batch(data: Any, schema: dict[str, Any]) -> pa.RecordBatch:
+def to_record_batch(data: Any, schema: Schema) -> pa.RecordBatch:
     """Arrow batch of length-1 list columns, typed per the schema (no per-row Python)."""
     table = _as_table(data)
     offsets = pa.array(np.arange(table.num_rows + 1, dtype=np.int32))
@@ -310,7 +311,7 @@ def to_record_batch(data: Any, schema: dict[str, Any]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def encode_batch(data: Any, schema: dict[str, Any]) -> list[bytes]:
+def encode_batch(data: Any, schema: Schema) -> list[bytes]:
     """Serialized Examples for every row, encoded in C++ by tfx-bsl."""
     batch = to_record_batch(data, schema)
     if batch.num_rows == 0:
@@ -323,7 +324,7 @@ def encode_batch(data: Any, schema: dict[str, Any]) -> list[bytes]:
     return encoder.encode(batch)
 
 
-def encode_batch_python(data: Any, schema: dict[str, Any]) -> list[bytes]:
+def encode_batch_python(data: Any, schema: Schema) -> list[bytes]:
     """The same Examples from a Python loop over rows: the baseline the C++ path is measured against."""
     import tensorflow as tf
 
@@ -456,7 +457,7 @@ def _join(parts: list[Any]) -> pa.Array:
     return pc.binary_join_element_wise(*args, pa.scalar(b"", pa.binary()))
 
 
-def encode_batch_vectorized(data: Any, schema: dict[str, Any]) -> list[bytes]:
+def encode_batch_vectorized(data: Any, schema: Schema) -> list[bytes]:
     """Same Examples as ``encode_batch_python``, byte for byte, built in bulk by numpy/Arrow.
 
     Deterministic (sorted feature map), so re-running a version reproduces its shard bytes.

@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 from etl import storage
 from etl.spec import DEFAULT_SHARD_BYTES
 from etl.versions import segment
-from etl.versions.segment import SplitInfo
+from etl.versions.segment import Schema, SplitInfo
 from etl.write import shards
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def encoder(name: str) -> Callable[[Any, dict[str, Any]], list[bytes]]:
             "python": shards.encode_batch_python}[name]
 
 
-def measure_record_bytes(sample: pd.DataFrame, columns: list[str], schema: dict[str, Any],
+def measure_record_bytes(sample: pd.DataFrame, columns: list[str], schema: Schema,
                          compression: str | None) -> float:
     """Stored bytes per record of a sample: encoded size, framing, and gzip ratio if asked
     (a sample carrying ``RECORD_COL`` is measured from those bytes, not encoded again)."""
@@ -252,7 +252,7 @@ def _row_order(part: pd.DataFrame, columns: list[str]) -> np.ndarray:
     return by.sort_values([HASH_COL, *columns], kind="mergesort").index.to_numpy()
 
 
-def write_one_shard(part: pd.DataFrame, uri: str, columns: list[str], schema: dict[str, Any],
+def write_one_shard(part: pd.DataFrame, uri: str, columns: list[str], schema: Schema,
                     config: WriteConfig,
                     on_record: Callable[[bytes], None] | None = None) -> dict[str, Any]:
     """Encode and write one shard; runs on a worker. ``on_record`` sees every record. Rows
@@ -277,7 +277,7 @@ def write_one_shard(part: pd.DataFrame, uri: str, columns: list[str], schema: di
     return shards.write_shard(uri, records(), config.compression)
 
 
-def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict[str, Any],
+def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: Schema,
                 splits: list[str], config: WriteConfig,
                 on_record: Callable[[str, bytes], None] | None = None) -> dict[str, list[dict]]:
     """Every split's shards of one in-memory frame (a segment), written by this process.
@@ -287,7 +287,7 @@ def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict
     ``RECORD_COL`` (see ``encode_rows``) is written without encoding anything again.
     """
     encoder(config.encoder)
-    columns = [*schema["features"], schema["label"]["name"]]
+    columns = schema.columns
     counts = frame[SPLIT_COL].value_counts()
     plan = plan_shards({s: int(counts.get(s, 0)) for s in splits},
                        measure_record_bytes(frame.head(config.sample_rows), columns, schema,
@@ -306,7 +306,7 @@ def write_frame(frame: pd.DataFrame, dataset: str, folder_uri: str, schema: dict
     return out
 
 
-def write_shards(rows: pd.DataFrame, dataset: str, uri: str, schema: dict[str, Any],
+def write_shards(rows: pd.DataFrame, dataset: str, uri: str, schema: Schema,
                  splits: list[str], config: WriteConfig) -> dict[str, SplitInfo]:
     """A segment's shards from its Example-ready rows (``etl.kinds.tabular.prepare.prepare``),
     written by this process; per split its records, bytes, content hash and shard entries
@@ -319,10 +319,10 @@ def write_shards(rows: pd.DataFrame, dataset: str, uri: str, schema: dict[str, A
             for split, entries in written.items()}
 
 
-def encode_rows(frame: pd.DataFrame, schema: dict[str, Any], config: WriteConfig) -> pd.DataFrame:
+def encode_rows(frame: pd.DataFrame, schema: Schema, config: WriteConfig) -> pd.DataFrame:
     """``frame`` with each row's Example bytes in ``RECORD_COL``, encoded in chunks of
     ``config.chunk_rows`` in the frame's order."""
-    columns = [*schema["features"], schema["label"]["name"]]
+    columns = schema.columns
     records = np.empty(len(frame), dtype=object)
     for i in range(0, len(frame), config.chunk_rows):
         chunk = frame.iloc[i:i + config.chunk_rows][columns]

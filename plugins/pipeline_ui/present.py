@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
 from etl.versions import Manifest, SplitInfo
+from etl.versions.segment import Statistics
 
 MAX_FLAT_ROWS = 200
 MAX_VOCAB_SHOWN = 20
@@ -272,18 +273,15 @@ def shard_rows(manifest: Manifest) -> list[dict[str, Any]]:
 
 def schema_rows(manifest: Manifest) -> list[dict[str, Any]]:
     """Features with dtype/kind/extra (shape, encoding) and their train statistics."""
-    schema = manifest.schema or {}
-    stats = manifest.statistics or {}
-    numeric, vocabs = stats.get("numeric") or {}, stats.get("vocabularies") or {}
+    stats = manifest.statistics or Statistics()
     rows = []
-    for name, spec in (schema.get("features") or {}).items():
-        spec = spec if isinstance(spec, dict) else {"dtype": spec}
-        extra = {k: v for k, v in spec.items() if k not in ("dtype", "kind")}
-        vocab = vocabs.get(name)
+    for name, feature in (manifest.schema.features if manifest.schema else {}).items():
+        extra = {k: v for k, v in feature.to_json().items() if k not in ("dtype", "kind")}
+        vocab = stats.vocabularies.get(name)
         rows.append({
-            "name": name, "dtype": spec.get("dtype"), "kind": spec.get("kind"),
+            "name": name, "dtype": feature.dtype, "kind": feature.kind,
             "extra": ", ".join(f"{k}={v}" for k, v in extra.items()),
-            "stats": numeric.get(name) if isinstance(numeric.get(name), dict) else None,
+            "stats": stats.numeric.get(name),
             "vocab_size": len(vocab) if isinstance(vocab, (list, dict)) else None,
             "vocab": _vocab_preview(vocab),
         })

@@ -154,9 +154,9 @@ def test_every_format_publishes_by_identifier(published: dict) -> None:
     assert published["jsonl_clusters"] == 0  # in-process; Parquet goes through Dask, whose
     # cluster may already run in a long test session, so its start is not asserted
     csv = manifests["csv"]
-    assert set(csv.schema["features"]) == {n for n, _ in FEATURES}
-    numeric, vocab = csv.statistics["numeric"], csv.statistics["vocabularies"]
-    assert 40 < numeric["Price"]["mean"] < 60 and numeric["price"]["mean"] < 5  # not swapped
+    assert set(csv.schema.features) == {n for n, _ in FEATURES}
+    numeric, vocab = csv.statistics.numeric, csv.statistics.vocabularies
+    assert 40 < numeric["Price"].mean < 60 and numeric["price"].mean < 5  # not swapped
     assert set(vocab["postal_code"]) == {"02134", "10001", "94110"}  # text kept, zero kept
     assert set(vocab["class"]) == {"A", "B", "C"}
     assert csv.verdict.quarantined_rows == 0

@@ -37,11 +37,11 @@ def test_digits_version_counts_schema_and_shards(published) -> None:
     _, manifest = published
     assert sum(s.num_examples for s in manifest.splits.values()) == DIGITS
     assert manifest.validation.quarantined_rows == 0
-    assert manifest.schema["features"]["image"] | {"augment": None} == {
+    assert manifest.schema.features["image"].to_json() | {"augment": None} == {
         "dtype": "string", "kind": "image", "shape": [8, 8, 1], "encoding": "png",
         "augment": None}
-    assert manifest.schema["label"]["classes"] == 10
-    assert sum(manifest.statistics["label_counts"].values()) == \
+    assert manifest.schema.label.classes == 10
+    assert sum(manifest.statistics.label_counts.values()) == \
         manifest.splits["train"].num_examples
     assert len(manifest.splits["train"].shards) >= 1
 

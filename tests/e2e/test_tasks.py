@@ -108,7 +108,7 @@ def test_wine_classifier_beats_majority_and_returns_class_probabilities(root: st
                                                                        runs: dict) -> None:
     version_uri = versions.resolve(root, "wine")
     manifest = versions.read_manifest(version_uri)
-    assert manifest.schema["label"]["names"] == ["class_0", "class_1", "class_2"]
+    assert manifest.schema.label.class_names == ["class_0", "class_1", "class_2"]
     metrics = runs["wine"]
     test, base = metrics["test"], metrics["baseline"]
     assert metrics["task"] == "multiclass" and metrics["classes"] == ["class_0", "class_1", "class_2"]
@@ -242,7 +242,7 @@ def test_classes_taken_from_a_version_hold_for_later_data(root: str, tmp_path: P
     frame.to_csv(raw_dir / "full.csv", index=False)
     spec = str(tmp_path / "spec.yaml")
     first = pipeline.run(spec, root, END, source_uri="raw/wine_later/early.csv")
-    names = versions.read_manifest(first["version_uri"]).schema["label"]["names"]
+    names = versions.read_manifest(first["version_uri"]).schema.label.class_names
     assert names == ["class_0", "class_1"]
     with pytest.raises(ValidationFailed) as info:
         pipeline.run(spec, root, "2026-01-02", source_uri="raw/wine_later/full.csv")

@@ -38,22 +38,22 @@ def etl_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 def _raw_test_records(uri: str, manifest: versions.Manifest) -> dict[str, tf.Tensor]:
     """The test split's feature values decoded in Python from the shards, no tf.data parse."""
-    features = manifest.schema["features"]
+    features = manifest.schema.features
     columns: dict[str, list] = {name: [] for name in features}
     for shard in manifest.splits["test"].shards:
         path = local_or_remote_path(versions.shard_uri(uri, shard))  # under its segment
         for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
             example = tf.train.Example.FromString(record).features.feature
             for name, feat in features.items():
-                kind = {"float32": "float_list", "int64": "int64_list"}.get(feat["dtype"], "bytes_list")
+                kind = {"float32": "float_list", "int64": "int64_list"}.get(feat.dtype, "bytes_list")
                 columns[name].append(getattr(example[name], kind).value[0])
-    return {n: tf.constant(v, dtype=features[n]["dtype"]) for n, v in columns.items()}
+    return {n: tf.constant(v, dtype=features[n].dtype) for n, v in columns.items()}
 
 
 def test_trains_on_a_version_written_by_the_real_etl(etl_version) -> None:
     root, uri = etl_version
     manifest = versions.read_manifest(uri)
-    assert manifest.schema["label"]["name"] == "late"
+    assert manifest.schema.label.name == "late"
     config = TrainConfig(input=InputConfig(batch_size=256, seed=1), epochs=4, min_margin=0.0,
                          steps_per_execution=4)
     result = train(uri, storage.join(root, "models"), "etl-run", config)

@@ -11,9 +11,10 @@ import pandas as pd
 from etl import storage
 from etl.segments import build as tfds_meta
 from etl.versions import SEGMENTS_DIR, SegmentMeta
+from etl.versions.segment import Schema
 from etl.write import shards
 
-SCHEMA = {
+SCHEMA_JSON = {  # as segment.json and manifest.json hold it
     "key": ["id"],
     "label": {"name": "late", "dtype": "int64", "classes": 2},
     "features": {
@@ -23,6 +24,7 @@ SCHEMA = {
         "image": {"dtype": "string", "kind": "image", "shape": [8, 8, 1], "encoding": "png"},
     },
 }
+SCHEMA = Schema.from_json(SCHEMA_JSON, "the test's schema")
 SPLITS = {"train": (23, 3), "eval": (6, 1), "test": (5, 2)}  # records, shards per segment
 VERSION = "20140103T000000Z_all"
 
@@ -57,7 +59,7 @@ def write_segment(dataset_uri: str, seg: str, offset: int,
                          "shards": entries}
         offset += n
     meta = {"format_version": 2, "dataset": "flights", "segment": seg, "partition": seg[:8],
-            "splits": splits, "schema": SCHEMA, "compression": compression}
+            "splits": splits, "schema": SCHEMA_JSON, "compression": compression}
     tfds_meta.write_dataset_info(uri, SegmentMeta.from_json(meta, "the test's segment.json"))
     storage.write_bytes_atomic(storage.join(uri, "segment.json"), storage.json_bytes(meta))
     return meta, offset
@@ -74,7 +76,7 @@ def compose(file_root: str, compression: str | None = None) -> tuple[str, list[d
     uri = storage.join(dataset_uri, VERSION)
     storage.write_bytes_atomic(storage.join(uri, "manifest.json"), storage.json_bytes({
         "format_version": 1, "dataset": "flights", "version": VERSION, "layout": "segments",
-        "compression": compression, "schema": SCHEMA, "splits": splits,
+        "compression": compression, "schema": SCHEMA_JSON, "splits": splits,
         "segments": [{"segment": m["segment"], "partition": m["partition"]}
                      for m in (first, second)]}))
     return uri, [first, second]

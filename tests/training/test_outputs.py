@@ -18,10 +18,11 @@ def test_the_run_summary_line_names_the_tasks_metrics(caplog, task, test, base, 
     """The training task's log line: the task's own metrics against its baseline (it used to
     log only accuracy and AUC, so a regression run said nothing about its quality)."""
     from training import outputs
+    from training.config import ModelRecord
     from training.tasks import TASKS
 
-    metrics = {"dataset": "d", "version": "v1", "task": task, "test": test, "baseline": base,
-               "epochs_run": 3, "epochs": 10, "fit_seconds": 1.5}
+    metrics = ModelRecord.of(dataset="d", version="v1", task=task, test=test, baseline=base,
+                             epochs_run=3, epochs=10, fit_seconds=1.5)
     with caplog.at_level("INFO", logger="training.outputs"):
         outputs.log_summary(metrics, "file:///m/run", TASKS[task].card_metrics)
     assert shown in caplog.text and "3/10 epoch(s)" in caplog.text, caplog.text

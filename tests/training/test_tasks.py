@@ -53,7 +53,7 @@ def test_regression_model_learns_log1p_and_serves_the_targets_units() -> None:
     np.testing.assert_allclose(served, np.expm1(learned), rtol=1e-5)
     assert 20 < np.median(served) < 1000  # the head starts near the train mean, in units
     y = tf.constant([[0.0], [99.0]])
-    np.testing.assert_allclose(task.target(manifest.schema["label"])(y).numpy(),
+    np.testing.assert_allclose(task.target(manifest.schema.label)(y).numpy(),
                                np.log1p([[0.0], [99.0]]), rtol=1e-6)
 
 

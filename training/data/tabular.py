@@ -56,15 +56,15 @@ def feature_specs(manifest: Manifest) -> dict[str, tf.io.FixedLenFeature]:
     """
     schema = manifest.schema
     specs = {}
-    for name, feat in schema["features"].items():
-        if feat.get("kind") not in TABULAR_KINDS:
+    for name, feat in schema.features.items():
+        if feat.kind not in TABULAR_KINDS:
             raise ValueError(
                 f"manifest {manifest.dataset}/{manifest.version}: feature {name!r} "
-                f"has kind {feat.get('kind')!r}; this pipeline reads {TABULAR_KINDS}"
+                f"has kind {feat.kind!r}; this pipeline reads {TABULAR_KINDS}"
             )
-        specs[name] = tf.io.FixedLenFeature([], _dtype(name, feat["dtype"]))
-    label = schema["label"]
-    specs[label["name"]] = tf.io.FixedLenFeature([], _dtype(label["name"], label["dtype"]))
+        specs[name] = tf.io.FixedLenFeature([], _dtype(name, feat.dtype))
+    label = schema.label
+    specs[label.name] = tf.io.FixedLenFeature([], _dtype(label.name, label.dtype))
     return specs
 
 
@@ -231,7 +231,7 @@ def feature_map(manifest: Manifest, preprocess: Callable | None = None,
                 target: Callable | None = None) -> Callable:
     """Split the label off (float32 [B, 1], ``target`` applied) and, if given, run the
     model's preprocessing on the batch."""
-    label = manifest.schema["label"]["name"]
+    label = manifest.schema.label.name
 
     def split_label(batch: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
         features = dict(batch)

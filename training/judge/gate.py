@@ -37,7 +37,7 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -47,9 +47,9 @@ import numpy as np
 from etl import storage
 from etl.errors import PipelineError
 from etl.versions import Manifest
-from training.config import TrainConfig
+from training.config import ModelRecord, TrainConfig
 from training.judge.evaluate import intervals, scorer
-from training.models.heads import BINARY, REGRESSION, class_names, in_units, transform_of
+from training.models.heads import BINARY, REGRESSION, in_units, transform_of
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,15 @@ class Blessing:
     def of(cls, checks: list[Check]) -> Blessing:
         failed = tuple(c.detail for c in checks if not c.passed)
         return cls(not failed, failed, tuple(checks))
+
+    @classmethod
+    def from_dict(cls, stored: Mapping[str, Any] | None) -> Blessing:
+        """The verdict ``to_dict`` wrote (a model record's ``blessing``); not blessed when
+        the record has none."""
+        if not stored:
+            return cls(False, ("no verdict stored",), ())
+        return cls(bool(stored["blessed"]), tuple(stored["reasons"]),
+                   tuple(Check(**c) for c in stored["checks"]))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (lists, not tuples): metrics.json and the training task's XCom."""
@@ -237,15 +246,14 @@ def score_current(current: Current, score: Callable[[Any], Scores]) -> Scores | 
         return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
 
 
-def promote(models_root: str, metrics: dict[str, Any], metric: str,
-            token: str | None) -> bool:
+def promote(models_root: str, record: ModelRecord, metric: str, token: str | None) -> bool:
     """Make a blessed run current, only if the pointer is still what the gate compared with
     (``token``; None: only if there is none), so two trainings cannot both promote."""
-    record = Current(metrics["dataset"], metrics["version"], metrics["run"],
-                     metrics["model_uri"], metric, float(metrics["test"][metric]),
-                     time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    uri = current_uri(models_root, metrics["dataset"])
-    done = storage.replace_if_match(uri, storage.json_bytes(asdict(record)), token)
+    pointer = Current(str(record.dataset), str(record.version), str(record.run),
+                      str(record.model_uri), metric, float(record.test[metric]),
+                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    uri = current_uri(models_root, str(record.dataset))
+    done = storage.replace_if_match(uri, storage.json_bytes(asdict(pointer)), token)
     if not done:
         log.warning("not promoted: %s changed while this run was judged; train again to "
                     "compare with the model it now names", uri)
@@ -281,33 +289,31 @@ def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, A
     return Blessing.of(checks), token
 
 
-def conclude(models_root: str, result: dict[str, Any], blessing: Blessing,
+def conclude(models_root: str, record: ModelRecord, blessing: Blessing,
              token: str | None, metric: str, fail_unblessed: bool) -> dict[str, Any]:
-    """Promote a blessed, published run; log the verdict; the result with ``blessing`` and
-    ``promoted`` added (or ModelNotBlessedError with it, under ``fail_unblessed``)."""
-    metrics = result["metrics"]
-    promoted = blessing.blessed and promote(models_root, metrics, metric, token)
-    log.info("verdict on %s/%s run %s: %s", metrics["dataset"], metrics["version"],
-             metrics["run"], blessing.summary())
-    log.info("%s", f"current model of {metrics['dataset']}: " + (
+    """Promote a blessed, published run; log the verdict; the result (``model_uri``, its
+    record as JSON in ``metrics``, ``blessing``, ``promoted``), or ModelNotBlessedError with
+    it, under ``fail_unblessed``."""
+    promoted = blessing.blessed and promote(models_root, record, metric, token)
+    log.info("verdict on %s/%s run %s: %s", record.dataset, record.version, record.run,
+             blessing.summary())
+    log.info("%s", f"current model of {record.dataset}: " + (
         "this run" if promoted else "unchanged (this run is not blessed)" if not blessing.blessed
         else "unchanged (the pointer moved meanwhile)"))
-    result = {**result, "blessing": blessing, "promoted": promoted}
+    result = {"model_uri": record.model_uri, "metrics": record.to_json(), "blessing": blessing,
+              "promoted": promoted}
     if fail_unblessed and not blessing.blessed:
         raise ModelNotBlessedError(result)
     return result
 
 
-def stored(models_root: str, metrics: dict[str, Any], fail_unblessed: bool) -> dict[str, Any]:
+def stored(models_root: str, record: ModelRecord, fail_unblessed: bool) -> dict[str, Any]:
     """The result of a run finished earlier, from its metrics.json (whether it is current is
     read from the pointer); ModelNotBlessedError as for a fresh run under ``fail_unblessed``."""
-    raw = metrics.get("blessing") or {"blessed": False, "reasons": ["no verdict stored"],
-                                      "checks": []}
-    blessing = Blessing(bool(raw["blessed"]), tuple(raw["reasons"]),
-                        tuple(Check(**c) for c in raw["checks"]))
-    current, _ = read_current(models_root, metrics["dataset"])
-    result = {"model_uri": metrics["model_uri"], "metrics": metrics, "blessing": blessing,
-              "promoted": bool(current and current.model_uri == metrics.get("model_uri"))}
+    blessing = Blessing.from_dict(record.blessing)
+    current, _ = read_current(models_root, str(record.dataset))
+    result = {"model_uri": record.model_uri, "metrics": record.to_json(), "blessing": blessing,
+              "promoted": bool(current and current.model_uri == record.model_uri)}
     if fail_unblessed and not blessing.blessed:
         raise ModelNotBlessedError(result)
     return result
@@ -320,17 +326,17 @@ def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.
     the learned space), so ``training.judge.evaluate.intervals`` scores both on the same
     resamples.
     ``task``: the run's, where the label does not say (an image label is multi-class)."""
-    label, stats = manifest.schema["label"], manifest.statistics
-    task = task or label.get("task", BINARY)
+    label, stats = manifest.schema.label, manifest.statistics
+    task = task or label.task_name
     if task == REGRESSION:
-        mean = float((stats.get("label") or {}).get("mean", 0.0))
+        mean = float(stats.label.mean) if stats.label else 0.0
         return np.full((n, 1), math.log1p(mean) if transform_of(label) else mean)
-    counts = {int(k): int(v) for k, v in (stats.get("label_counts") or {}).items()}
+    counts = {int(k): int(v) for k, v in stats.label_counts.items()}
     total = sum(counts.values()) or 1
     if task == BINARY:
         return np.full((n, 1), counts.get(1, 0) / total)
     majority = max(counts, key=lambda k: counts[k]) if counts else 0
-    out = np.zeros((n, len(class_names(label))))
+    out = np.zeros((n, len(label.class_names)))
     out[:, majority] = 1.0
     return out
 
@@ -339,8 +345,8 @@ def metric_intervals(manifest: Manifest, rules: dict[str, str], y: np.ndarray,
                      out: np.ndarray) -> dict[str, Any]:
     """Bootstrap intervals of the test metrics and of the lead over the baseline; ``rules``:
     the task's gate (metric -> ``higher`` | ``lower_relative``)."""
-    label = manifest.schema["label"]
-    score = scorer(label.get("task", BINARY), len(class_names(label)), lambda v: in_units(v, label))
+    label = manifest.schema.label
+    score = scorer(label.task_name, len(label.class_names), lambda v: in_units(v, label))
     higher = {m: rule == "higher" for m, rule in rules.items()}
     return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
 
@@ -351,7 +357,7 @@ def gate_scores(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray,
     ``served`` of the exported model's (the target's units, labels as stored), so a model
     loaded from an earlier run is scored like the new one."""
     def units(v: np.ndarray) -> np.ndarray:
-        return v if served else in_units(v, manifest.schema["label"])
+        return v if served else in_units(v, manifest.schema.label)
 
     return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
 
@@ -362,7 +368,7 @@ def example_losses(task: str, manifest: Manifest, y: np.ndarray,
     absolute error in the target's units for a regression (its differences are bounded by
     the answers' spread, not the target's tail), log loss against the train class
     frequencies for a classifier."""
-    stats, label = manifest.statistics, manifest.schema["label"]
+    stats, label = manifest.statistics, manifest.schema.label
     if task == REGRESSION:
         truth = in_units(y, label)
         base = in_units(baseline_outputs(manifest, len(y), task)[:, 0], label)
@@ -375,7 +381,7 @@ def example_losses(task: str, manifest: Manifest, y: np.ndarray,
         return ("log loss", -np.log(np.where(yi, p, 1 - p)),
                 -np.log(np.where(yi, prior, 1 - prior)))
     k, yi = out.shape[1], y.astype(np.int64)
-    counts = stats.get("label_counts") or {}
+    counts = stats.label_counts
     freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
     freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)
     return ("log loss", -np.log(np.clip(out[np.arange(len(yi)), yi], eps, 1.0)),
@@ -396,7 +402,7 @@ def check_splits(manifest: Manifest, labels: dict[str, np.ndarray],
     too where given (its classes are only reported).
     """
     sizes = {s: int(manifest.splits[s].num_examples) for s in ("train", "eval", "test")}
-    total, label = sum(sizes.values()), manifest.schema["label"]
+    total, label = sum(sizes.values()), manifest.schema.label
     problems, fixes = [], []
     if sizes["test"] < min_examples:
         share = math.ceil(100 * min_examples / max(total, 1)) / 100
@@ -408,9 +414,9 @@ def check_splits(manifest: Manifest, labels: dict[str, np.ndarray],
         problems.append("eval holds no examples (early stopping watches it)")
         fixes.append("an eval share in split.fractions")
     classes = ""
-    if label.get("task", "binary") != "regression":
-        names = class_names(label)
-        train = {int(k) for k, v in (manifest.statistics.get("label_counts") or {}).items()
+    if label.task_name != "regression":
+        names = label.class_names
+        train = {int(k) for k, v in manifest.statistics.label_counts.items()
                  if int(v) > 0}
         counts = {s: np.bincount(labels[s].astype(np.int64), minlength=len(names))
                   for s in ("eval", "test") if s in labels}

@@ -1,5 +1,5 @@
-"""The output end of a model, per label task: its head, the class names in output order and the
-target's transform.
+"""The output end of a model, per label task: its head and the target's transform (the class
+names in output order are the label's own, ``LabelSchema.class_names``).
 
 A head maps the last hidden features to the task's output and starts where the train split
 does (the binary unit at the base rate, the softmax units at the class frequencies, the linear
@@ -13,13 +13,14 @@ and every figure a person reads is back in the target's units (``in_units``). Th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from etl.versions.segment import LabelSchema, Schema, Statistics
 from training.config import ModelConfig
 
 BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
@@ -28,16 +29,10 @@ TRANSFORMS: dict[str, tuple[Callable, Callable, Callable]] = {
     "log1p": (tf.math.log1p, keras.ops.expm1, np.expm1),
 }
 
-Head = Callable[[Any, dict[str, Any], dict[str, Any], ModelConfig], Any]
+Head = Callable[[Any, Schema, Statistics, ModelConfig], Any]
 """(hidden features, schema, statistics, config) -> the core's output (the task's head)."""
-Serve = Callable[[Any, dict[str, Any]], Any]
+Serve = Callable[[Any, LabelSchema], Any]
 """(core output, schema.label) -> what the exported model returns (e.g. a target's units)."""
-
-
-def class_names(label: Mapping[str, Any]) -> list[str]:
-    """A class label's names in output order: the spec's ``names``, else the class ids
-    (``classes`` of them, two for a binary label written before labels carried a count)."""
-    return [str(n) for n in label.get("names") or range(int(label.get("classes", 2)))]
 
 
 def prior_logit(label_counts: dict[str, int]) -> float:
@@ -49,70 +44,69 @@ def prior_logit(label_counts: dict[str, int]) -> float:
     return math.log(p / (1 - p))
 
 
-def binary_head(x: Any, schema: dict[str, Any], stats: dict[str, Any], config: ModelConfig) -> Any:
+def binary_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig) -> Any:
     """One sigmoid unit starting at the train base rate."""
     del config
-    if schema["label"].get("classes", 2) != 2:
-        raise ValueError(f"label {schema['label']['name']!r} has {schema['label']['classes']} "
-                         f"classes; the binary head needs 2")
-    bias = keras.initializers.Constant(prior_logit(stats.get("label_counts", {})))
-    return keras.layers.Dense(
-        1, activation="sigmoid", bias_initializer=bias, dtype="float32", name=schema["label"]["name"]
-    )(x)
+    label = schema.label
+    if (label.classes or 2) != 2:
+        raise ValueError(f"label {label.name!r} has {label.classes} classes; the binary head "
+                         "needs 2")
+    bias = keras.initializers.Constant(prior_logit(stats.label_counts))
+    return keras.layers.Dense(1, activation="sigmoid", bias_initializer=bias, dtype="float32",
+                              name=label.name)(x)
 
 
-def softmax_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
-                 config: ModelConfig) -> Any:
+def softmax_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig) -> Any:
     """One softmax unit per class, starting at the train class frequencies."""
     del config
-    k = int(schema["label"].get("classes", 0))
+    label = schema.label
+    k = int(label.classes or 0)
     if k < 2:
-        raise ValueError(f"label {schema['label']['name']!r}: a multiclass head needs >= 2 "
-                         f"classes, the manifest says {k}")
-    counts = stats.get("label_counts", {})
+        raise ValueError(f"label {label.name!r}: a multiclass head needs >= 2 classes, the "
+                         f"manifest says {k}")
+    counts = stats.label_counts
     total = sum(int(counts.get(str(i), 0)) for i in range(k)) or 1
     priors = [math.log(max(int(counts.get(str(i), 0)) / total, 1e-4)) for i in range(k)]
-    return keras.layers.Dense(k, activation="softmax", dtype="float32", name=schema["label"]["name"],
+    return keras.layers.Dense(k, activation="softmax", dtype="float32", name=label.name,
                               bias_initializer=keras.initializers.Constant(priors))(x)
 
 
-def linear_head(x: Any, schema: dict[str, Any], stats: dict[str, Any],
-                config: ModelConfig) -> Any:
+def linear_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig) -> Any:
     """One linear unit, scaled so its start is the train mean with the train spread."""
     del config
-    mean, std = _target_space(stats, schema["label"])
+    mean, std = _target_space(stats, schema.label)
     z = keras.layers.Dense(1, dtype="float32", name="standardized")(x)
-    return keras.layers.Rescaling(std, offset=mean, dtype="float32",
-                                  name=schema["label"]["name"])(z)
+    return keras.layers.Rescaling(std, offset=mean, dtype="float32", name=schema.label.name)(z)
 
 
-def transform_of(label: Mapping[str, Any]) -> tuple[Callable, Callable, Callable] | None:
+def transform_of(label: LabelSchema) -> tuple[Callable, Callable, Callable] | None:
     """The label's target transform (forward, inverse in Keras, inverse in numpy), or None."""
-    return TRANSFORMS.get(label.get("transform") or "")
+    return TRANSFORMS.get(label.transform or "")
 
 
-def model_target(label: dict[str, Any]) -> Callable | None:
+def model_target(label: LabelSchema) -> Callable | None:
     """What the core learns: the forward transform of the stored target, if any."""
     found = transform_of(label)
     return found[0] if found else None
 
 
-def serve_units(out: Any, label: dict[str, Any]) -> Any:
+def serve_units(out: Any, label: LabelSchema) -> Any:
     """The exported model's answer in the target's units (the inverse transform, if any)."""
     found = transform_of(label)
     return found[1](out) if found else out
 
 
-def in_units(values: np.ndarray, label: Mapping[str, Any]) -> np.ndarray:
+def in_units(values: np.ndarray, label: LabelSchema) -> np.ndarray:
     """Learned-space values (labels or outputs) back in the target's units, in numpy."""
     found = transform_of(label)
     return found[2](values) if found else values
 
 
-def _target_space(stats: dict[str, Any], label: dict[str, Any]) -> tuple[float, float]:
+def _target_space(stats: Statistics, label: LabelSchema) -> tuple[float, float]:
     """Mean and std of the learned target: the train moments, through log1p to first order."""
-    moments = stats.get("label") or {}
-    mean, std = float(moments.get("mean", 0.0)), math.sqrt(float(moments.get("var", 1.0)))
+    moments = stats.label
+    mean = float(moments.mean) if moments else 0.0
+    std = math.sqrt(float(moments.var)) if moments else 1.0
     if transform_of(label):
         return math.log1p(max(mean, 0.0)), std / (1.0 + max(mean, 0.0)) or 1.0
     return mean, std or 1.0

@@ -16,11 +16,13 @@ views of ``training.models.tabular.TabularModel``, sharing their layers:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import Any
 
 import keras
 
 from etl.versions import Manifest
+from etl.versions.segment import Moments
 from training.config import ModelConfig
 from training.models.heads import Head, Serve, binary_head
 from training.models.tabular import OOV_INDICES, TabularModel, vocabulary_lookup
@@ -59,16 +61,16 @@ def build_models(
     schema, stats = manifest.schema, manifest.statistics
     where = f"manifest {manifest.dataset}/{manifest.version}"
     raw, prepared, sizes = {}, {}, {}
-    for name, feat in sorted(schema["features"].items()):
-        raw[name] = keras.Input(shape=(), name=name, dtype=feat["dtype"])
-        if feat["kind"] == "numeric":
-            prepared[name] = _normalize(where, name, raw[name], stats.get("numeric", {}))
-        elif feat["kind"] == "categorical":
-            vocab = stats.get("vocabularies", {}).get(name)
+    for name, feat in sorted(schema.features.items()):
+        raw[name] = keras.Input(shape=(), name=name, dtype=feat.dtype)
+        if feat.kind == "numeric":
+            prepared[name] = _normalize(where, name, raw[name], stats.numeric)
+        elif feat.kind == "categorical":
+            vocab = stats.vocabularies.get(name)
             prepared[name] = vocabulary_lookup(where, name, feat, vocab)(raw[name])
             sizes[name] = len(vocab) + OOV_INDICES
         else:
-            raise ValueError(f"{where}: feature {name!r} has kind {feat['kind']!r}; "
+            raise ValueError(f"{where}: feature {name!r} has kind {feat.kind!r}; "
                              "the tabular model encodes 'numeric' and 'categorical'")
     dataset = (manifest.dataset or "dataset")
     preprocess = keras.Model(raw, prepared, name=f"{dataset}_preprocess")
@@ -88,7 +90,7 @@ def build_models(
             raise ValueError(f"{where}: {exc}") from exc
         core = keras.Model(core_inputs, out, name=f"{dataset}_core")
     served = core(preprocess(raw))
-    full = keras.Model(raw, serve(served, schema["label"]) if serve else served,
+    full = keras.Model(raw, serve(served, schema.label) if serve else served,
                        name=f"{dataset}_model")
     return TabularModel(preprocess, core, full)
 
@@ -124,16 +126,16 @@ def _hidden(encoded: list, config: ModelConfig) -> Any:
     return x
 
 
-def _normalize(where: str, name: str, inp: Any, numeric_stats: dict[str, Any]) -> Any:
+def _normalize(where: str, name: str, inp: Any, numeric_stats: Mapping[str, Moments]) -> Any:
     if name not in numeric_stats:
         raise ValueError(f"{where}: numeric feature {name!r} has no statistics.numeric entry")
     s = numeric_stats[name]
     x = keras.ops.cast(inp, "float32")
     # A missing value (NaN in the records, or at serving time) becomes the train mean.
-    x = keras.ops.where(keras.ops.isnan(x), float(s["mean"]), x)
+    x = keras.ops.where(keras.ops.isnan(x), float(s.mean), x)
     # float32 even under mixed precision: raw values (e.g. variances ~1e6) overflow float16.
     x = keras.layers.Normalization(
-        axis=None, mean=float(s["mean"]), variance=float(s["var"]), dtype="float32",
+        axis=None, mean=float(s.mean), variance=float(s.var), dtype="float32",
         name=f"norm_{name}",
     )(x)
     return keras.ops.expand_dims(x, -1)

@@ -15,11 +15,13 @@ import keyword
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+from etl.versions.segment import FeatureSchema
 
 OOV_INDICES = 1
 
@@ -34,7 +36,7 @@ class TabularModel(NamedTuple):
     full: keras.Model
 
 
-def vocabulary_lookup(where: str, name: str, feat: dict[str, Any],
+def vocabulary_lookup(where: str, name: str, feat: FeatureSchema,
                       vocab: list | None) -> keras.layers.Layer:
     """The categorical feature's train vocabulary as a lookup layer: id 0 for a value it never
     saw (``OOV_INDICES``), 1.. for the rest in vocabulary order. ``where`` names the manifest
@@ -47,7 +49,7 @@ def vocabulary_lookup(where: str, name: str, feat: dict[str, Any],
         raise ValueError(f"{where}: categorical feature {name!r} has no statistics.vocabularies entry")
     if len(set(vocab)) != len(vocab):
         raise ValueError(f"{where}: vocabulary of {name!r} has duplicate entries")
-    if feat["dtype"] == "string":
+    if feat.dtype == "string":
         return keras.layers.StringLookup(
             vocabulary=[str(v) for v in vocab], num_oov_indices=OOV_INDICES, name=f"lookup_{name}"
         )

@@ -58,17 +58,17 @@ def tree_preprocess(manifest: Manifest) -> TreeInputs:
     schema, stats = manifest.schema, manifest.statistics
     where = f"manifest {manifest.dataset}/{manifest.version}"
     raw, cols, columns, categorical = {}, [], [], []
-    for name, feat in sorted(schema["features"].items()):
-        raw[name] = keras.Input(shape=(), name=name, dtype=feat["dtype"])
-        if feat["kind"] == "categorical":
-            vocab = stats.get("vocabularies", {}).get(name)
+    for name, feat in sorted(schema.features.items()):
+        raw[name] = keras.Input(shape=(), name=name, dtype=feat.dtype)
+        if feat.kind == "categorical":
+            vocab = stats.vocabularies.get(name)
             ids = vocabulary_lookup(where, name, feat, vocab)(raw[name])
             categorical.append(len(columns))
             cols.append(keras.ops.cast(ids, "float32"))
-        elif feat["kind"] == "numeric":
+        elif feat.kind == "numeric":
             cols.append(keras.ops.cast(raw[name], "float32"))
         else:
-            raise ValueError(f"{where}: feature {name!r} has kind {feat['kind']!r}; "
+            raise ValueError(f"{where}: feature {name!r} has kind {feat.kind!r}; "
                              "the tree model takes 'numeric' and 'categorical'")
         columns.append(name)
     matrix = keras.ops.stack(cols, axis=1) if cols else None
@@ -338,6 +338,6 @@ def assemble(manifest: Manifest, inputs: TreeInputs, forest: Forest,
     features = keras.Input(shape=(len(inputs.columns),), name=FEATURES, dtype="float32")
     core = keras.Model({FEATURES: features}, forest(features), name=f"{dataset}_core")
     served = core(inputs.preprocess(inputs.raw))
-    full = keras.Model(inputs.raw, serve(served, manifest.schema["label"]) if serve
+    full = keras.Model(inputs.raw, serve(served, manifest.schema.label) if serve
                        else served, name=f"{dataset}_model")
     return TabularModel(inputs.preprocess, core, full)

@@ -86,7 +86,7 @@ def fit_trees(run: FitRun) -> Fitted:
     train, held = _arrays(datasets[0]), _arrays(datasets[1])
     weights = None if run.weights is None else np.asarray(
         [run.weights.get(int(c), 1.0) for c in train[1]], np.float64)
-    classes = int(manifest.schema["label"].get("classes", 2))
+    classes = int(manifest.schema.label.classes or 2)
     params = booster_params(config.model, task.name, classes, len(train[1]), config.seed)
     booster, history = fit_booster(train, held, params, inputs.categorical, config.model,
                                    weights)
@@ -179,7 +179,7 @@ def _datasets(run: FitRun, preprocess: keras.Model,
               train_once: bool = False) -> tuple[Any, Any, Any]:
     """Train, eval and test batches through ``preprocess``; train shuffled and repeating
     unless ``train_once`` (one pass in order, to hold in memory)."""
-    target = run.task.target(run.manifest.schema["label"])
+    target = run.task.target(run.manifest.schema.label)
     return tuple(make_dataset(run.version_uri, split, run.manifest, run.config.input,
                               training=False if train_once else None, preprocess=preprocess,
                               target=target)

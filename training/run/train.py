@@ -26,7 +26,15 @@ from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import RunOrigin, TrainConfig, class_weight, plan, spec_overrides
+from training.config import (
+    ModelRecord,
+    RunOrigin,
+    TrainConfig,
+    class_weight,
+    plan,
+    read_model_record,
+    spec_overrides,
+)
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, labels_of, predictions
@@ -80,7 +88,7 @@ def train(
     """
     config = config or TrainConfig()
     manifest = versions.read_manifest(version_uri)  # raises IncompleteVersionError
-    if any(f.get("kind") == IMAGE_KIND for f in manifest.schema["features"].values()):
+    if any(f.kind == IMAGE_KIND for f in manifest.schema.features.values()):
         # the one place a version's kind is chosen: the images kind (its own input pipeline,
         # CNN and run) is imported for an images version only
         from training.kinds.images.train import train_images
@@ -88,31 +96,32 @@ def train(
         return train_images(version_uri, manifest, models_root, run_name, config, origin)
     manifest_sha = hashlib.sha256(storage.read_bytes(storage.join(version_uri, "manifest.json")))
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)
-    done = storage.join(run_uri, outputs.METRICS_FILE)
-    if not config.overwrite and storage.exists(done):
+    done = None if config.overwrite else read_model_record(run_uri)
+    if done is not None:
         log.info("run %s is already complete: returning its metrics", run_uri)
-        return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
+        return gate.stored(models_root, done, config.fail_unblessed)
     config, weights = _adapted(config, manifest)
     setup = setup_device(config.precision, config.devices)
     keras.utils.set_random_seed(config.seed)
     with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
         work_dir = Path(work)
-        metrics, evidence = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config,
-                                              work_dir, callbacks, weights)
-        blessing, token = _judge(version_uri, manifest, models_root, config, metrics, evidence)
-        metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
-                       blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
+        record, evidence = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config,
+                                             work_dir, callbacks, weights)
+        blessing, token = _judge(version_uri, manifest, models_root, config, record, evidence)
+        record = dataclasses.replace(
+            record, manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
+            blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
         out = work_dir / "run"
-        metrics["artifacts"] = _write_artifacts(out, metrics, config)
-        outputs.publish_run(out, run_uri, metrics, TASKS_BY_NAME[metrics["task"]].card_metrics)
+        record = dataclasses.replace(record, artifacts=_write_artifacts(out, record, config))
+        outputs.publish_run(out, run_uri, record, TASKS_BY_NAME[str(record.task)].card_metrics)
     delete_backup(storage.join(run_uri, outputs.BACKUP_DIR))
-    return gate.conclude(models_root, {"model_uri": run_uri, "metrics": metrics}, blessing,
-                         token, task_of(manifest).card_metrics[0], config.fail_unblessed)
+    return gate.conclude(models_root, record, blessing, token,
+                         task_of(manifest).card_metrics[0], config.fail_unblessed)
 
 
 def _judge(version_uri: str, manifest: Manifest, models_root: str, config: TrainConfig,
-           metrics: dict[str, Any], evidence: tuple[Any, Any]) -> tuple[gate.Blessing, str | None]:
+           record: ModelRecord, evidence: tuple[Any, Any]) -> tuple[gate.Blessing, str | None]:
     """The verdict; the current model is scored on this version's raw test rows, through its
     own preprocessing, exactly as it would serve them."""
     raw_test = make_dataset(version_uri, TEST_SPLIT, manifest, config.input)
@@ -121,7 +130,7 @@ def _judge(version_uri: str, manifest: Manifest, models_root: str, config: Train
         return gate_scores(task_of(manifest).name, manifest, *predictions(model, raw_test),
                            served=True)
 
-    return gate.judge(task_of(manifest), manifest, metrics["test"], metrics["baseline"],
+    return gate.judge(task_of(manifest), manifest, dict(record.test), dict(record.baseline),
                       evidence, GateRules.of(config), models_root, score)
 
 
@@ -139,9 +148,10 @@ def _fit_and_evaluate(
     version_uri: str, manifest: Manifest, run_uri: str, setup: DeviceSetup,
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
     weights: dict[int, float] | None = None,
-) -> tuple[dict[str, Any], tuple[Any, Any]]:
+) -> tuple[ModelRecord, tuple[Any, Any]]:
     """Fit the model family (or the better of them on eval), evaluate on the test split, save
-    the model locally; the metrics and the test (labels, outputs) the gate judges."""
+    the model locally; its record (the run's part to come) and the test (labels, outputs)
+    the gate judges."""
     task = task_of(manifest)
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
@@ -162,14 +172,14 @@ def _fit_and_evaluate(
 
 def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: TrainConfig,
              fitted: families.Fitted, choice: dict[str, Any], test: dict, ev: dict,
-             base: dict) -> dict[str, Any]:
+             base: dict) -> ModelRecord:
     """metrics.json: the run's figures and the kept family's own (epochs or boosting
     rounds, history, fit time) with why it was kept."""
-    label = manifest.schema["label"]
-    return {
+    label = manifest.schema.label
+    return ModelRecord.from_json({
         "dataset": manifest.dataset, "version": manifest.version, "version_uri": version_uri,
-        "label": label["name"], "task": task_of(manifest).name, "classes": label.get("names"),
-        "transform": label.get("transform"), "split": TEST_SPLIT,
+        "label": label.name, "task": task_of(manifest).name, "classes": None if label.names is None else list(label.names),
+        "transform": label.transform, "split": TEST_SPLIT,
         "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
         "examples": {s: manifest.splits[s].num_examples for s in ("train", EVAL_SPLIT, TEST_SPLIT)},
         "device": setup.device, "precision": setup.precision, "replicas": setup.replicas,
@@ -177,11 +187,11 @@ def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: T
         "code_version": code_version(),  # the same stamp the ETL puts in manifests
         "hyperparameters": dataclasses.asdict(config),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    }, f"{version_uri}: the run's record")
 
 
-def _write_artifacts(out: Path, metrics: dict[str, Any], config: TrainConfig) -> list[str]:
+def _write_artifacts(out: Path, record: ModelRecord, config: TrainConfig) -> list[str]:
     """Plots, model card and ``label.json`` beside the saved model and TensorBoard logs."""
-    task: Task = TASKS_BY_NAME[metrics["task"]]
-    return outputs.write_run_files(out, metrics, dataclasses.asdict(config), task.about(metrics),
+    task: Task = TASKS_BY_NAME[str(record.task)]
+    return outputs.write_run_files(out, record, dataclasses.asdict(config), task.about(record),
                                    task.card_metrics, task.output)

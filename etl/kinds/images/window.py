@@ -34,7 +34,15 @@ from etl.segments.build import build_once
 from etl.segments.compose import manifest_schema
 from etl.segments.plan import known_segments, new_segments
 from etl.versions import segment
-from etl.versions.segment import Interval, SegmentChecks, SegmentMeta, SourceFiles, SplitInfo
+from etl.versions.segment import (
+    Interval,
+    Schema,
+    SegmentChecks,
+    SegmentMeta,
+    SourceFiles,
+    SplitInfo,
+    Statistics,
+)
 from etl.write import shards
 from etl.write.writer import (
     HASH_COL,
@@ -96,8 +104,8 @@ def _build(request: BuildRequest[ImageSpec], seg: str, uri: str, partition: list
                                    results_uri=storage.join(uri, "validation"),
                                    quarantine_uri=storage.join(uri, "quarantine"))
         final, stats = prepare_for_write(outcome.valid, spec)
-        schema = manifest_schema(spec, stats)
-        written = write_splits(final, spec.name, uri, schema, stats["split_counts"],
+        schema = manifest_schema(spec)
+        written = write_splits(final, spec.name, uri, schema, stats.split_counts,
                                request.write)
     splits = {name: _split_entry(uri, entries, request.write.compression)
               for name, entries in written.items()}
@@ -131,7 +139,7 @@ def _split_rows(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:
     return part.assign(**{HASH_COL: hashes, SPLIT_COL: assign_split(hashes, spec.split.fractions)})
 
 
-def prepare_for_write(raw: dd.DataFrame, spec: ImageSpec) -> tuple[dd.DataFrame, dict[str, Any]]:
+def prepare_for_write(raw: dd.DataFrame, spec: ImageSpec) -> tuple[dd.DataFrame, Statistics]:
     """(the checked images split by the salted hash of their key, ready for ``write_splits``;
     the manifest's statistics). Image classes always come from the spec."""
     final = raw.map_partitions(_split_rows, spec, meta=_split_rows(raw._meta, spec))
@@ -143,22 +151,23 @@ def prepare_for_write(raw: dd.DataFrame, spec: ImageSpec) -> tuple[dd.DataFrame,
     train = small[small[SPLIT_COL] == "train"]
     label_counts = {str(i): int((train[spec.label_name] == i).sum())
                     for i in range(len(spec.classes))}
-    stats = {"computed_on": "train", "numeric": {}, "vocabularies": {},
-             "label_counts": label_counts, "split_counts": split_counts,
-             "images": {"height": [int(small["height"].min()), int(small["height"].max())]
-                        if len(small) else None,
-                        "width": [int(small["width"].min()), int(small["width"].max())]
-                        if len(small) else None}}
+    stats = Statistics.of(
+        computed_on="train", numeric={}, vocabularies={}, label_counts=label_counts,
+        split_counts=split_counts,
+        images={"height": [int(small["height"].min()), int(small["height"].max())]
+                if len(small) else None,
+                "width": [int(small["width"].min()), int(small["width"].max())]
+                if len(small) else None})
     return final, stats
 
 
-def write_splits(ddf: dd.DataFrame, dataset: str, folder_uri: str, schema: dict[str, Any],
+def write_splits(ddf: dd.DataFrame, dataset: str, folder_uri: str, schema: Schema,
                  split_counts: dict[str, int], config: WriteConfig) -> dict[str, list[dict]]:
     """Every split's shards of a Dask frame under ``folder_uri``, one shard per Dask
     partition (a shuffle on the global shard id with known divisions), each written by a
     worker; returns the shard entries per split."""
     encoder(config.encoder)
-    columns = [*schema["features"], schema["label"]["name"]]
+    columns = schema.columns
     sample = ddf.head(config.sample_rows, npartitions=1, compute=True)
     if sample.empty:
         sample = ddf.head(config.sample_rows, npartitions=-1, compute=True)
@@ -207,7 +216,7 @@ def judge(window: Window[ImageSpec, None], mode: str, results_uri: str) -> Judge
             f"{spec.name}: {bad} of {total} image file(s) failed the checks, more than the "
             f"{limit} allowed ({mode} mode, quarantine.max_fraction "
             f"{spec.quarantine.max_fraction}): {shown}", summary)
-    return Judged(summary, dict(meta.statistics or {}))
+    return Judged(summary, meta.statistics or Statistics())
 
 
 KIND: DatasetKind[ImageSpec, None] = DatasetKind(

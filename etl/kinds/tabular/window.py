@@ -81,7 +81,15 @@ from etl.validation import (
 )
 from etl.validation.report import write_parquet
 from etl.versions import lease, segment
-from etl.versions.segment import Interval, RowPartial, SegmentChecks, SegmentMeta, SourceFiles
+from etl.versions.segment import (
+    Interval,
+    RowPartial,
+    Schema,
+    SegmentChecks,
+    SegmentMeta,
+    SourceFiles,
+    Statistics,
+)
 from etl.write.writer import WriteConfig, write_shards
 
 log = logging.getLogger("etl.pipeline")
@@ -110,7 +118,7 @@ class BuildContext:
 
     spec: Spec
     label_schema: dict[str, Any]
-    schema: dict[str, Any]  # the manifest's schema (features + resolved label)
+    schema: Schema  # the manifest's schema (features + resolved label)
     rows: RowChecks  # the suite's row-level checks, each column's parse kind, the key
     metric_keys: tuple
     metric_columns: tuple[str, ...]
@@ -197,8 +205,8 @@ def _missing(task: SegmentTask, found: dict[str, SegmentMeta | None]) -> bool:
 def _resolved_spec(request: BuildRequest[Spec]) -> Spec:
     """The spec with the label this version uses (classes inherited from the last version)."""
     spec, previous = request.spec, request.previous
-    label = previous.label() if previous is not None else None
-    inherited = {**label, "version": previous.version} if label else None
+    label = previous.schema.label if previous is not None and previous.schema else None
+    inherited = {**label.to_json(), "version": previous.version} if label else None
     return replace(spec, label=label_task(spec.label).inherit(spec.label, inherited))
 
 
@@ -231,7 +239,7 @@ def _context(spec: Spec, inputs: RunInputs, label_schema: dict[str, Any],
     """What every segment build of the run is given."""
     return BuildContext(
         spec=spec, label_schema=label_schema,
-        schema=manifest_schema(spec, {"label_schema": label_schema}),
+        schema=manifest_schema(spec, label_schema),
         rows=RowChecks(inputs.suite.name, tuple(inputs.suite.row), inputs.kinds,
                        tuple(spec.key)),
         metric_keys=inputs.checks.keys,
@@ -426,7 +434,9 @@ def judge(window: Window[Spec, RunInputs], mode: str, results_uri: str) -> Judge
     summary = judge_from_partials(window.spec, inputs.suite, inputs.checks, window.metas, mode,
                                   results_uri)
     stats = merged_statistics(window.spec, [m for _, m in window.metas])
-    return Judged(summary, stats, _drift(window))
+    label = stats.pop("label_schema")
+    return Judged(summary, Statistics.from_json(stats, f"{window.spec.name}: the window's "
+                                                       "statistics"), _drift(window), label)
 
 
 def merged_statistics(spec: Spec, metas: list[SegmentMeta]) -> dict[str, Any]:
@@ -448,7 +458,8 @@ def _drift(window: Window[Spec, RunInputs]) -> dict[str, Any] | None:
     if previous is None or not window.new:
         return None
     stats = merged_statistics(window.spec, window.new)
-    report = compare(stats, previous.statistics or {}, previous.version,
+    report = compare(stats, previous.statistics.to_json() if previous.statistics else {},
+                     previous.version,
                      [m.segment for m in window.new], window.spec.drift,
                      calendar_features(window.spec), _peers(window, stats["num_examples"]),
                      previous.verdict.drift_history)

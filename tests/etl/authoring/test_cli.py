@@ -97,7 +97,7 @@ def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, spec
     result = pipeline.run("flights_day", root, "2013-01-03", run_id="drafted")
     assert result["created"] and sum(result["splits"].values()) > 1500  # both days
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest.schema["label"]["name"] == "label"
+    assert manifest.schema.label.name == "label"
 
 
 @pytest.mark.parametrize("name, label, task, key", [
@@ -123,9 +123,9 @@ def test_init_on_a_bundled_raw_file_checks_and_runs_through_the_etl(tmp_path, sp
     assert result["created"] and sum(result["splits"].values()) == {"wine": 178,
                                                                      "diabetes": 442}[name]
     schema = versions.read_manifest(result["version_uri"]).schema
-    assert schema["label"]["task"] == task and len(schema["features"]) == len(spec["features"])
+    assert schema.label.task == task and len(schema.features) == len(spec["features"])
     if task == "multiclass":
-        assert schema["label"]["names"] == ["class_0", "class_1", "class_2"]
+        assert schema.label.class_names == ["class_0", "class_1", "class_2"]
 
 
 def test_init_on_an_image_folder_says_it_drafts_tabular_specs_only(tmp_path, specs, capsys):

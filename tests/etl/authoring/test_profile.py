@@ -250,7 +250,7 @@ def test_a_draft_with_messy_headers_publishes(tmp_path, specs, capsys, fmt) -> N
     assert main(["spec", "check", "orders"]) == 0, capsys.readouterr().out
     manifest = _published_clean("orders", f"file://{tmp_path / 'data'}")
     assert {"ship_mode", "unit_price", "c_2nd", "grosse", "class_", "sales", "sales_2"} \
-        <= set(manifest.schema["features"])
+        <= set(manifest.schema.features)
 
 
 def test_a_small_multiclass_table_drafts_wider_held_out_splits(tmp_path, specs, capsys):

@@ -18,6 +18,7 @@ import pytest
 from etl import storage
 from etl.segments import build as tfds_meta
 from etl.versions import SegmentMeta
+from etl.versions.segment import Schema
 from tests.support.tfds_fixtures import SPLITS, compose, frame
 
 
@@ -64,7 +65,7 @@ def test_gzip_segments_get_no_tfds_file(file_root: str) -> None:
 
 
 def test_shard_names_must_match_the_tfds_template() -> None:
-    meta = {"dataset": "flights", "segment": "s", "schema": {},
+    meta = {"dataset": "flights", "segment": "s", "schema": {"label": {"name": "late"}},
             "splits": {"train": {"shards": [
                 {"file": "flights-train.tfrecord-00000-of-00002", "records": 1, "bytes": 1}]}}}
     with pytest.raises(ValueError, match="s: split 'train' shard 0: file "
@@ -76,11 +77,13 @@ def test_shard_names_must_match_the_tfds_template() -> None:
     ("schema", "message"),
     [
         ({"label": {"name": "late", "dtype": "int64"}}, "'classes' is needed"),
-        ({"features": {"x": {"dtype": "float64"}}}, "expected float32, int64 or string"),
-        ({"features": {"im": {"dtype": "string", "kind": "image", "shape": [8, 8],
+        ({"label": {"name": "late", "dtype": "int64", "classes": 2},
+          "features": {"x": {"dtype": "float64"}}}, "expected float32, int64 or string"),
+        ({"label": {"name": "late", "dtype": "int64", "classes": 2},
+          "features": {"im": {"dtype": "string", "kind": "image", "shape": [8, 8],
                               "encoding": "png"}}}, "image feature"),
     ],
 )
 def test_bad_schemas_are_refused(schema: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        tfds_meta.features_json(schema)
+        tfds_meta.features_json(Schema.from_json(schema, "the test's schema"))

@@ -9,7 +9,7 @@ import pytest
 
 from etl import storage
 from etl.versions import segment
-from etl.versions.segment import SegmentMeta, Shard, SplitInfo
+from etl.versions.segment import LabelSchema, Schema, SegmentMeta, Shard, SplitInfo, Statistics
 
 SHARD = {"file": "flights-train.tfrecord-00000-of-00001", "records": 3, "bytes": 120,
          "sha256": "ab" * 32}
@@ -129,3 +129,39 @@ def test_a_null_where_a_list_is_expected_reads_empty_and_writes_back_null() -> N
     meta = SegmentMeta.from_json(body, "segment.json")
     assert meta.splits["train"].shards == ()
     assert meta.to_json() == body
+
+
+def test_the_class_names_are_the_labels_names_else_the_ids() -> None:
+    """One rule for the classes in output order (training's heads, plots, gate and card)."""
+    def names(**label: object) -> list[str]:
+        return LabelSchema.from_json({"name": "y", **label}, "test").class_names
+
+    assert names(names=["setosa", "virginica"], classes=2) == ["setosa", "virginica"]
+    assert names(names=[0, 1, 2]) == ["0", "1", "2"]
+    assert names(classes=3) == ["0", "1", "2"]
+    assert names() == ["0", "1"]  # a binary label written before labels carried a count
+    assert LabelSchema.from_json({"name": "late"}, "test").positive == "1"
+    assert LabelSchema.from_json({"name": "late"}, "test").task_name == "binary"
+
+
+def test_schema_and_statistics_read_typed_and_write_back_key_for_key() -> None:
+    schema = {"key": ["id"], "label": {"name": "late", "dtype": "int64", "classes": 2,
+                                       "task": "binary"},
+              "features": {"distance": {"dtype": "float32", "kind": "numeric"},
+                           "image": {"dtype": "string", "kind": "image",
+                                     "shape": [None, None, 3], "encoding": "png"}},
+              "training": {"epochs": 3}}
+    stats = {"computed_on": "train", "num_examples": 10,
+             "numeric": {"distance": {"mean": 1.5, "var": 0.25, "min": 1, "max": 2,
+                                      "count": 10}},
+             "vocabularies": {"carrier": ["UA", "AA"]}, "label_counts": {"0": 7, "1": 3},
+             "split_counts": {"train": 10}, "dropped_rows": {"no label": 1}, "later": True}
+    typed, figures = Schema.from_json(schema, "m.json", "schema"), Statistics.from_json(stats, "m")
+    assert typed.columns == ["distance", "image", "late"] and typed.key_columns == ("id",)
+    assert typed.features["image"].shape == (None, None, 3) and typed.training == {"epochs": 3}
+    assert figures.numeric["distance"].var == 0.25 and figures.label is None
+    assert json.dumps(typed.to_json()) == json.dumps(schema)
+    assert json.dumps(figures.to_json()) == json.dumps(stats)  # unknown keys kept too
+    with pytest.raises(ValueError, match=r"m.json: key 'schema.label': expected an object, the "
+                                         "key is missing"):
+        Schema.from_json({"features": {}}, "m.json", "schema")

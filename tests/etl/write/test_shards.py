@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from etl import storage
+from etl.versions.segment import Schema
 from etl.write import shards
 
 NUMERIC = [
@@ -27,7 +28,7 @@ NUMERIC = [
     "hour",
 ]
 CATEGORICAL = ["carrier", "origin", "dest", "tailnum"]
-SCHEMA = {
+SCHEMA = Schema.from_json({
     "key": ["time_hour", "carrier", "flight", "origin"],
     "label": {"name": "late", "dtype": "int64", "classes": 2},
     "features": {
@@ -35,7 +36,13 @@ SCHEMA = {
         **{c: {"dtype": "string", "kind": "categorical"} for c in CATEGORICAL},
         "flight": {"dtype": "int64", "kind": "numeric"},
     },
-}
+}, "the test's schema")
+
+
+def _schema(features: dict, label: dict | None = None) -> Schema:
+    """A schema of ``features`` and ``label`` (``late``, int64, by default)."""
+    return Schema.from_json({"label": label or {"name": "late", "dtype": "int64"},
+                             "features": features}, "the test's schema")
 
 
 @pytest.fixture(scope="module")
@@ -95,15 +102,9 @@ def test_inputs_arrow_table_batch_and_slices(flights: pd.DataFrame) -> None:
 
 
 def test_types_are_converted_per_schema() -> None:
-    schema = {
-        "label": {"name": "y", "dtype": "int64"},
-        "features": {
-            "f": {"dtype": "float32"},
-            "b": {"dtype": "int64"},
-            "s": {"dtype": "string"},
-            "c": {"dtype": "string"},
-        },
-    }
+    schema = _schema({"f": {"dtype": "float32"}, "b": {"dtype": "int64"},
+                      "s": {"dtype": "string"}, "c": {"dtype": "string"}},
+                     {"name": "y", "dtype": "int64"})
     df = pd.DataFrame(
         {
             "f": [1, 2],
@@ -132,8 +133,7 @@ def test_a_missing_float_is_encoded_as_nan(encoder) -> None:
     import tensorflow as tf
 
     df = pd.DataFrame({"distance": [1.5, None], "late": [0, 1]})
-    schema = {"label": {"name": "late", "dtype": "int64"},
-              "features": {"distance": {"dtype": "float32"}}}
+    schema = _schema({"distance": {"dtype": "float32"}})
     values = [tf.train.Example.FromString(r).features.feature["distance"].float_list.value[0]
               for r in encoder(df, schema)]
     assert values[0] == 1.5 and np.isnan(values[1])
@@ -142,20 +142,17 @@ def test_a_missing_float_is_encoded_as_nan(encoder) -> None:
 def test_bad_input_names_the_column() -> None:
     df = pd.DataFrame({"distance": [1.0, None], "late": [0, 1], "carrier": ["UA", "AA"],
                        "seats": pd.array([3, None], dtype="Int64")})
-    schema = {
-        "label": {"name": "late", "dtype": "int64"},
-        "features": {"seats": {"dtype": "int64"}},
-    }
+    schema = _schema({"seats": {"dtype": "int64"}})
     with pytest.raises(ValueError, match="column 'seats': 1 null value"):
         shards.encode_batch(df, schema)
     with pytest.raises(KeyError, match="column 'origin'"):
-        shards.encode_batch(df, {"features": {"origin": {"dtype": "string"}}})
+        shards.encode_batch(df, _schema({"origin": {"dtype": "string"}}))
     with pytest.raises(
         ValueError, match="column .carrier.: cannot convert (large_)?string to int64"
     ):
-        shards.encode_batch(df, {"features": {"carrier": {"dtype": "int64"}}})
+        shards.encode_batch(df, _schema({"carrier": {"dtype": "int64"}}))
     with pytest.raises(ValueError, match="dtype 'float64'"):
-        shards.encode_batch(df, {"features": {"late": {"dtype": "float64"}}})
+        shards.encode_batch(df, _schema({"distance": {"dtype": "float64"}}))
     with pytest.raises(TypeError, match="expected a pandas DataFrame"):
         shards.encode_batch([[1.0]], schema)
 
@@ -175,8 +172,8 @@ def test_vectorized_encoder_is_byte_identical_to_python(flights: pd.DataFrame) -
 
 def test_vectorized_encoder_edge_values() -> None:
     features = (("i", "int64"), ("f", "float32"), ("s", "string"), ("a_first", "float32"))
-    schema = {"label": {"name": "y", "dtype": "int64", "classes": 2},
-              "features": {name: {"dtype": dtype} for name, dtype in features}}
+    schema = _schema({name: {"dtype": dtype} for name, dtype in features},
+                     {"name": "y", "dtype": "int64", "classes": 2})
     table = pa.table(
         {
             "i": pa.array([0, -1, 127, 128, 2**63 - 1, -(2**63)], pa.int64()),
@@ -191,7 +188,7 @@ def test_vectorized_encoder_edge_values() -> None:
     )
     with pytest.raises(ValueError, match="at most 100 bytes"):
         shards.encode_batch_vectorized(
-            pd.DataFrame({"x" * 101: [1.0]}), {"features": {"x" * 101: {"dtype": "float32"}}}
+            pd.DataFrame({"x" * 101: [1.0], "late": [0]}), _schema({"x" * 101: {"dtype": "float32"}})
         )
 
 

@@ -29,6 +29,7 @@ from etl.kinds.tabular.land import land
 from etl.kinds.tabular.prepare import prepare_rows
 from etl.kinds.tabular.read import join_lookups, read_lookups, read_source_file
 from etl.segments import plan
+from etl.segments.compose import manifest_schema
 from etl.spec import load_spec
 from etl.write import shards, writer
 
@@ -155,8 +156,8 @@ def test_day_by_day_and_bulk_builds_split_alike(tmp_path, monkeypatch):
     a, b = (versions.read_manifest(r["version_uri"]) for r in (res, bulk))
     assert _record_hashes(a) == _record_hashes(b)
     assert sum(a.splits[s].num_examples for s in a.splits) == 9  # 8 days + the copy
-    assert json.dumps(a.statistics["label_counts"], sort_keys=True) == \
-        json.dumps(b.statistics["label_counts"], sort_keys=True)
+    assert json.dumps(a.statistics.label_counts, sort_keys=True) == \
+        json.dumps(b.statistics.label_counts, sort_keys=True)
 
 
 LEAKAGE = {"dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"}
@@ -178,7 +179,7 @@ def final(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]
 
 def _write(frame: pd.DataFrame, out: Path, config: writer.WriteConfig) -> dict[str, list[dict]]:
     spec = load_spec("flights")
-    return writer.write_frame(frame, "flights", f"file://{out}", spec.manifest_schema(),
+    return writer.write_frame(frame, "flights", f"file://{out}", manifest_schema(spec),
                               [s for s, _ in spec.split.fractions], config)
 
 

@@ -19,7 +19,7 @@ from etl.versions import Manifest
 from tests.support import training_fixtures as fx
 from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main
-from training.config import InputConfig, TrainConfig
+from training.config import InputConfig, ModelRecord, TrainConfig
 from training.judge import gate
 from training.judge.gate import Current, EvaluationSplitError, ModelNotBlessedError, check_splits
 from training.run.train import train
@@ -64,14 +64,17 @@ def test_no_worse_than_the_current_model_within_the_tolerance() -> None:
 
 def test_two_promotions_from_one_reading_cannot_both_win(storage_root: str) -> None:
     models = storage.join(storage_root, "models")
-    metrics = {"dataset": "d", "version": "v", "model_uri": "u", "test": {"auc": 0.8}}
+    def run(name: str) -> ModelRecord:
+        return ModelRecord.of(dataset="d", version="v", model_uri="u", test={"auc": 0.8},
+                              run=name)
+
     assert gate.read_current(models, "d") == (None, None)
-    assert gate.promote(models, {**metrics, "run": "a"}, "auc", None)
-    assert not gate.promote(models, {**metrics, "run": "b"}, "auc", None)  # saw no pointer
+    assert gate.promote(models, run("a"), "auc", None)
+    assert not gate.promote(models, run("b"), "auc", None)  # saw no pointer
     current, token = gate.read_current(models, "d")
     assert current.run == "a"
-    assert gate.promote(models, {**metrics, "run": "c"}, "auc", token)
-    assert not gate.promote(models, {**metrics, "run": "d"}, "auc", token)  # stale token
+    assert gate.promote(models, run("c"), "auc", token)
+    assert not gate.promote(models, run("d"), "auc", token)  # stale token
     assert gate.read_current(models, "d")[0].run == "c"
 
 
@@ -191,7 +194,7 @@ def _manifest(sizes: dict[str, int], counts: dict[str, int]) -> Manifest:
     return Manifest.from_json({
         "dataset": "d", "version": "v",
         "splits": {s: {"num_examples": n} for s, n in sizes.items()},
-        "schema": {"label": {"task": "multiclass", "names": ["a", "b", "c"], "classes": 3}},
+        "schema": {"label": {"name": "y", "task": "multiclass", "names": ["a", "b", "c"], "classes": 3}},
         "statistics": {"label_counts": counts}}, "test")
 
 

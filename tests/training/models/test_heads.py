@@ -1,5 +1,5 @@
 """``training.models.heads``: each head starts where the train split does and refuses a label it
-cannot serve; the class names in output order and the target's transform, each written once."""
+cannot serve; the target's transform, written once."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import keras
 import numpy as np
 import pytest
 
+from etl.versions.segment import LabelSchema, Schema, Statistics
 from training.config import ModelConfig
 from training.models.heads import (
     binary_head,
-    class_names,
     in_units,
     linear_head,
     model_target,
@@ -25,16 +25,11 @@ from training.models.heads import (
 def _start(head, label: dict, stats: dict) -> np.ndarray:
     """The head's output on all-zero hidden features: where training starts."""
     x = keras.Input(shape=(4,))
-    model = keras.Model(x, head(keras.layers.Dense(3, kernel_initializer="zeros")(x),
-                                {"label": label}, stats, ModelConfig()))
+    schema = Schema.from_json({"label": label}, "the test's schema")
+    model = keras.Model(x, head(keras.layers.Dense(3, kernel_initializer="zeros")(x), schema,
+                                Statistics.from_json(stats, "the test's statistics"),
+                                ModelConfig()))
     return model(np.zeros((2, 4), np.float32)).numpy()
-
-
-def test_class_names_are_the_spec_names_else_the_ids() -> None:
-    assert class_names({"names": ["setosa", "virginica"], "classes": 2}) == ["setosa", "virginica"]
-    assert class_names({"names": [0, 1, 2]}) == ["0", "1", "2"]
-    assert class_names({"classes": 3}) == ["0", "1", "2"]
-    assert class_names({}) == ["0", "1"]  # a binary label written before labels carried a count
 
 
 def test_binary_and_softmax_heads_start_at_the_train_frequencies() -> None:
@@ -63,12 +58,12 @@ def test_the_linear_head_starts_at_the_mean_of_the_learned_target() -> None:
 
 
 def test_the_transform_is_learned_forward_and_served_and_read_back_in_units() -> None:
-    label = {"name": "y", "transform": "log1p"}
+    label = LabelSchema.of(name="y", transform="log1p")
     y = np.array([[0.0], [99.0], [1e4]], np.float32)
     learned = model_target(label)(y).numpy()
     np.testing.assert_allclose(learned, np.log1p(y), rtol=1e-6)
     np.testing.assert_allclose(serve_units(learned, label).numpy(), y, rtol=1e-5)
     np.testing.assert_allclose(in_units(learned.astype(np.float64), label), y, rtol=1e-5)
-    plain = {"name": "y"}
+    plain = LabelSchema.of(name="y")
     assert model_target(plain) is None
     assert serve_units(learned, plain) is learned and in_units(learned, plain) is learned

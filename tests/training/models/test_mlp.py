@@ -31,19 +31,19 @@ def test_preprocessing_takes_the_manifest_statistics_and_vocabularies() -> None:
     pre, model = parts.preprocess, parts.core
     stats = MANIFEST.statistics
     norm = pre.get_layer("norm_distance")
-    assert np.allclose(norm.mean, stats["numeric"]["distance"]["mean"])
-    assert np.allclose(norm.variance, stats["numeric"]["distance"]["var"])
+    assert np.allclose(norm.mean, stats.numeric["distance"].mean)
+    assert np.allclose(norm.variance, stats.numeric["distance"].var)
     carrier = pre.get_layer("lookup_carrier").get_vocabulary()
-    assert carrier[1:] == stats["vocabularies"]["carrier"]  # index 0: out of vocabulary
+    assert carrier[1:] == stats.vocabularies["carrier"]  # index 0: out of vocabulary
     days = pre.get_layer("lookup_day_of_week").get_vocabulary()
-    assert [int(d) for d in days[1:]] == stats["vocabularies"]["day_of_week"]
+    assert [int(d) for d in days[1:]] == stats.vocabularies["day_of_week"]
     # small vocabularies one-hot, large ones embedded
     assert model.get_layer("onehot_carrier").num_tokens == len(fx.CARRIERS) + 1
     dest = model.get_layer("embed_dest")
     assert dest.input_dim == len(fx.DESTS) + 1 and dest.output_dim == 6
     # the output starts at the training base rate
     bias = model.get_layer("late").bias.numpy()[0]
-    assert np.isclose(bias, prior_logit(stats["label_counts"]), atol=1e-6)
+    assert np.isclose(bias, prior_logit(stats.label_counts), atol=1e-6)
 
 
 def test_full_model_is_core_of_preprocess_and_shares_its_weights() -> None:
@@ -72,7 +72,7 @@ def test_raw_values_in_probabilities_out_with_unknown_categories() -> None:
 def test_a_missing_numeric_value_is_the_train_mean_in_training_and_serving() -> None:
     """Records keep NaN for `fill: mean` features; the model itself imputes the manifest mean."""
     model = build_model(MANIFEST)
-    mean = MANIFEST.statistics["numeric"]["temp"]["mean"]
+    mean = MANIFEST.statistics.numeric["temp"].mean
     raw = {
         "distance": tf.constant([500.0, 500.0, 500.0]), "sched_dep_hour": tf.constant([6.0] * 3),
         "temp": tf.constant([float("nan"), mean, mean + 40.0]),

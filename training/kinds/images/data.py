@@ -19,6 +19,7 @@ from typing import Any
 import tensorflow as tf
 
 from etl.versions import Manifest
+from etl.versions.segment import FeatureSchema
 from training.config import AUTOTUNE, ImageTrainConfig
 from training.data.tabular import (
     IMAGE_KIND,
@@ -41,10 +42,10 @@ class Augment:
     max_hue_delta: float = 0.05  # RGB only
 
 
-def image_feature(manifest: Manifest) -> tuple[str, dict[str, Any]] | None:
+def image_feature(manifest: Manifest) -> tuple[str, FeatureSchema] | None:
     """(name, spec) of the manifest's image feature, or None for a tabular version."""
-    for name, feat in manifest.schema["features"].items():
-        if feat.get("kind") == IMAGE_KIND:
+    for name, feat in manifest.schema.features.items():
+        if feat.kind == IMAGE_KIND:
             return name, feat
     return None
 
@@ -117,15 +118,15 @@ def make_image_dataset(version_uri: str, split: str, manifest: Manifest,
 
     training = split == "train" if training is None else training
     name, feat = image_feature(manifest)
-    h, w, c = feat["shape"]
+    h, w, c = feat.shape
     if h is None or w is None:
-        raise ValueError(f"{version_uri}: image feature {name!r} has shape {feat['shape']}; "
+        raise ValueError(f"{version_uri}: image feature {name!r} has shape {feat.shape}; "
                          "training needs a fixed size (set image.resize in the spec)")
     icfg = InputConfig(batch_size=config.batch_size, seed=config.seed)
     files = shard_files(version_uri, split, manifest, icfg)
     ds = read_chunks(files, compression_type(manifest), icfg, training, deterministic=True)
     ds = ds.map(
-        _decode_batch(name, manifest.schema["label"]["name"], feat["shape"], feat["encoding"]),
+        _decode_batch(name, manifest.schema.label.name, feat.shape, feat.encoding),
         num_parallel_calls=AUTOTUNE).unbatch()
     if config.cache:
         ds = ds.cache()  # decoded pixels; augmentation below stays random per epoch

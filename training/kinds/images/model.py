@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 
 from etl.versions import Manifest
+from etl.versions.segment import Statistics
 from training.config import ImageTrainConfig
 from training.models.heads import Head
 
@@ -25,5 +26,5 @@ def build_cnn(shape: tuple[int, int, int], manifest: Manifest, config: ImageTrai
     x = keras.layers.Flatten()(x) if side <= 8 else keras.layers.GlobalAveragePooling2D()(x)
     x = keras.layers.Dense(config.dense_units, activation="relu")(x)
     x = keras.layers.Dropout(config.dropout)(x)
-    outputs = head(x, manifest.schema, (manifest.statistics or {}), None)
+    outputs = head(x, manifest.schema, manifest.statistics or Statistics(), None)
     return keras.Model(inputs, outputs, name="image_cnn")

@@ -26,7 +26,13 @@ from etl import storage
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import ImageTrainConfig, RunOrigin, TrainConfig
+from training.config import (
+    ImageTrainConfig,
+    ModelRecord,
+    RunOrigin,
+    TrainConfig,
+    read_model_record,
+)
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, predictions
 from training.judge.gate import gate_scores
@@ -45,8 +51,8 @@ def fit(version_uri: str, manifest: Manifest, config: ImageTrainConfig) -> tuple
     task, eval metrics, history)."""
     keras.utils.set_random_seed(config.seed)
     _, feat = image_feature(manifest)
-    size = config.image_size or tuple(feat["shape"][:2])
-    model = build_cnn((*size, feat["shape"][2]), manifest, config, TASK.head)
+    size = config.image_size or tuple(feat.shape[:2])
+    model = build_cnn((*size, feat.shape[2]), manifest, config, TASK.head)
     model.compile(optimizer=keras.optimizers.Adam(config.learning_rate), loss=TASK.loss(),
                   metrics=TASK.metrics())
     train_ds, eval_ds, test_ds = (make_image_dataset(version_uri, s, manifest, config)
@@ -76,9 +82,9 @@ def train_images(version_uri: str, manifest: Manifest, models_root: str, run_nam
     """What ``training.run.train.train`` does for an image version: fit, judge, publish the run."""
     config = config or TrainConfig()
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)
-    done = storage.join(run_uri, outputs.METRICS_FILE)
-    if not config.overwrite and storage.exists(done):
-        return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
+    done = None if config.overwrite else read_model_record(run_uri)
+    if done is not None:
+        return gate.stored(models_root, done, config.fail_unblessed)
     icfg = ImageTrainConfig.from_train_config(config)
     model, result = fit(version_uri, manifest, icfg)
     labels, probs = result.pop("test_labels"), result.pop("test_outputs")
@@ -90,33 +96,34 @@ def train_images(version_uri: str, manifest: Manifest, models_root: str, run_nam
 
     blessing, token = gate.judge(TASK, manifest, result["test"], base, (labels, probs),
                                  gate.GateRules.of(config, icfg.min_margin), models_root, score)
-    metrics = _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result)
-    metrics["blessing"] = blessing.to_dict()
-    metrics.update(origin.fields() if origin else {})
+    record = dataclasses.replace(
+        _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result),
+        blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
     with tempfile.TemporaryDirectory(prefix="train-images-") as work:
         out = Path(work)
         model.save(out / "model.keras")
         TASK.plots(labels, probs, manifest, out / outputs.PLOTS_DIR)
-        metrics["artifacts"] = outputs.write_run_files(
-            out, metrics, dataclasses.asdict(icfg), TASK.about(metrics), TASK.card_metrics,
-            TASK.output, INPUTS)
-        outputs.publish_run(out, run_uri, metrics, TASK.card_metrics)
-    return gate.conclude(models_root, {"model_uri": run_uri, "metrics": metrics}, blessing,
-                         token, TASK.card_metrics[0], config.fail_unblessed)
+        record = dataclasses.replace(record, artifacts=outputs.write_run_files(
+            out, record, dataclasses.asdict(icfg), TASK.about(record), TASK.card_metrics,
+            TASK.output, INPUTS))
+        outputs.publish_run(out, run_uri, record, TASK.card_metrics)
+    return gate.conclude(models_root, record, blessing, token, TASK.card_metrics[0],
+                         config.fail_unblessed)
 
 
 def _metrics(version_uri: str, manifest: Manifest, run_name: str, run_uri: str,
              config: ImageTrainConfig, base: dict[str, Any],
-             result: dict[str, Any]) -> dict[str, Any]:
-    label = manifest.schema["label"]
+             result: dict[str, Any]) -> ModelRecord:
+    label = manifest.schema.label
     sha = hashlib.sha256(storage.read_bytes(storage.join(version_uri, "manifest.json")))
-    return {"dataset": manifest.dataset, "version": manifest.version,
-            "version_uri": version_uri, "label": label["name"], "kind": "image",
-            "task": TASK.name, "classes": label.get("names"), "transform": None, "split": "test",
+    return ModelRecord.from_json({"dataset": manifest.dataset, "version": manifest.version,
+            "version_uri": version_uri, "label": label.name, "kind": "image",
+            "task": TASK.name, "classes": None if label.names is None else list(label.names), "transform": None, "split": "test",
             "baseline": base, "min_margin": config.min_margin,
             "run": run_name, "model_uri": run_uri, "manifest_sha256": sha.hexdigest(),
             "examples": {s: v.num_examples for s, v in manifest.splits.items()},
             "device": "GPU" if tf.config.list_logical_devices("GPU") else "CPU",
             "precision": "float32", "replicas": 1, "stall_ratio": None,
             "code_version": code_version(), "hyperparameters": dataclasses.asdict(config),
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result}
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result},
+        f"{version_uri}: the run's record")

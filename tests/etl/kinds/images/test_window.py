@@ -13,6 +13,7 @@ from distributed import Client, LocalCluster
 
 from etl import pipeline, versions
 from etl.errors import ValidationFailed
+from etl.versions.segment import Schema
 from tests.support.images import CLASSES, image, pets_spec
 
 END = "2024-01-01T00:00:00Z"
@@ -147,8 +148,8 @@ def test_the_dask_writer_writes_the_in_process_writers_shards(client, tmp_path: 
                           "c": rng.choice(["a", "b", "c"], n), "y": rng.integers(0, 2, n),
                           writer.HASH_COL: hashes,
                           writer.SPLIT_COL: writer.assign_split(hashes, SPLIT)})
-    schema = {"features": {"x": {"dtype": "float32"}, "c": {"dtype": "string"}},
-              "label": {"name": "y", "dtype": "int64", "classes": 2}}
+    schema = Schema.from_json({"features": {"x": {"dtype": "float32"}, "c": {"dtype": "string"}},
+                               "label": {"name": "y", "dtype": "int64", "classes": 2}}, "test")
     config = writer.WriteConfig(target_bytes=20_000)
     counts = frame[writer.SPLIT_COL].value_counts()
     alone = writer.write_frame(frame, "t", (tmp_path / "a").as_uri(), schema,

@@ -86,7 +86,7 @@ def _same_content(a: dict, b: dict) -> None:
     for split in SPLITS:
         assert ma.splits[split].content_hash == mb.splits[split].content_hash, split
         assert ma.splits[split].content_hash == _record_hash(a["version_uri"], ma, split)
-    _close(ma.statistics, mb.statistics)
+    _close(ma.statistics.to_json(), mb.statistics.to_json())
     assert ma.verdict.evaluated_rows == mb.verdict.evaluated_rows
 
 
@@ -412,13 +412,13 @@ def test_unlisted_classes_are_learned_once_and_an_unpartitioned_source_is_one_se
     root = (tmp_path / "store").as_uri()
     land_dataset(root, "wine")
     first = pipeline.run(str(folder / "spec.yaml"), root, "2026-01-01", run_id="a")
-    label = versions.read_manifest(first["version_uri"]).schema["label"]
-    assert label["names"] == ["class_0", "class_1", "class_2"] and label["classes"] == 3
+    label = versions.read_manifest(first["version_uri"]).schema.label
+    assert label.class_names == ["class_0", "class_1", "class_2"] and label.classes == 3
     (seg,) = segment.list_segments(root, "wine")
     assert seg.startswith("all-")
     again = pipeline.run(str(folder / "spec.yaml"), root, "2026-01-02", run_id="b")
     assert segment.list_segments(root, "wine") == [seg]  # reused: same rows, same classes
-    assert versions.read_manifest(again["version_uri"]).schema["label"] == label
+    assert versions.read_manifest(again["version_uri"]).schema.label == label
     assert segment.read_segment(segment.segment_uri(root, "wine", seg)).run_id == "a"
 
 
