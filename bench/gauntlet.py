@@ -23,6 +23,7 @@ from typing import Any
 from bench.proctree import last_json, run_child
 from bench.references import compare, reference
 from bench.tables import TABLES, Table, interval_end, land_table
+from training.config import read_model_record
 
 log = logging.getLogger("bench.gauntlet")
 REPO = Path(__file__).resolve().parent.parent
@@ -141,15 +142,16 @@ def _train_and_score(table: Table, root: str, version_uri: str, work: Path,
     run_uri = storage.join(root, "models", table.name, version_uri.rstrip("/").rsplit("/", 1)[-1],
                            RUN)
     result["model_uri"] = run_uri
-    if storage.exists(storage.join(run_uri, "metrics.json")):
-        metrics = storage.read_json(storage.join(run_uri, "metrics.json"))
-        result["model"] = {k: float(v) for k, v in metrics["test"].items()
+    record = read_model_record(run_uri)
+    if record is not None:
+        result["model"] = {k: float(v) for k, v in record.test.items()
                            if isinstance(v, (int, float))}
-        result["examples"] = metrics.get("examples")
-        result["metrics_file"] = metrics  # read by verdict(), not stored
-        result["gate"] = {k: metrics.get(k) for k in ("family", "family_choice", "blessing")}
+        result["examples"] = dict(record.examples) or None
+        result["metrics_file"] = record  # read by verdict(), not stored
+        result["gate"] = {"family": record.family, "family_choice": record.family_choice,
+                          "blessing": record.blessing}
     t0 = time.perf_counter()
-    ref = reference(version_uri, table.task, (result.get("metrics_file") or {}).get("min_margin"))
+    ref = reference(version_uri, table.task, record.min_margin if record else None)
     result["reference"] = ref.scores
     result["reference_gate"] = {"beats_baseline": ref.beats_baseline, "checks": ref.gate}
     result["reference_s"] = round(time.perf_counter() - t0, 2)
@@ -170,12 +172,13 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
     steps = [s for s in ("spec_init", "etl_run", "training") if isinstance(result.get(s), dict)]
     crashed = [s for s in steps if result[s].get("traceback")]
     failed = next((s for s in steps if result[s].get("ok") is False), None)
-    metrics = result.pop("metrics_file", None)
-    if metrics is not None:
-        gate = metrics.get("blessing") or metrics.get("verdict") or {}
-        blessed = gate.get("blessed") if isinstance(gate, dict) else metrics.get("blessed")
+    record = result.pop("metrics_file", None)
+    if record is not None:
+        older = record.json_extra  # the verdict keys of records written before blessings
+        gate = record.blessing or older.get("verdict") or {}
+        blessed = gate.get("blessed") if isinstance(gate, dict) else older.get("blessed")
         if blessed is None:  # before blessings: a gate that writes only what it passes
-            blessed = metrics.get("passed_quality_gate", failed is None)
+            blessed = older.get("passed_quality_gate", failed is None)
         reasons = gate.get("reasons") or [gate.get("reason")] if isinstance(gate, dict) else []
         reason = "; ".join(r for r in reasons if r) or \
             (result[failed].get("message") if failed else None)

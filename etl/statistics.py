@@ -218,16 +218,19 @@ def finalize(merged: StatisticsPartial, splits: Sequence[str], numeric: Sequence
     do not depend on how the rows were grouped.
     """
     part = merged.get(on) or {"rows": 0, "labels": {}, "numeric": {}, "vocab": {}}
+    vocabularies: dict[str, list[str]] = {}
+    vocabulary_counts: dict[str, dict[str, int]] = {}
     stats: dict[str, Any] = {"computed_on": on, "num_examples": int(part["rows"]),
-                             "numeric": {}, "vocabularies": {}, "vocabulary_counts": {}}
-    for col in numeric:
-        stats["numeric"][col] = _moments(part["numeric"].get(col))
+                             "numeric": {col: _moments(part["numeric"].get(col))
+                                         for col in numeric},
+                             "vocabularies": vocabularies,
+                             "vocabulary_counts": vocabulary_counts}
     if "label_moments" in part:
         stats["label"] = _moments(part["label_moments"])
     for col in categorical:
         ordered = sorted(part["vocab"].get(col, {}).items(), key=lambda kv: (-kv[1], kv[0]))
-        stats["vocabularies"][col] = [k for k, _ in ordered]
-        stats["vocabulary_counts"][col] = dict(ordered)
+        vocabularies[col] = [k for k, _ in ordered]
+        vocabulary_counts[col] = dict(ordered)
     stats["null_counts"] = _null_counts_of(part, numeric)
     labels = {_label_key(k): int(v) for k, v in part["labels"].items()}
     stats["label_counts"] = {k: labels[k] for k in sorted(labels, key=_sort_key)}

@@ -10,18 +10,20 @@ import json
 
 from etl import storage, versions
 from etl.versions.manifest import format_shards
+from training.config import ModelRecord, read_model_record
 
 
-def _latest_model_metrics(root: str, dataset: str, version: str) -> tuple[str, dict] | None:
-    """Metrics of the newest completed training run on a version (metrics.json is written last)."""
+def _latest_model_metrics(root: str, dataset: str, version: str
+                          ) -> tuple[str, ModelRecord] | None:
+    """The newest completed training run on a version and its record (metrics.json is
+    written last)."""
     runs_uri = storage.join(root, "models", dataset, version)
     if not storage.exists(runs_uri):
         return None
-    runs = sorted(storage.list_dir(runs_uri))
-    for run in reversed(runs):
-        metrics_uri = storage.join(runs_uri, run, "metrics.json")
-        if storage.exists(metrics_uri):
-            return storage.join(runs_uri, run), storage.read_json(metrics_uri)
+    for run in sorted(storage.list_dir(runs_uri), reverse=True):
+        record = read_model_record(storage.join(runs_uri, run))
+        if record is not None:
+            return storage.join(runs_uri, run), record
     return None
 
 
@@ -39,16 +41,17 @@ def summarize(root: str, dataset: str) -> None:
     if found is None:
         print("no trained model for this version yet")
         return
-    model_uri, metrics = found
+    model_uri, record = found
     print(f"model: {model_uri}")
-    model, baseline = metrics.get("test", metrics), metrics.get("baseline", {})
+    model, baseline = record.test, record.baseline
     print(f"{'metric':<12} {'model':>10} {'majority baseline':>18}")
     for name in ("auc", "accuracy", "loss"):
         if name in model:
             print(f"{name:<12} {_fmt(model[name]):>10} {_fmt(baseline.get(name, '-')):>18}")
-    if "test" in metrics:
+    if record.test:
         print("(model and baseline evaluated on the held-out test split)")
-    extra = {k: metrics[k] for k in ("device", "precision", "examples_per_s") if k in metrics}
+    extra = {k: v for k, v in (("device", record.device), ("precision", record.precision),
+                               ("examples_per_s", record.examples_per_s)) if v is not None}
     if extra:
         print(json.dumps(extra))
 

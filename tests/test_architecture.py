@@ -227,7 +227,8 @@ def test_mirror_check_fails_on_a_planted_module_without_a_test(tmp_path):
         "(or a line saying why in tests/MIRROR.md)")]
 
 
-# ---- manifest.json and segment.json are read through their types, never by string key ------
+# ---- the records are read through their types, never by string key -------------------------
+# manifest.json and segment.json (with their schema and statistics blocks), metrics.json
 
 TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py"}
 
@@ -237,13 +238,17 @@ def _json_keys() -> dict[str, frozenset[str]]:
     import dataclasses
 
     from etl.versions import manifest, segment
+    from training.config import ModelRecord
 
     def keys(*types: type) -> frozenset[str]:
         return frozenset(segment.json_key(f) for t in types for f in dataclasses.fields(t)
                          if not f.name.startswith("json_"))
 
     whole = keys(manifest.Manifest, segment.SegmentMeta, manifest.SegmentEntry)
-    return {"whole": whole, "split": keys(segment.SplitInfo), "shard": keys(segment.Shard)}
+    return {"whole": whole, "split": keys(segment.SplitInfo), "shard": keys(segment.Shard),
+            "schema": keys(segment.Schema), "label": keys(segment.LabelSchema),
+            "feature": keys(segment.FeatureSchema), "statistics": keys(segment.Statistics),
+            "moments": keys(segment.Moments), "model": keys(ModelRecord)}
 
 
 def _holds(name: str) -> str | None:
@@ -256,6 +261,18 @@ def _holds(name: str) -> str | None:
         return "split"
     if low in ("shard", "shards"):
         return "shard"
+    if low == "schema" or low.endswith("_schema") and low != "label_schema":
+        return "schema"  # a version's label as etl.spec resolves it is the spec's dict
+    if low == "label":
+        return "label"
+    if low in ("feat", "feature", "features"):
+        return "feature"
+    if low in ("stats", "statistics") or low.endswith(("_stats", "_statistics")):
+        return "statistics"
+    if low in ("moments", "numeric_stats"):
+        return "moments"
+    if low in ("metrics", "record", "model_record"):
+        return "model"
     return None
 
 
@@ -264,7 +281,7 @@ def string_key_reads(source: str, keys: dict[str, frozenset[str]]) -> list[str]:
     a segment.json, a split or a shard entry and the key is one its type holds."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             target, key = node.value, node.slice
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "get" and node.args:
@@ -298,29 +315,42 @@ def test_manifest_and_segment_json_are_read_through_their_types():
         if found := _template_reads(path.read_text(encoding="utf-8")):
             bad[str(path.relative_to(REPO))] = found
     assert scanned > 100  # the whole tree, not an empty glob
-    assert bad == {}, "read these through Manifest / SegmentMeta, not by string key: " + \
-        repr(bad)
+    assert bad == {}, "read these through Manifest / SegmentMeta / Schema / Statistics / " \
+        "ModelRecord, not by string key: " + repr(bad)
 
 
 def test_the_string_key_check_catches_a_planted_read():
-    """The check above is not vacuous: each kind of planted read is caught, typed reads and
-    look-alikes (a spec's ``key``, a writer's entry) are not."""
+    """The check above is not vacuous: each kind of planted read is caught -- a manifest's or
+    segment's, their schema's (label, features) and statistics', a model record's --; typed
+    reads, writes and look-alikes (a spec's ``key``, a writer's entry) are not."""
     keys = _json_keys()
     planted = '''
-def f(manifest, meta, seg, info, shard, spec, e):
+def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, feat, counts):
     a = manifest["splits"]
     b = meta.get("statistics_partial")
     c = seg["partitions"]
     d = info["num_examples"]
     g = shard.get("sha256")
     h = self.manifest["version"]
+    i = manifest.schema["label"]
+    j = label.get("names")
+    k = feat["dtype"]
+    l = manifest.statistics.get("label_counts")
+    m = stats["numeric"]["distance"]
+    n = metrics["test"]
+    o = metrics.get("run_id")
+    stats["numeric"] = {}
     ok = (manifest.splits, meta.split("train").content_hash, spec["key"], e["file"],
-          manifest.schema["label"], info.num_examples)
+          manifest.schema.label.name, info.num_examples, stats.numeric["distance"].mean,
+          metrics.test["auc"], counts["label_counts"], schema.features["x"].dtype)
 '''
     found = string_key_reads(planted, keys)
     assert [f.split(": ", 1)[1] for f in found] == [
         "manifest['splits']", "meta.get('statistics_partial')", "seg['partitions']",
-        "info['num_examples']", "shard.get('sha256')", "self.manifest['version']"]
+        "info['num_examples']", "shard.get('sha256')", "self.manifest['version']",
+        "manifest.schema['label']", "label.get('names')", "feat['dtype']",
+        "manifest.statistics.get('label_counts')", "stats['numeric']", "metrics['test']",
+        "metrics.get('run_id')"]
     assert _template_reads("{{ manifest.get('splits') }}\n{{ manifest.splits }}") == [
         "{{ manifest.get('splits') }}"]
 

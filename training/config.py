@@ -82,44 +82,50 @@ class ModelRecord(JsonObject):
     ``eval``, the ``baseline`` on test), the gate's verdict (``blessing``), the kept family
     and its fit, the run and the orchestrator run that started it. Written last by a run
     (``training.outputs.publish_run``), so a run folder with it holds a model; read by the
-    gate, the training DAG's version choice and the UI (``read_model_record``). Keys are kept as read
-    (``JsonObject``): a record written by older code reads and writes back unchanged."""
+    gate, the training DAG's version choice and the UI (``read_model_record``). Keys are kept
+    as read (``JsonObject``): a record written by older code reads and writes back unchanged
+    (the file is written with sorted keys, so the field order here is free)."""
 
+    # the data: the version trained on, its label and task
     dataset: str | None = json_field(str)
     version: str | None = json_field(str)
     version_uri: str | None = json_field(str)
+    manifest_sha256: str | None = json_field(str)
+    examples: Mapping[str, int] = json_field(dict, default={})  # per split
     label: str | None = json_field(str)
     kind: str | None = json_field(str)  # "image" for an images version; absent for a table
     task: str | None = json_field(str)
-    classes: list | None = json_field(list)
+    classes: list | None = json_field(list)  # class names in output order
     transform: str | None = json_field(str)
+    # the figures: per split (test, eval), the baseline's on test, the gate's verdict on them
     split: str | None = json_field(str)
     test: Mapping[str, Any] = json_field(dict, default={})
     eval: Mapping[str, Any] = json_field(dict, default={})
     baseline: Mapping[str, Any] = json_field(dict, default={})
     min_margin: float | None = json_field(_NUMBER)
-    examples: Mapping[str, int] = json_field(dict, default={})
-    device: str | None = json_field(str)
-    precision: str | None = json_field(str)
-    replicas: int | None = json_field(int)
+    blessing: Mapping[str, Any] | None = json_field(dict)  # training.judge.gate.Blessing's
+    # the kept family and its fit (epochs, or boosting rounds for trees)
     family: str | None = json_field(str)
     family_choice: Mapping[str, Any] | None = json_field(dict)
-    fit_seconds: float | None = json_field(_NUMBER)
-    examples_per_s: float | None = json_field(_NUMBER)
     epochs: int | None = json_field(int)
     epochs_run: int | None = json_field(int)
     best_epoch: int | None = json_field(int)
     resumed_from_epoch: int = json_field(int, default=0)
     history: Mapping[str, list] = json_field(dict, default={})
+    fit_seconds: float | None = json_field(_NUMBER)
+    examples_per_s: float | None = json_field(_NUMBER)
     stall_ratio: float | None = json_field(_NUMBER)
+    # where and with what it ran
+    device: str | None = json_field(str)
+    precision: str | None = json_field(str)
+    replicas: int | None = json_field(int)
     code_version: str | None = json_field(str)
     hyperparameters: Mapping[str, Any] = json_field(dict, default={})
     created_at: str | None = json_field(str)
-    manifest_sha256: str | None = json_field(str)
+    # the run: its folder, the orchestrator run that started it (``RunOrigin``), its files
     run: str | None = json_field(str)
     model_uri: str | None = json_field(str)
-    blessing: Mapping[str, Any] | None = json_field(dict)  # training.judge.gate.Blessing.to_dict()
-    dag_id: str | None = json_field(str)  # the orchestrator run (``RunOrigin``)
+    dag_id: str | None = json_field(str)
     run_id: str | None = json_field(str)
     artifacts: list | None = json_field(list)
 

@@ -74,7 +74,7 @@ def trained_by(root: str, dataset: str, version: str, own_run: str) -> str | Non
     run folder other than ``own_run`` (this run's own, which a cleared run trains again), the
     folder itself for a model trained outside Airflow; None when there is no such model."""
     from etl import storage
-    from training.outputs import read_model_record
+    from training.config import read_model_record
 
     runs = storage.safe_join(root, "models", dataset, version)
     for folder in storage.list_dir(runs):

@@ -38,6 +38,9 @@ new day's weekday is not drift. Their null share is still tested. Drift is repor
 manifest's validation summary, the UI, a WARNING in the log), not enforced.
 
 Pure Python (no pandas): the spec loader, which the DAG files run, parses the block here.
+The statistics compared are a version's typed ``statistics`` (``etl.versions.Statistics``,
+its numeric columns' ``Moments``), read by attribute; this module sits below
+``etl.versions`` and takes them as they come.
 """
 
 from __future__ import annotations
@@ -66,13 +69,14 @@ CALENDAR_OPS = ("day_of_week", "day_of_year", "year", "hour_of_day")
 HISTORY = 30  # figures of past normal nights kept per statistic in the report
 
 
-def mean_shift(new: Mapping[str, Any], old: Mapping[str, Any]) -> float | None:
-    """|new mean - old mean| in old standard deviations (None when either side is empty, or
-    the old values are constant: ten dry days give rain no scale to be measured in)."""
-    if not new.get("count") or not old.get("count"):
+def mean_shift(new: Any, old: Any) -> float | None:
+    """|new mean - old mean| in old standard deviations, of two ``Moments`` (None when either
+    side is empty, or the old values are constant: ten dry days give rain no scale to be
+    measured in)."""
+    if new is None or old is None or not new.count or not old.count:
         return None
-    std = math.sqrt(max(float(old.get("var") or 0.0), 0.0))
-    return abs(float(new["mean"]) - float(old["mean"])) / std if std > 0 else None
+    std = math.sqrt(max(float(old.var or 0.0), 0.0))
+    return abs(float(new.mean) - float(old.mean)) / std if std > 0 else None
 
 
 def psi(new: Mapping[str, int], old: Mapping[str, int]) -> float | None:
@@ -88,14 +92,14 @@ def psi(new: Mapping[str, int], old: Mapping[str, int]) -> float | None:
     return total
 
 
-def null_rise(new: Mapping[str, Any], old: Mapping[str, Any], feature: str) -> float | None:
+def null_rise(new: Any, old: Any, feature: str) -> float | None:
     """The rise of ``feature``'s share of missing values (None where a count is unknown)."""
     shares = [_null_share(s, feature) for s in (new, old)]
     return None if None in shares else shares[0] - shares[1]
 
 
-def _null_share(stats: Mapping[str, Any], feature: str) -> float | None:
-    nulls, rows = (stats.get("null_counts") or {}).get(feature), stats.get("num_examples")
+def _null_share(stats: Any, feature: str) -> float | None:
+    nulls, rows = stats.null_counts.get(feature), stats.num_examples
     return None if nulls is None or not rows else nulls / rows
 
 
@@ -125,7 +129,7 @@ def bound(limit: float, peers: Sequence[float], robust: bool = False) -> float:
 class _Judge:
     """One report's rows: a statistic of the new data, of each peer, and the verdict."""
 
-    def __init__(self, old: Mapping[str, Any], peers: Sequence[Mapping[str, Any]],
+    def __init__(self, old: Any, peers: Sequence[Any],
                  history: Mapping[str, list[float]]) -> None:
         self.old, self.peers, self.rows = old, peers, []
         self.history, self.kept = history, {}
@@ -147,10 +151,10 @@ class _Judge:
         self.kept[f"{kind}:{name}"] = past[-HISTORY:]
 
 
-def compare(new: Mapping[str, Any], old: Mapping[str, Any], against: str,
+def compare(new: Any, old: Any, against: str,
             segments: list[str], limits: DriftSpec | None = None,
             calendar: frozenset[str] | set[str] = frozenset(),
-            peers: Sequence[Mapping[str, Any]] = (),
+            peers: Sequence[Any] = (),
             history: Mapping[str, list[float]] | None = None) -> dict[str, Any]:
     """The drift report of finalized train statistics ``new`` against ``old``.
 
@@ -160,39 +164,38 @@ def compare(new: Mapping[str, Any], old: Mapping[str, Any], against: str,
     """
     limits = limits or DriftSpec()
     judge = _Judge(old, peers, history or {})
-    old_numeric, old_vocab = old.get("numeric", {}), old.get("vocabulary_counts", {})
-    for col, stats in new.get("numeric", {}).items():
+    old_numeric, old_vocab = old.numeric, old.vocabulary_counts
+    for col, moments in new.numeric.items():
         if col in old_numeric and col not in calendar:
             judge.add(col, "numeric", "mean shift (old std)",
-                      lambda n, o, c=col: mean_shift(n, o["numeric"][c]), stats,
-                      limits.limits(col).mean_shift, lambda p, c=col: p["numeric"].get(c, {}))
-    few = int(new.get("num_examples", 0)) < PSI_MIN_ROWS
-    for col, counts in new.get("vocabulary_counts", {}).items():
+                      lambda n, o, c=col: mean_shift(n, o.numeric[c]), moments,
+                      limits.limits(col).mean_shift, lambda p, c=col: p.numeric.get(c))
+    few = int(new.num_examples or 0) < PSI_MIN_ROWS
+    for col, counts in new.vocabulary_counts.items():
         if col in old_vocab and col not in calendar and not few:
             judge.add(col, "categorical", "PSI",
-                      lambda n, o, c=col: psi(n, o["vocabulary_counts"][c]), counts,
-                      limits.limits(col).psi,
-                      lambda p, c=col: p.get("vocabulary_counts", {}).get(c, {}))
-    for col in sorted(set(new.get("null_counts") or {}) & set(old.get("null_counts") or {})):
+                      lambda n, o, c=col: psi(n, o.vocabulary_counts[c]), counts,
+                      limits.limits(col).psi, lambda p, c=col: p.vocabulary_counts.get(c, {}))
+    for col in sorted(set(new.null_counts) & set(old.null_counts)):
         judge.add(col, "missing", "null share rise", lambda n, o, c=col: null_rise(n, o, c),
                   new, limits.limits(col).null_share, lambda p: p)
     _label(judge, new, limits.limits("label"), few)
     rows = judge.rows
     drifted = list(dict.fromkeys(r["name"] for r in rows if r["drifted"]))
-    return {"against": against, "segments": segments, "rows": int(new.get("num_examples", 0)),
+    return {"against": against, "segments": segments, "rows": int(new.num_examples or 0),
             "baseline": _baseline(peers, history or {}), "excluded": sorted(calendar),
             "features": rows, "drifted": drifted, "history": judge.kept}
 
 
-def _label(judge: _Judge, new: Mapping[str, Any], limits: DriftLimits, few: bool) -> None:
+def _label(judge: _Judge, new: Any, limits: DriftLimits, few: bool) -> None:
     old = judge.old
-    if new.get("label_counts") and old.get("label_counts") and not few:
-        judge.add("label", "label", "PSI", lambda n, o: psi(n, o["label_counts"]),
-                  new["label_counts"], limits.psi, lambda p: p.get("label_counts") or {})
-    elif new.get("label") and old.get("label"):
+    if new.label_counts and old.label_counts and not few:
+        judge.add("label", "label", "PSI", lambda n, o: psi(n, o.label_counts),
+                  new.label_counts, limits.psi, lambda p: p.label_counts)
+    elif new.label and old.label:
         judge.add("label", "label", "mean shift (old std)",
-                  lambda n, o: mean_shift(n, o["label"]), new["label"], limits.mean_shift,
-                  lambda p: p.get("label") or {})
+                  lambda n, o: mean_shift(n, o.label), new.label, limits.mean_shift,
+                  lambda p: p.label)
 
 
 def _baseline(peers: Sequence[Mapping[str, Any]], history: Mapping[str, list[float]]) -> str:

@@ -232,7 +232,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                     current=catalog.current_model(dataset),
                     verdict_view=views.verdict(detail.metrics, catalog.current_model(dataset)),
                     card=card, view=views.model_view(detail.metrics), run_id=run_id, dag_id=dag_id,
-                    raw=present.raw_json(detail.metrics) if detail.metrics else None)
+                    raw=present.raw_json(detail.metrics) if detail.metrics is not None else None)
 
     @app.get("/datasets/{dataset}/versions/{version}/models/{run}/files/{path:path}",
              name="model_file")

@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 from etl import storage, versions
 from etl.errors import IncompleteVersionError, PathOutsideRootError
 from etl.versions import Manifest
+from training.config import METRICS_FILE, ModelRecord
 
 from .records import (
     CARD_FILE,
     DEFAULT_LIMITS,
     MANIFEST_FILE,
-    METRICS_FILE,
     PLOTS_DIR,
     VALIDATION_DIR,
     DatasetRow,
@@ -233,12 +233,17 @@ class Catalog:
             return []
         return [r for r in reversed(runs) if is_safe_name(r)]
 
-    def _metrics(self, dataset: str, version: str, run: str) -> dict[str, Any] | None:
+    def _metrics(self, dataset: str, version: str, run: str) -> ModelRecord | None:
+        """The run's model record (metrics.json), None while it has none."""
         uri = storage.join(self.run_uri(dataset, version, run), METRICS_FILE)
         try:
-            return self._read_json(uri, f"metrics of run {run!r}")
+            obj = self._read_json(uri, f"metrics of run {run!r}")
         except NotFound:
             return None
+        try:
+            return ModelRecord.from_json(obj, f"metrics of run {run!r}")
+        except ValueError as exc:
+            raise StorageUnavailable(str(exc)) from exc
 
     def current_model(self, dataset: str) -> dict[str, Any] | None:
         """The dataset's current (blessed) model: ``models/<dataset>/current.json``, which

@@ -12,13 +12,16 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
 from etl.versions import Manifest, SplitInfo
-from etl.versions.segment import Statistics
+from etl.versions.segment import JsonObject, Statistics
+
+if TYPE_CHECKING:
+    from training.config import ModelRecord
 
 MAX_FLAT_ROWS = 200
 MAX_VOCAB_SHOWN = 20
@@ -151,13 +154,13 @@ def flatten(obj: Any, prefix: str = "", limit: int = MAX_FLAT_ROWS) -> list[tupl
     return rows
 
 
-def key_metrics(metrics: dict[str, Any] | None, k: int = 4) -> list[tuple[str, Any]]:
+def key_metrics(record: ModelRecord | None, k: int = 4) -> list[tuple[str, Any]]:
     """The few numbers a reader wants first (AUC, accuracy, macro-F1, RMSE, MAE, R², loss, as
     the run's task has them), preferring test over eval."""
-    if not metrics:
+    if record is None:
         return []
     chosen: list[tuple[str, Any]] = []
-    numeric = [(key, v) for key, v in flatten(metrics, limit=2000)
+    numeric = [(key, v) for key, v in flatten(record.to_json(), limit=2000)
                if isinstance(v, (int, float)) and not isinstance(v, bool)]
     for name in KEY_METRIC_NAMES:
         best: tuple[int, str, Any] | None = None
@@ -299,7 +302,7 @@ def _vocab_preview(vocab: Any) -> str:
 
 def raw_json(value: Any) -> str:
     """Pretty JSON for a <pre> block, cut at a bound so a huge manifest cannot stall a page."""
-    if isinstance(value, Manifest):
+    if isinstance(value, JsonObject):  # a manifest, a model record
         value = value.to_json()
     text = json.dumps(value, indent=2, sort_keys=True, default=str)
     if len(text) > MAX_RAW_JSON_CHARS:

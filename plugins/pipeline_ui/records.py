@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from etl.versions import Manifest
+from training.config import ModelRecord
 
 T = TypeVar("T")
 
@@ -28,7 +29,6 @@ IO_THREADS = 8
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:+=@~,-]{0,254}$")
 IMAGE_SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 MANIFEST_FILE = "manifest.json"
-METRICS_FILE = "metrics.json"
 CARD_FILE = "model_card.md"
 PLOTS_DIR = "plots"
 VALIDATION_DIR = "validation"
@@ -92,7 +92,7 @@ class ModelRow:
     """A training run under ``models/<dataset>/<version>/<run>/``."""
 
     run: str
-    metrics: dict[str, Any] | None  # None: no metrics.json yet (running or failed)
+    metrics: ModelRecord | None  # None: no metrics.json yet (running or failed)
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class DatasetRow:
 @dataclass(frozen=True)
 class ModelDetail:
     run: str
-    metrics: dict[str, Any] | None
+    metrics: ModelRecord | None
     card: str | None
     plots: list[str]
     files: list[str]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etl.versions import Manifest
+from training.config import ModelRecord
 
 from .present import flatten, fmt, metric
 
@@ -93,27 +94,28 @@ class ModelView:
     level: Any = None  # the intervals' confidence level (0.95), None when none were stored
 
 
-def model_view(metrics: dict[str, Any] | None) -> ModelView:
+def model_view(record: ModelRecord | None) -> ModelView:
     """Quality metrics side by side (test, eval, baseline) with the test intervals stored by
     training (``test.intervals``), hyperparameters once, history."""
-    metrics = metrics if isinstance(metrics, dict) else {}
-    scopes = [s for s in METRIC_SCOPES if isinstance(metrics.get(s), dict)]
+    record = record or ModelRecord()
+    figures = {"test": record.test, "eval": record.eval, "baseline": record.baseline}
+    scopes = [s for s in METRIC_SCOPES if figures.get(s)]
     names: list[str] = []
     for scope in scopes:
-        names += [k for k, v in metrics[scope].items() if k not in names and _scalar(v)]
-    ci = (metrics.get("test") or {}).get("intervals") if "test" in scopes else None
+        names += [k for k, v in figures[scope].items() if k not in names and _scalar(v)]
+    ci = record.test.get("intervals")
     ci = ci if isinstance(ci, dict) else {}
     bounds, leads = ci.get("metrics") or {}, ci.get("lead_over_baseline") or {}
-    quality = [(label(n), [*(metrics[s].get(n) for s in scopes), interval(bounds.get(n)),
+    quality = [(label(n), [*(figures[s].get(n) for s in scopes), interval(bounds.get(n)),
                            interval(leads.get(n))]) for n in names]
-    history = metrics.get("history") if isinstance(metrics.get("history"), dict) else {}
+    history = record.history
     keys = [k for k, v in history.items() if isinstance(v, list)]
     epochs = max((len(history[k]) for k in keys), default=0)
     rows = [[i + 1, *(history[k][i] if i < len(history[k]) else None for k in keys)]
             for i in range(min(epochs, MAX_HISTORY_EPOCHS))]
     skip = (*scopes, "history", "hyperparameters", "artifacts", "blessing")
-    return ModelView(scopes, quality, labelled(metrics, skip),
-                     hyperparameter_rows(metrics.get("hyperparameters")),
+    return ModelView(scopes, quality, labelled(record.to_json(), skip),
+                     hyperparameter_rows(record.hyperparameters),
                      [label(k) for k in keys], rows, epochs > MAX_HISTORY_EPOCHS,
                      ci.get("level"))
 
@@ -128,16 +130,15 @@ class Verdict:
     checks: list[tuple[bool, str]]  # (passed, the figures and threshold)
 
 
-def verdict(metrics: dict[str, Any] | None, current: dict[str, Any] | None) -> Verdict:
+def verdict(record: ModelRecord | None, current: dict[str, Any] | None) -> Verdict:
     """Tolerant of runs without a verdict and of a missing or odd pointer."""
-    metrics = metrics if isinstance(metrics, dict) else {}
-    raw = metrics.get("blessing") if isinstance(metrics.get("blessing"), dict) else {}
+    raw = (record.blessing if record else None) or {}
     state = "no verdict" if "blessed" not in raw else (
         "blessed" if raw["blessed"] is True else "not blessed")
     checks = [(c.get("passed") is True, str(c.get("detail", ""))) for c in
               raw.get("checks") or [] if isinstance(c, dict)]
-    is_current = isinstance(current, dict) and bool(metrics) and all(
-        current.get(k) == metrics.get(k) for k in ("version", "run"))
+    is_current = isinstance(current, dict) and record is not None and \
+        current.get("version") == record.version and current.get("run") == record.run
     return Verdict(state, is_current, [str(r) for r in raw.get("reasons") or []], checks)
 
 
@@ -177,16 +178,15 @@ _RUN_FOLDER = re.compile(r"^(manual|scheduled|backfill|asset_triggered)__(\d{4}-
                          r"(\d\d)_(\d\d(?:\.\d+)?)_00_00(_[A-Za-z0-9]+)?$")
 
 
-def training_run(folder: str, dataset: str, metrics: dict[str, Any] | None) -> tuple[str, str | None]:
+def training_run(folder: str, dataset: str, record: ModelRecord | None) -> tuple[str, str | None]:
     """(run id, training DAG id or None): the Airflow run that trained the model, when known.
 
     ``metrics.json``'s own ``run_id``/``dag_id`` win (the training DAG writes them since
     issue 34); else, for older models, the folder name of an Airflow run is turned back into
     its run id; a command-line run keeps its folder name and no link.
     """
-    metrics = metrics if isinstance(metrics, dict) else {}
-    if isinstance(metrics.get("run_id"), str):
-        return metrics["run_id"], str(metrics.get("dag_id") or f"train_{dataset}")
+    if record is not None and record.run_id:
+        return record.run_id, record.dag_id or f"train_{dataset}"
     if m := _RUN_FOLDER.match(folder):
         return f"{m[1]}__{m[2]}:{m[3]}:{m[4]}+00:00{m[5] or ''}", f"train_{dataset}"
     return folder, None

@@ -14,6 +14,7 @@ import pytest
 
 from bench import gauntlet, gauntlet_report
 from bench.tables import TABLES
+from training.config import ModelRecord
 
 
 def test_a_failed_step_is_a_refusal_and_a_crash_is_flagged() -> None:
@@ -69,7 +70,8 @@ def test_a_new_user_gets_a_model_without_a_traceback(name: str, tmp_path: Path) 
 
 def test_a_harness_error_after_the_model_is_written_is_kept_beside_its_verdict() -> None:
     result = {"training": {"ok": True, "traceback": False},
-              "metrics_file": {"test": {"accuracy": 0.9}, "passed_quality_gate": False},
+              "metrics_file": ModelRecord.from_json(
+                  {"test": {"accuracy": 0.9}, "passed_quality_gate": False}, "metrics.json"),
               "error": {"step": "training or reference", "message": "KeyError: 'macro_f1'"}}
     got = gauntlet.verdict(result)
     assert got["status"] == "not blessed" and got["error"] == "KeyError: 'macro_f1'"

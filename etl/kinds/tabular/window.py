@@ -433,22 +433,22 @@ def judge(window: Window[Spec, RunInputs], mode: str, results_uri: str) -> Judge
     inputs = window.context
     summary = judge_from_partials(window.spec, inputs.suite, inputs.checks, window.metas, mode,
                                   results_uri)
-    stats = merged_statistics(window.spec, [m for _, m in window.metas])
-    label = stats.pop("label_schema")
-    return Judged(summary, Statistics.from_json(stats, f"{window.spec.name}: the window's "
-                                                       "statistics"), _drift(window), label)
+    stats, label = merged_statistics(window.spec, [m for _, m in window.metas])
+    return Judged(summary, stats, _drift(window), label)
 
 
-def merged_statistics(spec: Spec, metas: list[SegmentMeta]) -> dict[str, Any]:
+def merged_statistics(spec: Spec, metas: list[SegmentMeta]
+                      ) -> tuple[Statistics, dict[str, Any]]:
     """The statistics of segments together: their partials merged, then finalized (the same
-    figures however the rows were grouped into segments)."""
+    figures however the rows were grouped into segments); and the label as they resolve it."""
     stats = finalize_partial(statistics.merge_all(m.statistics_partial for m in metas), spec)
+    label = stats.pop("label_schema")
     dropped: dict[str, int] = {}
     for m in metas:
         for reason, n in (m.dropped_rows or {}).items():
             dropped[reason] = dropped.get(reason, 0) + int(n)
     stats["dropped_rows"] = dropped
-    return stats
+    return Statistics.from_json(stats, f"{spec.name}: the merged statistics"), label
 
 
 def _drift(window: Window[Spec, RunInputs]) -> dict[str, Any] | None:
@@ -457,11 +457,10 @@ def _drift(window: Window[Spec, RunInputs]) -> dict[str, Any] | None:
     previous = window.previous
     if previous is None or not window.new:
         return None
-    stats = merged_statistics(window.spec, window.new)
-    report = compare(stats, previous.statistics.to_json() if previous.statistics else {},
-                     previous.version,
+    stats, _ = merged_statistics(window.spec, window.new)
+    report = compare(stats, previous.statistics or Statistics(), previous.version,
                      [m.segment for m in window.new], window.spec.drift,
-                     calendar_features(window.spec), _peers(window, stats["num_examples"]),
+                     calendar_features(window.spec), _peers(window, stats.num_examples or 0),
                      previous.verdict.drift_history)
     name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
     if report["drifted"]:
@@ -478,7 +477,7 @@ def _peers(window: Window[Spec, RunInputs], rows: int) -> list[dict[str, Any]]:
     """The statistics of each earlier segment of comparable size (at most PEER_SIZE times the
     new train rows: other nights, not a compacted month whose spread is narrower)."""
     new = {m.segment for m in window.new}
-    return [merged_statistics(window.spec, [m]) for _, m in window.metas
+    return [merged_statistics(window.spec, [m])[0] for _, m in window.metas
             if m.segment not in new and 0 < m.train_rows <= PEER_SIZE * rows]
 
 

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from etl.kinds.landing import LandOptions
 from etl.spec.drift import compare, mean_shift, psi
+from etl.versions.segment import Moments, Statistics
 
-OLD = {"num_examples": 1000, "numeric": {"distance": {"mean": 1000.0, "var": 400.0 ** 2,
-                                                     "count": 1000}},
-       "vocabulary_counts": {"carrier": {"UA": 500, "AA": 300, "DL": 200}},
-       "label_counts": {"0": 800, "1": 200}}
+
+def _stats(obj: dict) -> Statistics:
+    """A version's statistics as the manifest holds them."""
+    return Statistics.from_json(obj, "the test's statistics")
+
+
+OLD_JSON = {"num_examples": 1000, "numeric": {"distance": {"mean": 1000.0, "var": 400.0 ** 2,
+                                                          "count": 1000}},
+            "vocabulary_counts": {"carrier": {"UA": 500, "AA": 300, "DL": 200}},
+            "label_counts": {"0": 800, "1": 200}}
+OLD = _stats(OLD_JSON)
 
 
 def test_the_same_distribution_does_not_drift() -> None:
@@ -18,37 +26,39 @@ def test_the_same_distribution_does_not_drift() -> None:
 
 
 def test_a_shifted_mean_a_new_carrier_and_more_late_flights_drift() -> None:
-    new = {"num_examples": 1000, "numeric": {"distance": {"mean": 1300.0, "var": 1.0,
+    new = _stats({"num_examples": 1000, "numeric": {"distance": {"mean": 1300.0, "var": 1.0,
                                                           "count": 1000}},
            "vocabulary_counts": {"carrier": {"UA": 100, "AA": 100, "B6": 800}},
-           "label_counts": {"0": 500, "1": 500}}
+           "label_counts": {"0": 500, "1": 500}})
     report = compare(new, OLD, "v1", ["s2"])
     assert report["drifted"] == ["distance", "carrier", "label"]
     assert report["features"][0]["value"] == 0.75  # 300 / 400
-    few = compare({**new, "num_examples": 100}, OLD, "v1", ["s2"])  # a PSI of 100 rows: noise
+    few = compare(_stats({**new.to_json(), "num_examples": 100}), OLD, "v1", ["s2"])  # a PSI of 100 rows: noise
     assert few["drifted"] == ["distance"]
     assert report["rows"] == 1000 and report["against"] == "v1" and report["segments"] == ["s2"]
 
 
 def test_edge_cases_are_none_or_infinite_never_an_error() -> None:
-    assert mean_shift({"count": 0}, OLD["numeric"]["distance"]) is None
-    assert mean_shift({"count": 5, "mean": 2.0}, {"count": 5, "mean": 1.0, "var": 0.0}) is None
+    assert mean_shift(Moments.of(count=0), OLD.numeric["distance"]) is None
+    assert mean_shift(Moments.of(count=5, mean=2.0), Moments.of(count=5, mean=1.0, var=0.0)) \
+        is None
+    assert mean_shift(None, OLD.numeric["distance"]) is None  # a column the peer lacks
     assert psi({}, {"a": 1}) is None
     assert 0 < psi({"a": 9, "b": 1}, {"a": 5, "b": 5}) < psi({"a": 1}, {"b": 1})
 
 
 # --- like against like: peers, calendar features, vanished values, the spec's limits ---
 
-def _day(mean: float, nulls: int = 0, rows: int = 1000) -> dict:
-    return {"num_examples": rows, "numeric": {"temp": {"mean": mean, "var": 100.0,
-                                                      "count": rows - nulls}},
-            "null_counts": {"temp": nulls}}
+def _day(mean: float, nulls: int = 0, rows: int = 1000) -> Statistics:
+    return _stats({"num_examples": rows, "numeric": {"temp": {"mean": mean, "var": 100.0,
+                                                              "count": rows - nulls}},
+                   "null_counts": {"temp": nulls}})
 
 
 def test_a_day_inside_the_spread_of_earlier_days_does_not_drift_outside_it_does() -> None:
-    year = {"num_examples": 300_000, "numeric": {"temp": {"mean": 55.0, "var": 100.0,
-                                                         "count": 300_000}},
-            "null_counts": {"temp": 3000}}
+    year = _stats({"num_examples": 300_000, "numeric": {"temp": {"mean": 55.0, "var": 100.0,
+                                                                 "count": 300_000}},
+                   "null_counts": {"temp": 3000}})
     peers = [_day(55.0 + d) for d in (-20, -15, -12, -8, 0, 5, 9, 14, 18)]
     cold = compare(_day(39.0), year, "v1", ["s"], peers=peers)
     assert cold["drifted"] == []  # 1.6 std off the year, like a winter day
@@ -60,8 +70,8 @@ def test_a_day_inside_the_spread_of_earlier_days_does_not_drift_outside_it_does(
 def test_earlier_nights_figures_carry_over_compaction_and_drifted_ones_are_not_kept() -> None:
     """Once nights are compacted into a bigger segment they are no peers; their figures in
     the previous report's ``history`` still are, except those that drifted."""
-    year = {"num_examples": 300_000, "numeric": {"temp": {"mean": 55.0, "var": 100.0,
-                                                         "count": 300_000}}}
+    year = _stats({"num_examples": 300_000, "numeric": {"temp": {"mean": 55.0, "var": 100.0,
+                                                                 "count": 300_000}}})
     nights = {"numeric:temp": [0.1, 0.4, 0.8, 1.2, 1.6, 0.3, 0.9]}
     cold = compare(_day(39.0), year, "v1", ["s"], history=nights)
     assert cold["drifted"] == [] and "7 earlier nights" in cold["baseline"]
@@ -73,7 +83,7 @@ def test_earlier_nights_figures_carry_over_compaction_and_drifted_ones_are_not_k
 
 
 def test_a_feature_whose_values_vanish_drifts_by_its_null_share() -> None:
-    year = {**_day(55.0, nulls=20), "num_examples": 1000}
+    year = _day(55.0, nulls=20)
     report = compare(_day(0.0, nulls=1000), year, "v1", ["s"], peers=[_day(55.0, 30)] * 6)
     (row,) = [r for r in report["features"] if r["kind"] == "missing"]
     assert report["drifted"] == ["temp"] and row["value"] == 0.98
@@ -86,8 +96,9 @@ def test_calendar_features_are_left_out_and_limits_come_from_the_spec(tmp_path) 
 
     spec = load_spec("flights")
     assert calendar_features(spec) == {"month", "day_of_week"}
-    month = {"num_examples": 1000, "numeric": {"month": {"mean": 1.0, "var": 0.0, "count": 9}}}
-    old = {"numeric": {"month": {"mean": 6.5, "var": 11.9, "count": 9}}}
+    month = _stats({"num_examples": 1000,
+                    "numeric": {"month": {"mean": 1.0, "var": 0.0, "count": 9}}})
+    old = _stats({"numeric": {"month": {"mean": 6.5, "var": 11.9, "count": 9}}})
     assert compare(month, old, "v", [], calendar={"month"})["features"] == []
     assert spec.drift.limits("temp").mean_shift == 0.5 and spec.drift.limits("month").calendar
     wide = compare(_day(70.0), _day(55.0), "v", [], limits=_limits(tmp_path, 2.0))

@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.support import ui_fixtures as uf
+from training.config import ModelRecord
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "plugins"))
@@ -200,8 +201,9 @@ def test_name_checks_and_key_metrics() -> None:
     for bad in ("../x", "a/../b", "/abs", "a//b", ".hidden", "a\\b", ""):
         with pytest.raises(InvalidName):
             check_relpath(bad, "p")
-    metrics = {"test_auc": 0.7, "eval": {"auc": 0.69, "loss": 0.4}, "baseline": {"auc": 0.5},
-               "accuracy": 0.8, "test": {"loss": 0.41}}
+    metrics = ModelRecord.from_json(
+        {"test_auc": 0.7, "eval": {"auc": 0.69, "loss": 0.4}, "baseline": {"auc": 0.5},
+         "accuracy": 0.8, "test": {"loss": 0.41}}, "metrics.json")
     assert present.key_metrics(metrics) == [("test_auc", 0.7), ("accuracy", 0.8),
                                             ("test.loss", 0.41)]
     assert present.human_bytes(1536) == "1.5 KiB" and present.human_bytes(12) == "12 B"

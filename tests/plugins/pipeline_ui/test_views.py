@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.support import ui_fixtures as uf
+from training.config import ModelRecord
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "plugins"))
@@ -202,10 +203,11 @@ def test_model_run_id_link_and_hyperparameters_as_a_reader_says_them() -> None:
     from pipeline_ui import views
 
     run = "manual__2026-11-24T20:01:02.123456+00:00"
-    assert views.training_run("manual__2026-11-24T20_01_02.123456_00_00", "wine", {}) == (
+    assert views.training_run("manual__2026-11-24T20_01_02.123456_00_00", "wine", None) == (
         run, "train_wine")
-    assert views.training_run("20130102T060000Z", "wine", {}) == ("20130102T060000Z", None)
-    assert views.training_run("x", "wine", {"run_id": run, "dag_id": "t"}) == (run, "t")
+    assert views.training_run("20130102T060000Z", "wine", ModelRecord()) == (
+        "20130102T060000Z", None)
+    assert views.training_run("x", "wine", ModelRecord.of(run_id=run, dag_id="t")) == (run, "t")
     rows = dict(views.hyperparameter_rows({"devices": [], "step_budget": None, "epochs": 10,
                                            "input": {"cycle_length": -1, "batch_size": 64}}))
     assert rows == {"Devices": "all visible", "Step budget": "auto", "Epochs": 10,
