@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.support import ui_fixtures as uf
+from training.config import ModelRecord
 
 REPO = Path(__file__).resolve().parents[3]
 for folder in (REPO / "plugins", REPO / "dags"):
@@ -68,9 +69,10 @@ def test_asset_triggered_run_folders_and_metrics_name_their_run() -> None:
     folder = "asset_triggered__2026-11-24T20_01_02.123456_00_00_Ab12CdEf"
     assert views.training_run(folder, "flights", None) == (
         "asset_triggered__2026-11-24T20:01:02.123456+00:00_Ab12CdEf", "train_flights")
-    assert views.training_run("manual__2013-01-02T06_00_00_00_00", "flights", {}) == (
+    assert views.training_run("manual__2013-01-02T06_00_00_00_00", "flights", ModelRecord()) == (
         "manual__2013-01-02T06:00:00+00:00", "train_flights")
-    stored = {"dag_id": "train_flights", "run_id": "asset_triggered__x:y+00:00_Z"}
+    stored = ModelRecord.of(dag_id="train_flights", run_id="asset_triggered__x:y+00:00_Z")
     assert views.training_run("asset_triggered__x_y_00_00_Z", "flights", stored) == (
         "asset_triggered__x:y+00:00_Z", "train_flights")
-    assert views.training_run("20130102T060000Z", "flights", {}) == ("20130102T060000Z", None)
+    assert views.training_run("20130102T060000Z", "flights", ModelRecord()) == (
+        "20130102T060000Z", None)
