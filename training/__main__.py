@@ -73,6 +73,17 @@ def _add_gate_args(t: argparse.ArgumentParser, d: TrainConfig) -> None:
                         "the model is written either way and only a blessed one becomes current)")
 
 
+def _add_tune_parser(sub: Any) -> None:
+    u = sub.add_parser("tune", help="search both families' settings on eval; later trainings "
+                       "use the best (models/<dataset>/tuned.json)")
+    _add_version_args(u)
+    u.add_argument("--models-root", help="default: <root>/models")
+    u.add_argument("--trials", type=int, default=None,
+                   help="trials at most (default: the spec's tune.trials, else 20)")
+    u.add_argument("--minutes", type=float, default=None,
+                   help="no trial starts after this (default: the spec's tune.minutes, else 30)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -106,14 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate_args(t, d)
     t.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
                    help="model family; auto fits both and keeps the better on eval (%(default)s)")
-    u = sub.add_parser("tune", help="search both families' settings on eval; later trainings "
-                       "use the best (models/<dataset>/tuned.json)")
-    _add_version_args(u)
-    u.add_argument("--models-root", help="default: <root>/models")
-    u.add_argument("--trials", type=int, default=None,
-                   help="trials at most (default: the spec's tune.trials, else 20)")
-    u.add_argument("--minutes", type=float, default=None,
-                   help="no trial starts after this (default: the spec's tune.minutes, else 30)")
+    _add_tune_parser(sub)
     s = sub.add_parser("show", help="the dataset's current (blessed) model")
     s.add_argument("--root", default=os.environ.get(ROOT_ENV),
                    help=f"storage root URI (default: ${ROOT_ENV})")

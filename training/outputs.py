@@ -207,10 +207,24 @@ split; the model and its baseline are scored on the same resamples.
 
 ## Hyperparameters
 
+{_tuned_line(metrics.get("tuned"))}
+
 | name | value |
 | --- | --- |
 {params}
 """
+
+
+def _tuned_line(tuned: dict[str, Any] | None) -> str:
+    """Where the settings came from: a tuning (``python -m training tune``) or the defaults."""
+    if not tuned:
+        return "Not tuned: the defaults, the data-dependent choices and the spec's settings."
+    settings = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in tuned["settings"].items())
+    return (f"Tuned on version `{tuned['version']}` at {tuned['tuned_at']} ({tuned['trials']} "
+            f"trials): family {tuned['family']}" + (f", {settings}" if settings else "")
+            + f"; eval {tuned['metric']} {tuned['eval']:.4f}"
+            + (f" (set by the spec or a flag instead: {', '.join(tuned['overridden'])})"
+               if tuned.get("overridden") else "") + ".")
 
 
 def verdict(metrics: dict[str, Any]) -> str:

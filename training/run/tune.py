@@ -18,11 +18,12 @@ import math
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 
 from etl import versions
+from etl.versions import Manifest
 from training import outputs
 from training.config import (
     TUNED_SETTINGS,
@@ -36,7 +37,7 @@ from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge.evaluate import labels_of
 from training.judge.gate import check_splits
 from training.run import families
-from training.run.runtime import precision_policy, setup_device
+from training.run.runtime import DeviceSetup, precision_policy, setup_device
 from training.tasks import task_of
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,18 @@ log = logging.getLogger(__name__)
 # The MLP's layer shapes a trial may take (Optuna's categorical values are plain strings).
 HIDDEN_UNITS = {"256x128": (256, 128), "128x64": (128, 64), "512x256": (512, 256),
                 "64": (64,), "256x128x64": (256, 128, 64)}
+
+
+class _Search(NamedTuple):
+    """What every trial shares: the version, its settings before the trial's, the device."""
+
+    version_uri: str
+    manifest: Manifest
+    config: TrainConfig
+    setup: DeviceSetup
+    work: Path
+    metric: str
+    budget: TuneConfig
 
 
 def tune(version_uri: str, models_root: str, budget: TuneConfig,
@@ -55,8 +68,6 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
         EvaluationSplitError: the eval or test split cannot be evaluated.
         ValueError: an images version (its CNN is not tuned), or no trial finished.
     """
-    import optuna
-
     manifest = versions.read_manifest(version_uri)
     if any(f.get("kind") == IMAGE_KIND for f in manifest.schema["features"].values()):
         raise ValueError(f"{version_uri}: an images version; tuning covers the tabular "
@@ -66,49 +77,15 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (families.EVAL_SPLIT, families.TEST_SPLIT)},
                  config.min_eval_examples)
-    metric = families.eval_metric(task)
-    setup = setup_device(config.precision, config.devices)
-    n_train = int(manifest.splits["train"].num_examples)
-    trials: list[dict[str, Any]] = []
-    start = time.perf_counter()
+    metric, setup = families.eval_metric(task), setup_device(config.precision, config.devices)
     log.info("tune %s on %s: up to %d trials or %g min over %s, judged on eval %s",
              manifest.dataset, manifest.version, budget.trials, budget.minutes,
              ", ".join(budget.families), metric)
-
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tune-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
-
-        def objective(trial: optuna.Trial) -> float:
-            family = trial.suggest_categorical("family", list(budget.families))
-            defaults = bool(trial.user_attrs.get("defaults"))
-            settings = {} if defaults else _suggest(trial, family, n_train)
-            planned, _ = plan(config.with_overrides(family=family, **settings), manifest)
-            weights, _ = class_weight(planned, manifest)
-            keras.utils.set_random_seed(planned.seed)
-            trial_dir = Path(work) / f"trial-{trial.number}"
-            began = time.perf_counter()
-            fitted = families.FAMILIES[family](families.FitRun(
-                version_uri, manifest, str(trial_dir / "run"), setup, planned,
-                trial_dir, task, (), weights))
-            score = float(fitted.eval.get(metric, math.nan))
-            keras.backend.clear_session()
-            trials.append({"number": trial.number, "family": family, "defaults": defaults,
-                           "settings": settings, "eval": score,
-                           "seconds": round(time.perf_counter() - began, 2)})
-            log.info("tune %s: trial %d/%d %s %s: eval %s %.4f, %.1f s", manifest.dataset,
-                     trial.number + 1, budget.trials, family,
-                     "defaults" if defaults else _text(settings), metric, score,
-                     trials[-1]["seconds"])
-            return score
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study = optuna.create_study(
-            direction="maximize" if metric == "auc" else "minimize",
-            sampler=optuna.samplers.TPESampler(seed=budget.seed))
-        for family in budget.families:
-            study.enqueue_trial({"family": family}, user_attrs={"defaults": True})
-        study.optimize(objective, n_trials=budget.trials, timeout=budget.minutes * 60,
-                       catch=(ValueError, ArithmeticError))
+        trials = _search(_Search(version_uri, manifest, config, setup, Path(work), metric,
+                                 budget))
     done = [t for t in trials if math.isfinite(t["eval"])]
     if not done:
         raise ValueError(f"tune {manifest.dataset}: no trial finished within {budget.minutes:g} "
@@ -128,6 +105,50 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
              manifest.dataset, len(trials), tuned.family, _text(tuned.settings) or "defaults",
              metric, tuned.eval, _text(tuned.default_eval), uri)
     return tuned
+
+
+def _search(search: _Search) -> list[dict[str, Any]]:
+    """Run the study: each family's defaults first, then the sampler's draws; one entry per
+    trial run."""
+    import optuna
+
+    trials: list[dict[str, Any]] = []
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        direction="maximize" if search.metric == "auc" else "minimize",
+        sampler=optuna.samplers.TPESampler(seed=search.budget.seed))
+    for family in search.budget.families:
+        study.enqueue_trial({"family": family}, user_attrs={"defaults": True})
+    study.optimize(lambda trial: _trial(search, trial, trials), n_trials=search.budget.trials,
+                   timeout=search.budget.minutes * 60, catch=(ValueError, ArithmeticError))
+    return trials
+
+
+def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
+    """Fit one family with the trial's settings; its eval figure."""
+    manifest = search.manifest
+    family = trial.suggest_categorical("family", list(search.budget.families))
+    defaults = bool(trial.user_attrs.get("defaults"))
+    settings = {} if defaults else _suggest(trial, family,
+                                            int(manifest.splits["train"].num_examples))
+    planned, _ = plan(search.config.with_overrides(family=family, **settings), manifest)
+    weights, _ = class_weight(planned, manifest)
+    keras.utils.set_random_seed(planned.seed)
+    trial_dir = search.work / f"trial-{trial.number}"
+    began = time.perf_counter()
+    fitted = families.FAMILIES[family](families.FitRun(
+        search.version_uri, manifest, str(trial_dir / "run"), search.setup, planned,
+        trial_dir, task_of(manifest), (), weights))
+    score = float(fitted.eval.get(search.metric, math.nan))
+    keras.backend.clear_session()
+    trials.append({"number": trial.number, "family": family, "defaults": defaults,
+                   "settings": settings, "eval": score,
+                   "seconds": round(time.perf_counter() - began, 2)})
+    log.info("tune %s: trial %d/%d %s %s: eval %s %.4f, %.1f s", manifest.dataset,
+             trial.number + 1, search.budget.trials, family,
+             "defaults" if defaults else _text(settings), search.metric, score,
+             trials[-1]["seconds"])
+    return score
 
 
 def _suggest(trial: Any, family: str, n_train: int) -> dict[str, Any]:

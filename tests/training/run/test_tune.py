@@ -56,13 +56,13 @@ def test_the_minutes_budget_stops_the_search_after_the_running_trial(store, tmp_
 
 
 def _record(store: fx.WrittenVersion, **changes) -> Tuned:
-    base = dict(dataset=fx.DATASET, version=fx.VERSION,
-                label=store.manifest["schema"]["label"]["name"], task="binary",
-                tuned_at="2026-11-27T00:00:00Z", family="trees",
-                settings={"tree_learning_rate": 0.2, "num_leaves": 7, "min_data_in_leaf": 5},
-                metric="auc", eval=0.9, default_eval={"trees": 0.85, "mlp": 0.8},
-                budget={"trials": 3, "minutes": 1, "families": ["trees", "mlp"]}, seconds=1.0,
-                trials=[{"number": 0}])
+    base = {"dataset": fx.DATASET, "version": fx.VERSION,
+                "label": store.manifest["schema"]["label"]["name"], "task": "binary",
+                "tuned_at": "2026-11-27T00:00:00Z", "family": "trees",
+                "settings": {"tree_learning_rate": 0.2, "num_leaves": 7, "min_data_in_leaf": 5},
+                "metric": "auc", "eval": 0.9, "default_eval": {"trees": 0.85, "mlp": 0.8},
+                "budget": {"trials": 3, "minutes": 1, "families": ["trees", "mlp"]}, "seconds": 1.0,
+                "trials": [{"number": 0}]}
     return Tuned(**{**base, **changes})
 
 
@@ -78,6 +78,8 @@ def test_a_later_training_uses_the_tuned_settings_where_nothing_else_sets_them(
     assert metrics["tuned"]["settings"]["num_leaves"] == 7
     assert metrics["tuned"]["tuned_at"] == "2026-11-27T00:00:00Z"
     assert metrics["tuned"]["overridden"] == []
+    card = (tmp_path / "models" / fx.DATASET / fx.VERSION / "after-tune" / "model_card.md")
+    assert "Tuned on version" in card.read_text() and "`num_leaves` 7" in card.read_text()
 
     # a setting given on the command line (or in the spec) wins over the tuned one
     flagged = QUICK.with_overrides(num_leaves=15, overwrite=True)
