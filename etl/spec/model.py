@@ -124,7 +124,8 @@ class Join:
 class Label:
     """The label and its task; rows where its source column is null are dropped, counted.
 
-    binary: ``op``/``value`` compare the source (1 when true); multiclass: the source's values
+    binary: ``op``/``value`` compare the source (1 when true), or ``positive`` names the
+    source values that are the positive class (1; every other value 0); multiclass: the source's values
     are the classes, ``names`` from the spec or () = the train split's vocabulary (resolved by
     the transform); regression: the numeric source itself, ``transform`` applied in training
     and inverted in the exported model.
@@ -141,6 +142,7 @@ class Label:
     names: tuple[str, ...] = ()
     transform: str | None = None
     names_from: str = ""  # where inherited classes came from (a message, not in the schema)
+    positive: tuple[str | int | bool, ...] = ()  # binary: the positive class's source values
 
     def schema(self) -> dict[str, Any]:
         """The manifest's ``schema.label`` (classes, names, transform only where set)."""
@@ -151,6 +153,8 @@ class Label:
             out["names"] = list(self.names)
         if self.transform:
             out["transform"] = self.transform
+        if self.positive:
+            out["positive"] = list(self.positive)
         return out
 
 
