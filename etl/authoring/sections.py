@@ -10,7 +10,6 @@ from etl.authoring.profile import MAX_VOCAB
 from etl.authoring.render import Draft, flow
 from etl.spec import SpecError
 
-
 # Values that name the positive class of a two-valued label (compared in lower case), and
 # the draft's rule for it, printed with every drafted ``positive``.
 YES_SPELLINGS = ("yes", "true", "y", "1", "positive", "success")
