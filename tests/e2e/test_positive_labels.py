@@ -1,7 +1,10 @@
-"""A binary label from any two-valued column, end to end: ``etl spec init`` drafts its positive
-class by the stated rule (a value spelling yes / true / y / 1, else the minority class),
-``etl run`` publishes it as 1/0, ``training train`` fits it, and the served SavedModel's output
-is the probability of that positive class, not of whichever value sorts last."""
+"""Labels as users' tables hold them, end to end (draft, run, train, serve).
+
+A binary label from any two-valued column: ``etl spec init`` drafts its positive class by the
+stated rule (a value spelling yes / true / y / 1, else the minority class), ``etl run``
+publishes it as 1/0, ``training train`` fits it, and the served SavedModel's output is the
+probability of that positive class, not of whichever value sorts last. A multiclass label
+whose rare class lands only in the test split is a class, published and trained on."""
 
 from __future__ import annotations
 
@@ -95,3 +98,45 @@ def test_a_two_valued_label_serves_the_probability_of_its_positive_class(
     is_positive = (df["outcome"] == positive).to_numpy()
     assert prob[is_positive].mean() > prob[~is_positive].mean() + 0.2, (
         prob[is_positive].mean(), prob[~is_positive].mean())
+
+
+@pytest.mark.timeout(600)
+def test_a_class_seen_only_in_test_is_published_and_trained(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    from etl.kinds.tabular import prepare
+    from etl.spec import load_spec
+    from training.config import InputConfig, ModelConfig, TrainConfig
+    from training.run.train import train
+
+    monkeypatch.delenv("PIPELINE_SPECS_PATH", raising=False)
+    root = tmp_path / "data"
+    csv = root / "raw" / "r" / "r.csv"
+    csv.parent.mkdir(parents=True)
+    df = _frame("a", "b").rename(columns={"outcome": "kind"})
+    df.loc[7, "kind"] = "z"  # one row of a third class
+    df.to_csv(csv, index=False)
+    _etl("spec", "init", "--name", "r", "--source", "raw/r/r.csv", "--root", root.as_uri(),
+         "--label", "kind", "--task", "multiclass", "--out", str(tmp_path / "r"))
+    spec_file = tmp_path / "r" / "spec.yaml"
+    doc = yaml.safe_load(spec_file.read_text())
+    rows = pd.read_csv(csv, dtype=str)
+    for salt in range(200):  # a salt that puts the 'z' row in test (the split is a hash)
+        doc["split"]["salt"] = f"s{salt}"
+        spec_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+        split = prepare.prepare_rows(rows, load_spec(spec_file))["_split"]
+        if split[df["kind"] == "z"].tolist() == ["test"]:
+            break
+    else:
+        pytest.fail("no salt of 200 puts the one 'z' row in test")
+
+    result = json.loads(_etl("run", "--json", "--root", root.as_uri(), "--dataset",
+                             str(spec_file), "--interval-end", "2026-01-01"))
+    manifest = versions.read_manifest(result["version_uri"])
+    assert manifest.schema["label"]["names"] == ["a", "b", "z"]
+    assert manifest.statistics["label_counts"]["2"] == 0  # not in train
+    config = TrainConfig(input=InputConfig(batch_size=32, shuffle_buffer=256, seed=1),
+                         epochs=3, steps_per_execution=1, min_margin=0.0,
+                         min_eval_examples=10, model=ModelConfig(family="mlp"))
+    trained = train(result["version_uri"], f"{root.as_uri()}/models", "run-1", config)
+    assert trained["metrics"]["classes"] == ["a", "b", "z"], trained
