@@ -129,9 +129,12 @@ def plot_regression(y: np.ndarray, pred: np.ndarray, out_dir: Path) -> list[Path
 
 def binary_card(metrics: dict[str, Any]) -> tuple[str, str]:
     """(what the model is, what its baseline and gate are) for a binary label."""
-    base = metrics["baseline"]
+    base, names = metrics["baseline"], metrics.get("classes")
+    returns = (f"; it returns the probability of the positive class `{names[1]}` (class 1; "
+               f"class 0 is `{names[0]}`)" if names else "; it returns the probability of "
+               "class 1")
     return ((f"Binary classifier for `{metrics['label']}` (positive rate "
-            f"{base['positive_rate']:.3f} on the test split)."),
+            f"{base['positive_rate']:.3f} on the test split){returns}."),
             (f"Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); "
             f"its loss is a constant prediction at the train base rate. Gate: blessed when test "
             f"accuracy and AUC each beat the baseline by {metrics['min_margin']} and its log "
@@ -146,8 +149,11 @@ def write_run_files(out: Path, metrics: dict[str, Any], hyperparameters: dict[st
     plot_learning_curves(metrics["history"], out / PLOTS_DIR,
                          first_epoch=metrics["resumed_from_epoch"] + 1)
     (out / CARD_FILE).write_text(model_card(metrics, hyperparameters, about, names, inputs))
+    names = metrics["classes"]
+    if metrics["task"] == "binary" and names:  # the positive class, by name
+        output = f"probability of class 1, {names[1]!r} (class 0: {names[0]!r})"
     (out / LABEL_FILE).write_text(json.dumps(
-        {"task": metrics["task"], "label": metrics["label"], "names": metrics["classes"],
+        {"task": metrics["task"], "label": metrics["label"], "names": names,
          "transform": metrics.get("transform"), "output": output}, indent=2))
     return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
 

@@ -240,8 +240,9 @@ def _parse_feature(d: dict, where: str, available: set[str], exclude: set[str]) 
     op = check_choice(get_field(derive, "op", f"{where}.derive", str), tuple(DERIVE_OPS),
                       f"{where}.derive.op")
     inputs = tuple(get_field(derive, "columns", f"{where}.derive", list))
-    if len(inputs) != DERIVE_OPS[op]:
-        raise SpecError(f"{where}.derive.columns: op {op!r} takes {DERIVE_OPS[op]} column(s), "
+    if len(inputs) not in DERIVE_OPS[op]:
+        takes = " or ".join(map(str, DERIVE_OPS[op]))
+        raise SpecError(f"{where}.derive.columns: op {op!r} takes {takes} column(s), "
                         f"got {list(inputs)}")
     for col in inputs:
         if col in exclude:

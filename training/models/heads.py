@@ -35,9 +35,20 @@ Serve = Callable[[Any, dict[str, Any]], Any]
 
 
 def class_names(label: Mapping[str, Any]) -> list[str]:
-    """A class label's names in output order: the spec's ``names``, else the class ids
-    (``classes`` of them, two for a binary label written before labels carried a count)."""
-    return [str(n) for n in label.get("names") or range(int(label.get("classes", 2)))]
+    """A class label's names in output order: the spec's ``names``; a binary label that names
+    its positive class, ``not <positive>`` then ``<positive>``; else the class ids (``classes``
+    of them, two for a binary label written before labels carried a count)."""
+    return named_classes(label) or [str(n) for n in range(int(label.get("classes", 2)))]
+
+
+def named_classes(label: Mapping[str, Any]) -> list[str] | None:
+    """The classes' names where the spec gave any (``names``, or a binary ``positive``)."""
+    if label.get("names"):
+        return [str(n) for n in label["names"]]
+    if label.get("positive"):
+        positive = "/".join(str(v) for v in label["positive"])
+        return [f"not {positive}", positive]
+    return None
 
 
 def prior_logit(label_counts: dict[str, int]) -> float:

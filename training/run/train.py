@@ -44,6 +44,7 @@ from training.judge.gate import (
     gate_scores,
     metric_intervals,
 )
+from training.models.heads import named_classes
 from training.models.tabular import export_serving
 from training.run import families
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
@@ -199,7 +200,7 @@ def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: T
     label = manifest.schema["label"]
     return {
         "dataset": manifest.dataset, "version": manifest.version, "version_uri": version_uri,
-        "label": label["name"], "task": task_of(manifest).name, "classes": label.get("names"),
+        "label": label["name"], "task": task_of(manifest).name, "classes": named_classes(label),
         "transform": label.get("transform"), "split": TEST_SPLIT,
         "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
         "examples": {s: manifest.splits[s].num_examples for s in ("train", EVAL_SPLIT, TEST_SPLIT)},

@@ -82,10 +82,12 @@ def _derive(feat: Feature, typed: pd.DataFrame) -> pd.Series:
     if feat.derive == "hour_of_day":
         return cols[0].dt.hour.astype("float64")
     if feat.derive in ("year", "day_of_year"):
-        return getattr(cols[0].dt, "dayofyear" if feat.derive == "day_of_year" else "year"
+        return getattr(cols[0].dt, "day_of_year" if feat.derive == "day_of_year" else "year"
                        ).astype("float64")
     if feat.derive == "subtract":
         return cols[0] - cols[1]
+    if feat.derive == "day_of_week" and len(cols) == 1:  # of a timestamp (Monday = 0)
+        return cols[0].dt.day_of_week.astype("float64")
     if feat.derive == "day_of_week":
         parts = pd.DataFrame({"year": cols[0], "month": cols[1], "day": cols[2]})
         return pd.to_datetime(parts, errors="coerce").dt.day_of_week.astype("float64")

@@ -270,7 +270,7 @@ def _compute(fn: Any, items: list, ctx: BuildContext, lookups: list[pd.DataFrame
 
 def _learn_classes(request: BuildRequest[Spec], inputs: RunInputs
                    ) -> tuple[Spec, dict[str, Any]]:
-    """Classes the spec does not list and no version fixed yet: the window's train split's,
+    """Classes the spec does not list and no version fixed yet: those of the window's splits,
     learned by a statistics-only pass before any segment is encoded."""
     spec = request.spec
     plan = _plan(request, spec, inputs, None, previous=False)
@@ -280,7 +280,7 @@ def _learn_classes(request: BuildRequest[Spec], inputs: RunInputs
     schema = resolve_label(statistics.merge_all(stats), spec)
     names = tuple(schema["names"])
     label = replace(spec.label, names=names, classes=len(names),
-                    names_from=f"the train split's classes {list(names)} ({spec.path}.label "
+                    names_from=f"the window's classes {list(names)} ({spec.path}.label "
                                "lists none)")
     return replace(spec, label=label), schema
 

@@ -35,6 +35,10 @@ def test_class_names_are_the_spec_names_else_the_ids() -> None:
     assert class_names({"names": [0, 1, 2]}) == ["0", "1", "2"]
     assert class_names({"classes": 3}) == ["0", "1", "2"]
     assert class_names({}) == ["0", "1"]  # a binary label written before labels carried a count
+    # a binary label naming its positive class: class 1 is it, class 0 the rest
+    assert class_names({"task": "binary", "positive": ["yes"]}) == ["not yes", "yes"]
+    assert class_names({"task": "binary", "positive": ["a", "b"]}) == ["not a/b", "a/b"]
+    assert class_names({"task": "binary", "positive": [True]}) == ["not True", "True"]
 
 
 def test_binary_and_softmax_heads_start_at_the_train_frequencies() -> None:

@@ -372,7 +372,7 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
 
     from fastapi.testclient import TestClient
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "plugins"))
     from pipeline_ui.app import create_app
 
     root = _root(landed, tmp_path)
@@ -399,7 +399,7 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
 
 def test_unlisted_classes_are_learned_once_and_an_unpartitioned_source_is_one_segment(
         tmp_path: Path) -> None:
-    """wine without `classes`: the first run learns the train split's classes before encoding;
+    """wine without `classes`: the first run learns the classes of all splits before encoding;
     the next run inherits them from that version and reuses the one segment (no event time)."""
     from etl.kinds.tabular.land import land as land_dataset
 
