@@ -19,7 +19,7 @@ from etl.versions import Manifest
 from tests.support import training_fixtures as fx
 from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main
-from training.config import InputConfig, TrainConfig
+from training.config import InputConfig, ModelConfig, TrainConfig
 from training.judge import gate
 from training.judge.gate import Current, EvaluationSplitError, ModelNotBlessedError, check_splits
 from training.run.train import train
@@ -303,3 +303,33 @@ def test_a_spec_whose_test_split_holds_one_class_fails_training(tmp_path: Path,
     assert "split sizes {'train': " in text and "lacks class(es)" in text
     assert "split.stratify: true" in text and "split.by: row" in text
     assert "Nothing was trained" in text
+
+
+@pytest.mark.timeout(600)
+def test_a_3_percent_positive_table_is_trained_and_blessed_end_to_end(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """The issue's rare-positive case as a user meets it: spec init, etl run, training train;
+    no model beats "always no" on accuracy, its AUC and log loss bless it."""
+    rng = np.random.default_rng(9)
+    n = 6000
+    x = rng.normal(size=(n, 3))
+    y = (rng.random(n) < 1 / (1 + np.exp(-(-4.6 + 1.6 * x[:, 0] - 0.8 * x[:, 1])))).astype(int)
+    raw = tmp_path / "data" / "raw" / "fraud" / "fraud.csv"
+    raw.parent.mkdir(parents=True)
+    raw.write_text("a,b,c,fraud\n" + "".join(
+        f"{r[0]:.4f},{r[1]:.4f},{r[2]:.4f},{t}\n" for r, t in zip(x, y, strict=True)))
+    out = tmp_path / "specs" / "fraud"
+    assert etl_main(["spec", "init", "--name", "fraud", "--source", "raw/fraud/fraud.csv",
+                     "--root", (tmp_path / "data").as_uri(), "--label", "fraud", "--task",
+                     "binary", "--out", str(out)]) == 0
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
+    res = pipeline.run("fraud", (tmp_path / "data").as_uri(), "2100-01-01", run_id="r")
+    result = train(res["version_uri"], f"{(tmp_path / 'data').as_uri()}/models", "r",
+                   TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees")))
+    m, blessing = result["metrics"], result["blessing"]
+    assert 0.01 < m["baseline"]["positive_rate"] < 0.06
+    assert m["test"]["accuracy"] < m["baseline"]["accuracy"] + 0.01  # accuracy cannot bless it
+    assert blessing.blessed and result["promoted"], blessing.reasons
+    assert "accuracy is not judged" in m["blessing"]["rules"]
+    card = (Path(result["model_uri"].removeprefix("file://")) / "model_card.md").read_text()
+    assert "Rules: binary: AUC at least 0.5" in card
