@@ -137,8 +137,9 @@ def binary_card(metrics: dict[str, Any]) -> tuple[str, str]:
             f"{base['positive_rate']:.3f} on the test split){returns}."),
             (f"Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); "
             f"its loss is a constant prediction at the train base rate. Gate: blessed when test "
-            f"accuracy and AUC each beat the baseline by {metrics['min_margin']} and its log "
-            f"loss is lower beyond noise."))
+            f"AUC beats 0.5 by {metrics['min_margin']} and its log loss is lower, each beyond "
+            f"noise; accuracy is judged against the majority class only when the classes are "
+            f"not lopsided (the verdict's rules say which)."))
 
 
 def write_run_files(out: Path, metrics: dict[str, Any], hyperparameters: dict[str, Any],
@@ -242,7 +243,8 @@ def verdict(metrics: dict[str, Any]) -> str:
             "promoted meanwhile)." if blessing["blessed"] else
             "**Not blessed**: written for inspection, never made the dataset's current model.")
     lines = [f"- {'pass' if c['passed'] else 'FAIL'}: {c['detail']}" for c in blessing["checks"]]
-    return head + "\n\n" + "\n".join(lines)
+    rules = f"\n\nRules: {blessing['rules']}." if blessing.get("rules") else ""
+    return head + rules + "\n\n" + "\n".join(lines)
 
 
 def publish_run(local_dir: Path, run_uri: str, metrics: dict[str, Any],

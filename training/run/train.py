@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 
@@ -106,8 +106,8 @@ def train(
     with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
         work_dir = Path(work)
-        metrics, evidence = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config,
-                                              work_dir, callbacks, weights)
+        metrics, evidence, manifest = _fit_and_evaluate(version_uri, manifest, run_uri, setup,
+                                                        config, work_dir, callbacks, weights)
         blessing, token = _judge(version_uri, manifest, models_root, config, metrics, evidence)
         metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
                        blessing=blessing.to_dict(), tuned=tuned,
@@ -120,8 +120,19 @@ def train(
                          token, task_of(manifest).card_metrics[0], config.fail_unblessed)
 
 
+class Evidence(NamedTuple):
+    """What the verdict judges: (labels, outputs) against the baseline (``judged``: the test
+    split's, or a small table's out-of-fold answers over train and eval), and the test split's,
+    which the current model is compared on; ``where``: the metrics.json key of the judged
+    figures (``test`` or ``cross_validation``)."""
+
+    judged: tuple[Any, Any]
+    test: tuple[Any, Any]
+    where: str
+
+
 def _judge(version_uri: str, manifest: Manifest, models_root: str, config: TrainConfig,
-           metrics: dict[str, Any], evidence: tuple[Any, Any]) -> tuple[gate.Blessing, str | None]:
+           metrics: dict[str, Any], evidence: Evidence) -> tuple[gate.Blessing, str | None]:
     """The verdict; the current model is scored on this version's raw test rows, through its
     own preprocessing, exactly as it would serve them."""
     raw_test = make_dataset(version_uri, TEST_SPLIT, manifest, config.input)
@@ -130,8 +141,13 @@ def _judge(version_uri: str, manifest: Manifest, models_root: str, config: Train
         return gate_scores(task_of(manifest).name, manifest, *predictions(model, raw_test),
                            served=True)
 
-    return gate.judge(task_of(manifest), manifest, metrics["test"], metrics["baseline"],
-                      evidence, GateRules.of(config), models_root, score)
+    if evidence.where == "cross_validation":
+        cv = metrics["cross_validation"]
+        figures, base = cv["out_of_fold"], cv["baseline"]
+    else:
+        figures, base = metrics["test"], metrics["baseline"]
+    return gate.judge(task_of(manifest), manifest, figures, base, evidence.judged,
+                      GateRules.of(config), models_root, score, compared=evidence.test)
 
 
 def _adapted(config: TrainConfig, manifest: Manifest, models_root: str,
@@ -171,14 +187,18 @@ def _fit_and_evaluate(
     version_uri: str, manifest: Manifest, run_uri: str, setup: DeviceSetup,
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
     weights: dict[int, float] | None = None,
-) -> tuple[dict[str, Any], tuple[Any, Any]]:
-    """Fit the model family (or the better of them on eval), evaluate on the test split, save
-    the model locally; the metrics and the test (labels, outputs) the gate judges."""
+) -> tuple[dict[str, Any], Evidence, Manifest]:
+    """Decide a regression's target, fit the model family (or the better of them on eval),
+    evaluate on the test split, save the model locally; the metrics, the test (labels,
+    outputs) the gate judges and the manifest as trained (its label's ``transform`` the
+    target choice's)."""
     task = task_of(manifest)
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
-    fitted, choice = families.choose(families.FitRun(
+    run, done, target = families.choose_target(families.FitRun(
         version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
+    manifest = run.manifest
+    fitted, choice, cv = families.choose(run, done)
     model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
     test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
     test.update(task.report(labels, out, manifest), examples=len(labels),
@@ -188,8 +208,14 @@ def _fit_and_evaluate(
     task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
     fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
     export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any feature name serves
-    return _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base), \
-        (labels, out)
+    metrics = _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base)
+    if target:
+        metrics["target_choice"] = target
+    if cv:  # a small table: the verdict judges the out-of-fold answers, test is reported
+        y_oof, out_oof = cv.pop("evidence")
+        metrics["cross_validation"] = {**cv, "baseline": task.baseline(y_oof, manifest)}
+        return metrics, Evidence((y_oof, out_oof), (labels, out), "cross_validation"), manifest
+    return metrics, Evidence((labels, out), (labels, out), "test"), manifest
 
 
 def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: TrainConfig,
