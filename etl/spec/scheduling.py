@@ -139,6 +139,7 @@ class DagSettings:
     training: dict[str, Any] = field(default_factory=dict)
     arrival_wait: timedelta = DEFAULT_ARRIVAL_WAIT
     arrival_every: timedelta = DEFAULT_ARRIVAL_EVERY
+    kind: str = "tabular"  # the spec's ``kind``: only a tabular dataset gets a score DAG
 
 
 def read_settings(path: Path) -> DagSettings:
@@ -165,6 +166,7 @@ def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
                    enumerate(_typed(raw.get("tags") or [], list, f"{where}.tags", "a list"))),
         training=_training(raw.get("training") or {}, f"{where}.training"),
         arrival_wait=wait, arrival_every=every,
+        kind=_text(raw.get("kind"), f"{where}.kind") or "tabular",
     )
 
 

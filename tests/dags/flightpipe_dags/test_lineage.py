@@ -246,3 +246,25 @@ def test_without_a_drift_report_the_previous_version_is_the_one_before_in_the_on
     assert previous(window) == f"{root}/datasets/flights/{demo}"
     assert previous(demo) == f"{root}/datasets/flights/{older}"
     assert previous(older) is None
+
+
+def test_a_score_runs_lineage_has_the_version_and_model_in_and_the_predictions_out(
+        tmp_path: Path) -> None:
+    lineage = _lineage_module()
+    root = tmp_path.as_uri()
+    version, model = f"{root}/datasets/flights/v2", f"{root}/models/flights/v1/run-1"
+    predictions = f"{root}/predictions/flights/v2/v1--run-1"
+
+    class Task:
+        pass
+
+    task = Task()
+    lineage.for_predictions(task, version, model, predictions)
+    out = task.get_openlineage_facets_on_complete(None)
+    assert [d.name for d in out.inputs] == [str(tmp_path / "datasets/flights/v2"),
+                                            str(tmp_path / "models/flights/v1/run-1")]
+    assert [d.name for d in out.outputs] == [str(tmp_path / "predictions/flights/v2/v1--run-1")]
+    raw = Task()  # raw files scored: the model is the only input
+    lineage.for_predictions(raw, None, model, predictions)
+    assert [d.name for d in raw.get_openlineage_facets_on_complete(None).inputs] == [
+        str(tmp_path / "models/flights/v1/run-1")]
