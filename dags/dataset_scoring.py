@@ -64,14 +64,14 @@ def build_scoring_dag(name: str, settings: DagSettings) -> DAG:
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             logs.import_quietly("tensorflow")
             from training.score.run import ScoreOptions
-            from training.score.run import score as score_window
+            from training.score.run import score as run_score
 
             events = triggering_asset_events.get(asset, []) if triggering_asset_events else []
             version, version_uri = choice.choose_version(events, params["version"])
             raw = tuple(params.get("raw") or ()) if not events else ()
             if version_uri is not None:
                 version = version_uri.rstrip("/").rsplit("/", 1)[-1]
-            done = score_window(ScoreOptions(root=storage_root(), dataset=name, version=version,
+            done = run_score(ScoreOptions(root=storage_root(), dataset=name, version=version,
                                              raw=raw, run_id=run_id or run_name("manual")))
             m = done.manifest
             window, model = done.uri.rstrip("/").rsplit("/", 2)[-2:]
