@@ -36,6 +36,7 @@ class ServedModel:
 
     dataset: str
     version: str  # the version it was trained on
+    version_uri: str  # ... and where it is (metrics.json's)
     run: str
     model_uri: str
     task: str
@@ -97,7 +98,8 @@ def served_model(models_root: str, dataset: str) -> ServedModel:
     missing = sorted(set(features) - set(keys))
     if missing:
         raise NoModelError(f"{current.model_uri}: its serving signature lacks {missing}")
-    return ServedModel(dataset, current.version, current.run, current.model_uri, task,
+    return ServedModel(dataset, current.version, metrics["version_uri"], current.run,
+                       current.model_uri, task,
                        () if task == REGRESSION else tuple(class_names(label)), features,
                        manifest, signature, keys, loaded)
 

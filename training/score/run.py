@@ -155,17 +155,11 @@ def _publish(options: ScoreOptions, model: ServedModel, uri: str, frames: Iterat
 def reference_predictions(model: ServedModel, batch_size: int) -> np.ndarray:
     """The model's predictions on the test split of the version it was trained on."""
     manifest = model.manifest
-    vuri = versions.version_uri(_root_of(model.model_uri), model.dataset, model.version)
     if "test" not in manifest.splits:
         return np.zeros(0)
-    frames = [_shard_frame(model, vuri, manifest, "test", e, batch_size)
+    frames = [_shard_frame(model, model.version_uri, manifest, "test", e, batch_size)
               for e in manifest.splits["test"].shards]
     return np.concatenate([f["prediction"].to_numpy() for f in frames]) if frames else np.zeros(0)
-
-
-def _root_of(model_uri: str) -> str:
-    """<root> of <root>/models/<dataset>/<version>/<run>."""
-    return model_uri.rstrip("/").rsplit("/", 4)[0]
 
 
 def _shard_frame(model: ServedModel, vuri: str, manifest: Manifest, split: str, entry: Any,

@@ -1,4 +1,5 @@
-"""OpenLineage events of one ETL run and one training run through Airflow (issue 34, item 7).
+"""OpenLineage events of one ETL run, one training run and one score run through Airflow
+(issue 34, item 7; issue 41).
 
 The real DAG files run through ``dag.test()`` in a fresh Airflow home with the provider's
 file transport (configured by ``AIRFLOW__OPENLINEAGE__TRANSPORT``, as a deployment would);
@@ -32,6 +33,8 @@ etl = bag.dags["etl_flights"].test(logical_date=None, run_conf=etl_conf)
 out = {"etl": {ti.task_id: ti.state for ti in etl.get_task_instances()}}
 train = bag.dags["train_flights"].test(logical_date=None, run_conf=train_conf)
 out["train"] = {ti.task_id: ti.state for ti in train.get_task_instances()}
+score = bag.dags["score_flights"].test(logical_date=None, run_conf={"version": "latest"})
+out["score"] = {ti.task_id: ti.state for ti in score.get_task_instances()}
 print("E2E_RESULT=" + json.dumps(out, default=str))
 """
 VERSION = "20130104T000000Z_20130101T000000Z"
@@ -104,7 +107,7 @@ def _check_spec(events: list[dict]) -> None:
 
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
-def test_etl_and_training_runs_emit_lineage_with_inputs_outputs_and_facets(
+def test_etl_training_and_score_runs_emit_lineage_with_inputs_outputs_and_facets(
         tmp_path: Path) -> None:
     env, root = airflow_env(tmp_path)
     log = tmp_path / "lineage.jsonl"
@@ -118,6 +121,7 @@ def test_etl_and_training_runs_emit_lineage_with_inputs_outputs_and_facets(
                      {"epochs": 1, "batch_size": 256, "min_margin": 0.0, "version": VERSION},
                      timeout=540)
     assert out["etl"]["publish"] == "success" and out["train"]["train"] == "success", out
+    assert out["score"]["score"] == "success", out
     _check_events(log, tmp_path / "data")
 
 
@@ -148,6 +152,13 @@ def _check_events(log: Path, data: Path) -> None:
     assert model["name"].startswith(str(data / "models/flights" / VERSION))
     jsonschema.validate(model["facets"]["flightpipe_version"], schema)
     assert model["facets"]["flightpipe_version"]["metrics"]
+    score = _complete(events, "score")  # the version and the model in, the predictions out
+    assert [(i["namespace"], i["name"]) for i in score["inputs"]] == [
+        ("file", version["name"]), ("file", model["name"])]
+    (predictions,) = score["outputs"]
+    assert predictions["name"] == str(data / "predictions/flights" / VERSION /
+                                      f"{VERSION}--{model['name'].rsplit('/', 1)[-1]}")
+    assert (Path(predictions["name"]) / "manifest.json").is_file()
 
 
 def _lineage_module():
