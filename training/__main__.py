@@ -3,6 +3,7 @@
     python -m training train --root file:///data --dataset flights [--version latest]
     python -m training train --version-uri gs://bucket/datasets/flights/<version>
     python -m training show --root file:///data --dataset flights
+    python -m training tune --root file:///data --dataset flights [--trials 20 --minutes 30]
     python -m training bench-input --version-uri file:///data/datasets/flights/<version>
     python -m training score --root file:///data --dataset flights [--version V | --raw FILE ...]
 
@@ -110,6 +111,17 @@ def run_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_tune_parser(sub: Any) -> None:
+    u = sub.add_parser("tune", help="search both families' settings on eval; later trainings "
+                       "use the best (models/<dataset>/tuned.json)")
+    _add_version_args(u)
+    u.add_argument("--models-root", help="default: <root>/models")
+    u.add_argument("--trials", type=int, default=None,
+                   help="trials at most (default: the spec's tune.trials, else 20)")
+    u.add_argument("--minutes", type=float, default=None,
+                   help="no trial starts after this (default: the spec's tune.minutes, else 30)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -143,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate_args(t, d)
     t.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
                    help="model family; auto fits both and keeps the better on eval (%(default)s)")
+    _add_tune_parser(sub)
     s = sub.add_parser("show", help="the dataset's current (blessed) model")
     s.add_argument("--root", default=os.environ.get(ROOT_ENV),
                    help=f"storage root URI (default: ${ROOT_ENV})")
@@ -219,6 +232,24 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def run_tune(args: argparse.Namespace) -> None:
+    from etl import versions
+    from training.config import TuneConfig
+    from training.run.tune import tune
+
+    vuri = version_uri(args)
+    budget = TuneConfig.of(versions.read_manifest(vuri), args.trials, args.minutes)
+    tuned = tune(vuri, models_root(args, vuri), budget)
+    print(f"tuned {tuned.dataset} on {tuned.version}: {len(tuned.trials)} trials in "
+          f"{tuned.seconds:.0f} s")
+    print(f"  best: {tuned.family}, eval {tuned.metric} {tuned.eval:.4f}; at defaults: "
+          + (", ".join(f"{f} {v:.4f}" for f, v in tuned.default_eval.items()) or "not run"))
+    for key, value in tuned.settings.items():
+        print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
+    print(f"  written to {models_root(args, vuri)}/{tuned.dataset}/tuned.json: later "
+          "trainings use these settings until tuned again")
+
+
 def print_result(result: dict[str, Any]) -> None:
     """The model's folder, its key test metrics against the baseline, the verdict."""
     from training.tasks import TASKS
@@ -291,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "score":
             return run_score(args)
-        (run_train if args.command == "train" else run_bench)(args)
+        {"train": run_train, "tune": run_tune, "bench-input": run_bench}[args.command](args)
     except ModelNotBlessedError as err:
         print_result(err.result)
         return EXIT_NOT_BLESSED

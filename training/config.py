@@ -285,6 +285,53 @@ class TrainConfig:
         )
 
 
+# What ``python -m training tune`` searches, per family: flat ``with_overrides`` names.
+TUNED_SETTINGS = {"trees": ("tree_learning_rate", "num_leaves", "min_data_in_leaf"),
+                  "mlp": ("learning_rate", "hidden_units", "dropout")}
+DEFAULT_TUNE_TRIALS, DEFAULT_TUNE_MINUTES = 20, 30.0
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """The budget of one search: it stops at ``trials`` or after ``minutes`` (no trial starts
+    after that; the one running finishes), over ``families``; ``seed`` fixes the sampler."""
+
+    trials: int = DEFAULT_TUNE_TRIALS
+    minutes: float = DEFAULT_TUNE_MINUTES
+    families: tuple[str, ...] = tuple(TUNED_SETTINGS)
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        _positive(self, "trials")
+        if not self.minutes > 0:
+            raise ValueError(f"TuneConfig.minutes: expected > 0, got {self.minutes}")
+        if not self.families or any(f not in TUNED_SETTINGS for f in self.families):
+            raise ValueError(f"TuneConfig.families: expected some of {tuple(TUNED_SETTINGS)}, "
+                             f"got {self.families}")
+
+    @classmethod
+    def of(cls, manifest: Manifest, trials: int | None = None,
+           minutes: float | None = None) -> TuneConfig:
+        """The spec's ``tune:`` block (carried in ``schema.tune``); a flag given wins."""
+        block = (manifest.schema or {}).get("tune") or {}
+        return cls(trials=trials or int(block.get("trials", DEFAULT_TUNE_TRIALS)),
+                   minutes=minutes or float(block.get("minutes", DEFAULT_TUNE_MINUTES)),
+                   families=tuple(block.get("families", TUNED_SETTINGS)))
+
+
+def tuned_overrides(config: TrainConfig, settings: dict[str, Any],
+                    family: str) -> tuple[TrainConfig, list[str]]:
+    """``config`` with the tuned ``settings`` and ``family`` where it still holds the defaults
+    (a spec ``training:`` key, CLI flag or DAG Param that changed one wins); the names kept."""
+    base, kept, chosen = TrainConfig(), [], {}
+    for key, value in {**settings, "family": family}.items():
+        if _lookup(config, key) == _lookup(base, key):
+            chosen[key] = tuple(value) if isinstance(value, list) else value
+        else:
+            kept.append(key)
+    return (config.with_overrides(**chosen) if chosen else config), kept
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     """bench-input settings: every pipeline gets the same warm-up and batch count."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ METRICS_FILE = "metrics.json"
 CARD_FILE = "model_card.md"
 PLOTS_DIR = "plots"
 BACKUP_DIR = "_backup"  # BackupAndRestore's mirror; survives republishing, removed on success
+TUNED_FILE = "tuned.json"  # models/<dataset>/tuned.json: the last search's best settings
 LABEL_FILE = "label.json"  # what the exported model returns: task, class names, transform
 CURVES = ("loss", "auc", "accuracy")
 TABULAR_INPUTS = "It takes the raw feature values; normalization and vocabularies are part of " \
@@ -205,10 +207,24 @@ split; the model and its baseline are scored on the same resamples.
 
 ## Hyperparameters
 
+{_tuned_line(metrics.get("tuned"))}
+
 | name | value |
 | --- | --- |
 {params}
 """
+
+
+def _tuned_line(tuned: dict[str, Any] | None) -> str:
+    """Where the settings came from: a tuning (``python -m training tune``) or the defaults."""
+    if not tuned:
+        return "Not tuned: the defaults, the data-dependent choices and the spec's settings."
+    settings = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in tuned["settings"].items())
+    return (f"Tuned on version `{tuned['version']}` at {tuned['tuned_at']} ({tuned['trials']} "
+            f"trials): family {tuned['family']}" + (f", {settings}" if settings else "")
+            + f"; eval {tuned['metric']} {tuned['eval']:.4f}"
+            + (f" (set by the spec or a flag instead: {', '.join(tuned['overridden'])})"
+               if tuned.get("overridden") else "") + ".")
 
 
 def verdict(metrics: dict[str, Any]) -> str:
@@ -307,3 +323,67 @@ def _num(value: Any) -> str:
 def run_uri_for(models_root: str, manifest: Manifest, run_name: str) -> str:
     """``<models_root>/<dataset>/<version>/<run>``; the run name may not leave that folder."""
     return storage.safe_join(models_root, manifest.dataset, manifest.version, run_name)
+
+
+# --- tuned settings ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tuned:
+    """``models/<dataset>/tuned.json``: what ``python -m training tune`` found, read by every
+    later training of the dataset until it is tuned again (``training.config.tuned_overrides``).
+
+    ``settings`` are flat ``TrainConfig.with_overrides`` names of the best ``family``;
+    ``eval`` its eval figure (``metric``: auc for a binary label, higher is better, else the
+    loss, lower is better) against ``default_eval``, each family's figure at its default
+    settings (the first trials); ``trials`` one entry per trial run.
+    """
+
+    dataset: str
+    version: str
+    label: str
+    task: str
+    tuned_at: str
+    family: str
+    settings: dict[str, Any]
+    metric: str
+    eval: float
+    default_eval: dict[str, float]
+    budget: dict[str, Any]
+    seconds: float
+    trials: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tuned:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    def summary(self) -> dict[str, Any]:
+        """What metrics.json and the model page carry: where the settings came from."""
+        return {"tuned_at": self.tuned_at, "version": self.version, "family": self.family,
+                "settings": self.settings, "metric": self.metric, "eval": self.eval,
+                "default_eval": self.default_eval, "trials": len(self.trials)}
+
+
+def tuned_uri(models_root: str, dataset: str) -> str:
+    return storage.safe_join(models_root, dataset, TUNED_FILE)
+
+
+def read_tuned(models_root: str, dataset: str) -> Tuned | None:
+    """The dataset's tuned settings, None when it was never tuned."""
+    uri = tuned_uri(models_root, dataset)
+    if not storage.exists(uri):
+        return None
+    try:
+        return Tuned.from_json(storage.read_json(uri))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{uri}: not a tuned.json written by `python -m training tune` "
+                         f"({err}); delete it or tune again") from err
+
+
+def write_tuned(models_root: str, tuned: Tuned) -> str:
+    """Replace the dataset's tuned.json whole (one atomic write); its URI."""
+    uri = tuned_uri(models_root, tuned.dataset)
+    storage.write_bytes_atomic(uri, storage.json_bytes(tuned.to_json()))
+    return uri

@@ -252,6 +252,7 @@ class Spec(DatasetSpec):
     expectations: Path
     upstream: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides
+    tune: dict[str, Any] = field(default_factory=dict)  # the tuning budget; {} when absent
     drift: DriftSpec = field(default_factory=DriftSpec)  # limits of the drift report
 
     @property
@@ -286,6 +287,8 @@ class Spec(DatasetSpec):
         if self.training:  # so `python -m training` applies them as the DAG does
             schema["training"] = {k: list(v) if isinstance(v, tuple) else v
                                   for k, v in self.training.items()}
+        if self.tune:  # `python -m training tune` reads its budget here
+            schema["tune"] = dict(self.tune)
         return schema
 
 

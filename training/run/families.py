@@ -153,10 +153,10 @@ def choose(run: FitRun) -> tuple[Fitted, dict[str, Any]]:
     (the kept one, metrics.json's ``family_choice``: the eval figures and why)."""
     wanted = run.config.model.family
     fits = FAMILIES if wanted == "auto" else {wanted: FAMILIES[wanted]}
-    metric = "auc" if run.task.name == BINARY else "loss"
+    metric = eval_metric(run.task)
     fitted = [fit(run) for fit in fits.values()]  # dict order: trees first, it is fast
     scores = {f.family: float(f.eval.get(metric, math.nan)) for f in fitted}
-    best = min(fitted, key=lambda f: _rank(scores[f.family], metric))
+    best = min(fitted, key=lambda f: rank(scores[f.family], metric))
     if len(fitted) == 1:
         why = f"family {wanted} was set"
     else:
@@ -168,7 +168,13 @@ def choose(run: FitRun) -> tuple[Fitted, dict[str, Any]]:
     return best, {"chosen": best.family, "metric": metric, "eval": scores, "why": why}
 
 
-def _rank(score: float, metric: str) -> float:
+def eval_metric(task: Task) -> str:
+    """The eval figure families (and tuning trials) are compared by: AUC for a binary label,
+    else the loss."""
+    return "auc" if task.name == BINARY else "loss"
+
+
+def rank(score: float, metric: str) -> float:
     """Smaller is better; NaN (no figure) loses to any number."""
     if math.isnan(score):
         return math.inf

@@ -26,7 +26,14 @@ from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import RunOrigin, TrainConfig, class_weight, plan, spec_overrides
+from training.config import (
+    RunOrigin,
+    TrainConfig,
+    class_weight,
+    plan,
+    spec_overrides,
+    tuned_overrides,
+)
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, labels_of, predictions
@@ -92,7 +99,7 @@ def train(
     if not config.overwrite and storage.exists(done):
         log.info("run %s is already complete: returning its metrics", run_uri)
         return gate.stored(models_root, storage.read_json(done), config.fail_unblessed)
-    config, weights = _adapted(config, manifest)
+    config, weights, tuned = _adapted(config, manifest, models_root)
     setup = setup_device(config.precision, config.devices)
     keras.utils.set_random_seed(config.seed)
     with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
@@ -102,7 +109,8 @@ def train(
                                               work_dir, callbacks, weights)
         blessing, token = _judge(version_uri, manifest, models_root, config, metrics, evidence)
         metrics.update(manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
-                       blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
+                       blessing=blessing.to_dict(), tuned=tuned,
+                       **(origin.fields() if origin else {}))
         out = work_dir / "run"
         metrics["artifacts"] = _write_artifacts(out, metrics, config)
         outputs.publish_run(out, run_uri, metrics, TASKS_BY_NAME[metrics["task"]].card_metrics)
@@ -125,14 +133,37 @@ def _judge(version_uri: str, manifest: Manifest, models_root: str, config: Train
                       evidence, GateRules.of(config), models_root, score)
 
 
-def _adapted(config: TrainConfig,
-             manifest: Manifest) -> tuple[TrainConfig, dict[int, float] | None]:
-    """The spec's training settings, then the data-dependent choices, each logged once."""
-    config, lines = plan(spec_overrides(config, manifest), manifest)
+def _adapted(config: TrainConfig, manifest: Manifest, models_root: str,
+             ) -> tuple[TrainConfig, dict[int, float] | None, dict[str, Any] | None]:
+    """The spec's training settings, then the dataset's tuned ones (``python -m training
+    tune``) where still at their defaults, then the data-dependent choices, each logged once;
+    metrics.json's ``tuned`` entry (None: not tuned, or tuned for another label)."""
+    config, tuned = _tuned(spec_overrides(config, manifest), manifest, models_root)
+    config, lines = plan(config, manifest)
     weights, why = class_weight(config, manifest)
     for line in [*lines, why]:
         log.info("train %s: %s", manifest.dataset, line)
-    return config, weights
+    return config, weights, tuned
+
+
+def _tuned(config: TrainConfig, manifest: Manifest,
+           models_root: str) -> tuple[TrainConfig, dict[str, Any] | None]:
+    found = outputs.read_tuned(models_root, manifest.dataset)
+    if found is None:
+        return config, None
+    label = manifest.schema["label"]
+    if (found.label, found.task) != (label["name"], task_of(manifest).name):
+        log.warning("train %s: tuned settings of %s are for the %s label %r, this version's "
+                    "is the %s label %r: not used (run `python -m training tune` again)",
+                    manifest.dataset, found.tuned_at, found.task, found.label,
+                    task_of(manifest).name, label["name"])
+        return config, None
+    config, kept = tuned_overrides(config, found.settings, found.family)
+    log.info("train %s: tuned settings (tuned %s on %s, %d trials): family %s, %s%s",
+             manifest.dataset, found.tuned_at, found.version, len(found.trials), found.family,
+             ", ".join(f"{k} {v}" for k, v in found.settings.items()) or "defaults",
+             f"; set in the spec or flags instead: {', '.join(kept)}" if kept else "")
+    return config, {**found.summary(), "overridden": kept}
 
 
 def _fit_and_evaluate(
