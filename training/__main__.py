@@ -5,6 +5,7 @@
     python -m training show --root file:///data --dataset flights
     python -m training tune --root file:///data --dataset flights [--trials 20 --minutes 30]
     python -m training bench-input --version-uri file:///data/datasets/flights/<version>
+    python -m training score --root file:///data --dataset flights [--version V | --raw FILE ...]
 
 ``train`` writes every model and prints the gate's verdict; it exits 0 whether or not the
 model is blessed, 3 when it is not and --fail-unblessed is set, 1 when the data cannot be
@@ -73,6 +74,43 @@ def _add_gate_args(t: argparse.ArgumentParser, d: TrainConfig) -> None:
                         "the model is written either way and only a blessed one becomes current)")
 
 
+def _add_score_args(sub: Any) -> None:
+    c = sub.add_parser("score", help="the current model's predictions for a version's window, "
+                       "or for raw rows with no label yet, published under predictions/")
+    c.add_argument("--root", default=os.environ.get(ROOT_ENV),
+                   help=f"storage root URI (default: ${ROOT_ENV})")
+    c.add_argument("--dataset", default="flights", help="dataset name (default: flights)")
+    c.add_argument("--version", default="latest", help="version id or 'latest' (default)")
+    c.add_argument("--raw", nargs="+", default=(), metavar="FILE",
+                   help="score these raw files of the spec's primary source instead (the label "
+                        "may be absent); rows failing the spec's checks are quarantined")
+    c.add_argument("--spec", help="spec name or path for --raw (default: the dataset's)")
+    c.add_argument("--models-root", help="default: <root>/models")
+    c.add_argument("--batch-size", type=int, default=8192, help="rows per batch (%(default)s)")
+    c.add_argument("--run-id", help="recorded in the predictions' manifest (default: cli-<time>)")
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """Score, publish, print where and what."""
+    from training.score.run import ScoreOptions, score
+
+    if not args.root:
+        raise SystemExit(f"give --root (or ${ROOT_ENV})")
+    if args.batch_size < 1:
+        raise SystemExit(f"--batch-size {args.batch_size}: expected a positive number of rows")
+    done = score(ScoreOptions(
+        root=args.root, dataset=args.dataset, version=args.version, raw=tuple(args.raw),
+        models_root=args.models_root, batch_size=args.batch_size, spec=args.spec,
+        run_id=args.run_id or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())))
+    m, dist = done.manifest, done.manifest.get("distribution") or {}
+    print(f"predictions: {done.uri}" + ("" if done.created else " (already published)"))
+    print(f"  rows {m.get('rows')}, scored {m.get('scored')}, quarantined {m.get('quarantined')}"
+          f"; model {m['model']['version']}/{m['model']['run']}")
+    print(f"  PSI {dist.get('psi', float('nan')):.4f} against the model's test predictions: "
+          + ("DRIFTED" if dist.get("drifted") else "no drift"))
+    return 0
+
+
 def _add_tune_parser(sub: Any) -> None:
     u = sub.add_parser("tune", help="search both families' settings on eval; later trainings "
                        "use the best (models/<dataset>/tuned.json)")
@@ -123,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"storage root URI (default: ${ROOT_ENV})")
     s.add_argument("--models-root", help="default: <root>/models")
     s.add_argument("--dataset", default="flights", help="dataset name (default: flights)")
+    _add_score_args(sub)
     b = sub.add_parser("bench-input", help="examples/s: raw read ceiling, ours, naive; stall ratio")
     _add_version_args(b)
     _add_input_args(b)
@@ -281,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     from training.judge.gate import ModelNotBlessedError
 
     try:
+        if args.command == "score":
+            return run_score(args)
         {"train": run_train, "tune": run_tune, "bench-input": run_bench}[args.command](args)
     except ModelNotBlessedError as err:
         print_result(err.result)

@@ -143,6 +143,7 @@ class DagSettings:
     tune: dict[str, Any] = field(default_factory=dict)  # {} when the spec has no tune: block
     arrival_wait: timedelta = DEFAULT_ARRIVAL_WAIT
     arrival_every: timedelta = DEFAULT_ARRIVAL_EVERY
+    kind: str = "tabular"  # the spec's ``kind``: only a tabular dataset gets a score DAG
 
 
 def read_settings(path: Path) -> DagSettings:
@@ -170,6 +171,7 @@ def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
         training=_training(raw.get("training") or {}, f"{where}.training"),
         tune=_tune(raw.get("tune"), f"{where}.tune"),
         arrival_wait=wait, arrival_every=every,
+        kind=_text(raw.get("kind"), f"{where}.kind") or "tabular",
     )
 
 

@@ -154,11 +154,14 @@ def test_module_level_imports_are_light(path: Path) -> None:
     assert not bad, f"{path.name} imports {bad} at module level; import them inside tasks"
 
 
-def test_one_etl_and_one_training_dag_per_spec(dagbag, common) -> None:
+def test_one_etl_and_one_training_dag_per_spec_and_a_score_dag_per_tabular_spec(
+        dagbag, common) -> None:
     specs = sorted(p.parent.name for p in (REPO / "etl" / "examples").glob("*/spec.yaml"))
     assert specs and common.spec_names() == specs
+    tabular = [s for s in specs if common.dataset_settings()[s].kind == "tabular"]
+    assert "digits" in specs and "digits" not in tabular and "flights" in tabular
     expected = {f"{kind}_{s}" for s in specs for kind in ("etl", "train")}
-    assert set(dagbag.dags) == expected
+    assert set(dagbag.dags) == expected | {f"score_{s}" for s in tabular}
 
 
 def test_new_spec_needs_no_dag_code(tmp_path: Path) -> None:
@@ -170,7 +173,8 @@ def test_new_spec_needs_no_dag_code(tmp_path: Path) -> None:
     (folders[0] / "no_spec_here").mkdir()
     result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=os.pathsep.join(map(str, folders)))
     assert result["errors"] == {}
-    assert result["dags"] == ["etl_alpha", "etl_beta_2", "train_alpha", "train_beta_2"]
+    assert result["dags"] == ["etl_alpha", "etl_beta_2", "score_alpha", "score_beta_2",
+                              "train_alpha", "train_beta_2"]
 
 
 def test_per_spec_scheduling_reaches_the_dags(tmp_path: Path) -> None:
@@ -254,6 +258,17 @@ def test_training_dag_is_scheduled_on_the_etl_asset_and_routed_to_gpu(dagbag) ->
     assert (gpu_task.queue, gpu_task.pool) == ("gpu", "gpu")
     resolve = train.get_task("resolve_version")
     assert (resolve.queue, resolve.pool) == ("default", "default_pool")
+
+
+def test_score_dag_runs_after_each_publish_on_the_gpu_queue(dagbag) -> None:
+    etl, score = dagbag.dags["etl_flights"], dagbag.dags["score_flights"]
+    assert list(score.timetable.asset_condition.objects) == etl.get_task("publish").outlets
+    assert set(score.task_ids) == {"score"}
+    task = score.get_task("score")
+    assert (task.queue, task.pool) == ("gpu", "gpu")
+    assert [link.name for link in task.operator_extra_links] == ["Predictions page"]
+    assert score.params["version"] == "latest" and score.params["raw"] == []
+    assert score.max_active_runs == 1 and "scoring" in score.tags
 
 
 def test_params_have_titles_and_valid_defaults(dagbag) -> None:
