@@ -409,3 +409,21 @@ def test_metrics_summary_keeps_each_splits_scalars_beside_nested_reports(common)
     assert summary["test"] == {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37}
     assert summary["baseline"] == metrics["baseline"] and summary["task"] == "multiclass"
     assert "history" not in summary and "classes" not in summary
+
+
+@pytest.mark.parametrize("folder", ["dags", "plugins"])
+def test_airflow_lists_the_folders_without_a_deprecation_warning(folder: str) -> None:
+    """Issue 41 item 8: Airflow's ``.airflowignore`` reader (glob syntax) warned in every task
+    log that pathspec's GitWildMatchPattern is deprecated (pathspec >= 1.0; pinned below).
+    The ignore files still keep the shared package and the UI's modules out of the listing."""
+    import warnings
+
+    from airflow.sdk._shared.module_loading.file_discovery import find_path_from_directory
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        listed = sorted(Path(p).relative_to(REPO / folder).as_posix() for p in
+                        find_path_from_directory(REPO / folder, ".airflowignore", "glob")
+                        if p.endswith(".py"))
+    assert listed == {"dags": ["dataset_etl.py", "dataset_training.py"],
+                      "plugins": ["flightpipe_arrival.py", "pipeline_ui_plugin.py"]}[folder]
