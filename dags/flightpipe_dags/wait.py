@@ -97,11 +97,16 @@ class WaitForData(BaseOperator):
 
     def _refuse_overdue(self, reason: str) -> None:
         """Fail now, no retries: the window asks for partitions no wait brings (see
-        ``etl.pipeline.arrival``); the reason names the newest landed one and what to set."""
+        ``etl.pipeline.arrival``); the reason names the newest landed one and what to set.
+
+        The reason is the log's one line of its own; Airflow logs the exception again with
+        its traceback, so the exception says only what happened and points at that line."""
         from airflow.sdk.exceptions import AirflowFailException
 
         log.error("%s", reason)
-        raise AirflowFailException(reason)
+        raise AirflowFailException(f"wait_for_data refused the window of {self.dataset}: its "
+                                   "missing partitions are overdue, not late (the ERROR line "
+                                   "above names them and the Params to set)")
 
     def _give_up(self, missing: list[str], where: str, deadline: datetime | None,
                  error: str | None = None) -> None:

@@ -54,3 +54,41 @@ def test_a_partition_keyed_run_ends_with_its_day() -> None:
     nightly = SimpleNamespace(partition_key=None, run_after=datetime(2026, 1, 1, tzinfo=UTC))
     assert run_options({}, datetime(2013, 1, 3, tzinfo=UTC), nightly).interval_end == \
         datetime(2013, 1, 3, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def demo_root(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """What ``make demo`` lands: every raw partition of flights (UTC days of ``time_hour``)."""
+    from etl.kinds.landing import LandOptions
+    from etl.kinds.tabular.land import land
+
+    root = tmp_path_factory.mktemp("demo").as_uri()
+    land(root, "flights", LandOptions())
+    return root
+
+
+def test_the_nightly_refusal_after_the_demo_is_the_readme_s_and_said_once(
+        demo_root: str, monkeypatch, caplog) -> None:
+    """Issue 41 items 4 and 8: the nightly run that unpausing etl_flights creates after
+    ``make demo`` is refused at once; the README quotes that refusal as it is (the demo's
+    newest raw partition is 2014-01-01: New York's evening of Dec 31 is Jan 1 in UTC), and
+    the task's log holds it once (the exception Airflow logs again only points at it)."""
+    import re
+
+    from airflow.sdk.exceptions import AirflowFailException
+    from flightpipe_dags.wait import WaitForData
+
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", demo_root)
+    yesterday = datetime(2026, 11, 27, tzinfo=UTC)
+    run = SimpleNamespace(partition_key=None, run_after=yesterday,
+                          start_date=yesterday + timedelta(minutes=5))
+    task = WaitForData(task_id="wait_for_data", dataset="flights", wait=timedelta(hours=6))
+    caplog.set_level("INFO", logger="airflow.task")
+    with pytest.raises(AirflowFailException) as refused:
+        task.execute({"params": {}, "data_interval_end": yesterday, "dag_run": run})
+    [line] = [r.getMessage() for r in caplog.records if "overdue" in r.getMessage()]
+    assert line not in str(refused.value) and "ERROR line above" in str(refused.value)
+    readme = (DAGS.parent / "README.md").read_text(encoding="utf-8")
+    quoted = re.search(r"what has landed: `\.\.\. (.+?)`", readme, re.DOTALL)
+    assert quoted, "the README's quoted refusal is gone"
+    assert line.endswith(" ".join(quoted.group(1).split())), (line, quoted.group(1))
