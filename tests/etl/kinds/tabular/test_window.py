@@ -372,7 +372,7 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
 
     from fastapi.testclient import TestClient
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "plugins"))
     from pipeline_ui.app import create_app
 
     root = _root(landed, tmp_path)
