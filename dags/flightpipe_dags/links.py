@@ -5,7 +5,8 @@
 details (Airflow 3 operator extra links). The task body knows the page (the version id, the
 model's run folder) and pushes its URL under the link's XCom key (``remember``); Airflow calls
 ``get_link`` when the task ends and stores what it returns under that key, which is all the
-api-server reads to draw the button (a task that ended without a page shows it disabled).
+api-server reads to draw the button (a task that ended without a page has none: the API
+answers null for its link and the UI lists no button).
 
 URLs open the page inside the Airflow UI (the plugin's nav route, deep-linked), under
 ``[api] base_url`` when it is set, else root-relative. The routes mirror
@@ -49,7 +50,7 @@ def predictions_url(dataset: str, window: str, model: str, base: str | None = No
 
 
 class _PageLink(BaseOperatorLink):
-    """A link whose URL the task pushed under ``xcom_key`` (empty: the button is disabled)."""
+    """A link whose URL the task pushed under ``xcom_key`` (empty: no button)."""
 
     name = "Pipeline page"
 
@@ -58,7 +59,7 @@ class _PageLink(BaseOperatorLink):
 
         try:
             return str(BaseXCom.get_value(ti_key=ti_key, key=self.xcom_key) or "")
-        except Exception:  # noqa: BLE001 -- no XCom reachable: a disabled button, never an error
+        except Exception:  # noqa: BLE001 -- no XCom reachable: no button, never an error
             return ""
 
 

@@ -22,6 +22,8 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from etl.versions import diff_text
+
 from . import diffpage, predictions, present, trend, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
 from .records import DEFAULT_LIMITS, Page, paginate
@@ -106,7 +108,9 @@ def _templates() -> Environment:
                        label=views.label, cell=views.cell, breakable=present.breakable,
                        breakable_ids=present.breakable_ids,
                        metric=present.metric, metric_cell=views.metric_cell,
-                       wrap_class=present.wrap_class)
+                       wrap_class=present.wrap_class, diff_count=diff_text.count,
+                       diff_signed=diff_text.signed, diff_figure=diff_text.figure,
+                       diff_share=diff_text.share, diff_shift=diff_text.shift)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target, drift_words=trend.drift_words,

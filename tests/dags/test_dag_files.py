@@ -233,7 +233,10 @@ def test_etl_dag_wiring(dagbag, common) -> None:
             dag_id
     assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
     assert dag.timetable.expression == "0 0 * * *" and str(dag.timetable.timezone) == "UTC"
-    assert dag.catchup is False and dag.max_active_runs == 1
+    from flightpipe_dags.settings import ETL_ACTIVE_RUNS
+
+    # a run waiting for late data holds no run of another window (issue 41 item 2)
+    assert dag.catchup is False and dag.max_active_runs == ETL_ACTIVE_RUNS > 1
     assert dag.start_date == datetime(2013, 1, 2, tzinfo=UTC)
     assert dag.doc_md and dag.doc_md.startswith("# Dataset ETL")
     for task in dag.tasks:
@@ -424,3 +427,21 @@ def test_metrics_summary_keeps_each_splits_scalars_beside_nested_reports(common)
     assert summary["test"] == {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37}
     assert summary["baseline"] == metrics["baseline"] and summary["task"] == "multiclass"
     assert "history" not in summary and "classes" not in summary
+
+
+@pytest.mark.parametrize("folder", ["dags", "plugins"])
+def test_airflow_lists_the_folders_without_a_deprecation_warning(folder: str) -> None:
+    """Issue 41 item 8: Airflow's ``.airflowignore`` reader (glob syntax) warned in every task
+    log that pathspec's GitWildMatchPattern is deprecated (pathspec >= 1.0; pinned below).
+    The ignore files still keep the shared package and the UI's modules out of the listing."""
+    import warnings
+
+    from airflow.sdk._shared.module_loading.file_discovery import find_path_from_directory
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        listed = sorted(Path(p).relative_to(REPO / folder).as_posix() for p in
+                        find_path_from_directory(REPO / folder, ".airflowignore", "glob")
+                        if p.endswith(".py"))
+    assert listed == {"dags": ["dataset_etl.py", "dataset_training.py"],
+                      "plugins": ["flightpipe_arrival.py", "pipeline_ui_plugin.py"]}[folder]

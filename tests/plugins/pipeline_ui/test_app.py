@@ -65,7 +65,7 @@ def test_dataset_page_shows_versions_newest_first_with_their_facts(
     assert f'href="/dags/etl_flights/runs/{run_id.replace(":", "%3A").replace("+", "%2B")}"' \
         in newest
     assert f'href="/datasets/flights/versions/{built.versions[-1]}/validation"' in newest
-    models = re.findall(r'class="model-link" href="([^"]+)"><span class="id">([^<]+)</span></a>',
+    models = re.findall(r'class="model-link" href="([^"]+)"><span class="id pieces">([^<]+)</span></a>',
                         newest)
     assert [m[1] for m in models] == ["20130127T050000Z", "20130127T040000Z", "20130127T030000Z"]
     assert "incomplete" in newest and "Test › AUC" in newest and "0.71" in newest

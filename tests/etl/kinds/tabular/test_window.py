@@ -465,3 +465,25 @@ def test_the_build_records_what_importing_gx_cost_it_once_per_process() -> None:
     assert seen["before"] is False and seen["after"] is True
     assert seen["first"] > 0.0
     assert seen["second"] == 0.0
+
+
+def test_a_wider_window_after_a_narrow_version_names_no_late_day_and_no_history_drift(
+        landed: Path, tmp_path: Path, caplog) -> None:
+    """Issue 41 item 3: the recovery run a refusal suggests (the whole window, after a narrow
+    version) reads older days for the first time. None landed late, and drift compares only
+    the new days that follow the narrow version's window start, never the history before it."""
+    root = _root(landed, tmp_path)
+    narrow = pipeline.run("flights", root, "2013-01-03", "2013-01-02", run_id="narrow")
+    caplog.set_level("INFO", logger="etl")
+    whole = pipeline.run("flights", root, "2013-01-03", run_id="whole")
+    said = [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if m.startswith("re-delivery")], said
+    assert (f"drift flights: not measured: the 1 new segment(s) (2013-01-01T00:00:00Z to "
+            f"2013-01-02T00:00:00Z) lie before the window of version {narrow['version']} "
+            "(from 2013-01-02T00:00:00Z), history it never held, not data that follows "
+            "it") in said, said
+    assert versions.read_manifest(whole["version_uri"]).verdict.drift is None
+    caplog.clear()
+    later = pipeline.run("flights", root, "2013-01-04", run_id="later")  # one day follows
+    report = versions.read_manifest(later["version_uri"]).verdict.drift
+    assert [s[:8] for s in report["segments"]] == ["20130103"], report["segments"]
