@@ -18,7 +18,7 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,8 +50,19 @@ def _latency(call: Any, rows: list[Any]) -> dict[str, float]:
             "p99_ms": float(np.percentile(times, 99) * 1e3)}
 
 
-def measure(version_uri: str, work: Path, seconds: float = 5.0) -> dict[str, Any]:
-    """Fit, export, and time the SavedModel against LightGBM on the test split."""
+class Fitted(NamedTuple):
+    """The booster, its exported SavedModel's ``serving_default`` and the test split both
+    ways: raw columns keyed as the signature wants them, and the trees' feature matrix."""
+
+    booster: Any
+    serve: Any
+    columns: dict[str, np.ndarray]
+    matrix: np.ndarray
+    figures: dict[str, Any]
+
+
+def fit_and_export(version_uri: str, work: Path) -> Fitted:
+    """The project's tree path on the version, exported and loaded back."""
     import tensorflow as tf
 
     from etl import versions
@@ -69,8 +80,7 @@ def measure(version_uri: str, work: Path, seconds: float = 5.0) -> dict[str, Any
     from training.tasks import task_of
 
     manifest, config = versions.read_manifest(version_uri), TrainConfig()
-    task = task_of(manifest)
-    inputs = tree_preprocess(manifest)
+    task, inputs = task_of(manifest), tree_preprocess(manifest)
     target = task.target(manifest.schema["label"])
 
     def split(name: str, preprocess: Any = None) -> Any:
@@ -87,51 +97,50 @@ def measure(version_uri: str, work: Path, seconds: float = 5.0) -> dict[str, Any
     params = booster_params(config.model, task.name, classes, len(train[1]), config.seed)
     start = time.perf_counter()
     booster, _ = fit_booster(train, held, params, inputs.categorical, config.model)
-    fit_s = time.perf_counter() - start
+    figures = {"version_uri": version_uri, "test_rows": len(test[1]),
+               "train_rows": len(train[1]), "leaves": params["num_leaves"],
+               "fit_s": time.perf_counter() - start, "trees": booster.num_trees()}
     parts = assemble(manifest, inputs, forest_of(booster, task.name), task.serve)
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         path = Path(tmp) / "saved_model"
         start = time.perf_counter()
         export_serving(parts.full, path)
-        export_s = time.perf_counter() - start
+        figures["export_s"] = time.perf_counter() - start
         keys = json.loads((path / SERVING_KEYS_FILE).read_text())
-        start = time.perf_counter()
         serve = tf.saved_model.load(str(path)).signatures["serving_default"]
-        load_s = time.perf_counter() - start
     raw: dict[str, list[np.ndarray]] = {}
     for features, _ in split("test"):
         for name, value in features.items():
             raw.setdefault(name, []).append(value.numpy())
-    columns = {keys[name]: np.concatenate(parts_) for name, parts_ in raw.items()}
-    rows = len(test[1])
+    columns = {keys[name]: np.concatenate(values) for name, values in raw.items()}
+    return Fitted(booster, serve, columns, test[0], figures)
+
+
+def measure(version_uri: str, work: Path, seconds: float = 5.0) -> dict[str, Any]:
+    """Fit, export, and time the SavedModel against LightGBM on the test split."""
+    import tensorflow as tf
+
+    fitted = fit_and_export(version_uri, work)
+    booster, matrix, rows = fitted.booster, fitted.matrix, len(fitted.matrix)
 
     def served(lo: int, hi: int) -> dict[str, Any]:
         return {k: tf.constant(np.resize(v, (hi - lo, *v.shape[1:])) if hi > rows
-                               else v[lo:hi]) for k, v in columns.items()}
+                               else v[lo:hi]) for k, v in fitted.columns.items()}
 
     def call(batch: dict[str, Any]) -> Any:
-        return serve(**batch)
+        return fitted.serve(**batch)
 
     start = time.perf_counter()
     outputs = call(served(0, rows))
-    first_call_s = time.perf_counter() - start
-    want = booster.predict(test[0]).reshape(rows, -1)
-    gap = min(float(np.max(np.abs(np.asarray(v, np.float64).reshape(rows, -1)[:, -want.shape[1]:]
-                                  - want)))
-              for v in outputs.values() if v.dtype.is_floating)
-    result: dict[str, Any] = {
-        "version_uri": version_uri, "test_rows": rows, "train_rows": len(train[1]),
-        "trees": booster.num_trees(), "leaves": params["num_leaves"], "fit_s": fit_s,
-        "export_s": export_s, "load_s": load_s, "first_call_s": first_call_s,
-        "max_abs_gap_to_lightgbm": gap, "batches": {}}
+    result = {**fitted.figures, "first_call_s": time.perf_counter() - start,
+              "max_abs_gap_to_lightgbm": gap(outputs, booster.predict(matrix)), "batches": {}}
     for size in BATCHES:
-        starts = range(0, max(rows, size), size) if size <= rows else [0]
-        tf_batches = [served(lo, min(lo + size, rows) if size <= rows else size)
-                      for lo in starts]
-        lgb_batches = [np.resize(test[0], (size, test[0].shape[1])) if size > rows
-                       else test[0][lo:lo + size] for lo in starts]
-        tf_rate = _rate(call, tf_batches, size, seconds)
-        lgb_rate = _rate(booster.predict, lgb_batches, size, seconds)
+        starts = range(0, rows, size) if size <= rows else [0]
+        tf_rate = _rate(call, [served(lo, min(lo + size, rows) if size <= rows else size)
+                               for lo in starts], size, seconds)
+        lgb_rate = _rate(booster.predict, [np.resize(matrix, (size, matrix.shape[1]))
+                                           if size > rows else matrix[lo:lo + size]
+                                           for lo in starts], size, seconds)
         result["batches"][str(size)] = {"saved_model_rows_per_s": tf_rate,
                                         "lightgbm_rows_per_s": lgb_rate,
                                         "ratio": tf_rate / lgb_rate}
@@ -140,10 +149,19 @@ def measure(version_uri: str, work: Path, seconds: float = 5.0) -> dict[str, Any
     picks = range(0, rows, max(1, rows // LATENCY_CALLS))
     result["single_row"] = {
         "saved_model": _latency(call, [served(i, i + 1) for i in picks]),
-        "lightgbm": _latency(booster.predict, [test[0][i:i + 1] for i in picks])}
+        "lightgbm": _latency(booster.predict, [matrix[i:i + 1] for i in picks])}
     result["ratio_min"] = min(b["ratio"] for b in result["batches"].values())
     result["target"] = TARGET
     return result
+
+
+def gap(outputs: dict[str, Any], want: np.ndarray) -> float:
+    """The smallest largest absolute difference between any float output of the signature
+    and LightGBM's predictions (its last columns: a binary head serves [p] or [1 - p, p])."""
+    want = want.reshape(len(want), -1)
+    return min(float(np.max(np.abs(np.asarray(v, np.float64).reshape(len(want), -1)
+                                   [:, -want.shape[1]:] - want)))
+               for v in outputs.values() if v.dtype.is_floating)
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ is 8 ops, because everything that depends only on the row is done once before th
   state copied between groups;
 - the walk is one XLA cluster (``jit_compile``): its gathers and compares fuse into loops;
   TensorFlow's own CPU kernels spent 5-10 ns an element an op and ran half as fast. Rows go
-  in blocks of ``CHUNK`` (the last padded), so a server compiles once for large batches.
+  in parts of ``WALK_ROWS`` (the last padded), so a server compiles once for large batches.
 
 Leaf values are summed in float64, as LightGBM does, then cast: predictions equal LightGBM's
 to 1e-6 (``tests/training/models/test_forest.py``).
@@ -43,7 +43,7 @@ _NONE, _ZERO, _NAN = 0, 1, 2  # LightGBM's missing types
 _MISSING = {"None": _NONE, "Zero": _ZERO, "NaN": _NAN}
 _ZERO_THRESHOLD = 1e-35  # LightGBM's kZeroThreshold: |x| below it is "zero" (missing)
 VIEWS = 5  # per feature: NaN as 0; NaN left; NaN right; zero-or-NaN left; zero-or-NaN right
-CHUNK = 2048  # rows walked together
+WALK_ROWS = 2048  # rows walked together in one compiled call
 
 
 class ForestArrays(NamedTuple):
@@ -195,7 +195,7 @@ class Forest(keras.layers.Layer):
     """Boosted trees as a Keras layer: ``[batch, features]`` -> the task's output.
 
     The node tables live in non-trainable weights, so ``model.keras`` stores them and the
-    SavedModel embeds them; ``call`` walks the rows ``CHUNK`` at a time in a graph loop.
+    SavedModel embeds them; ``call`` walks the rows ``WALK_ROWS`` at a time in a graph loop.
     """
 
     def __init__(self, features: int, nodes: int, trees: int, sets: int, cat_size: int,
@@ -232,7 +232,7 @@ class Forest(keras.layers.Layer):
             leaves = walk(row_values(rows, arrays, self.features), arrays, self.groups)
             return tf.matmul(tf.gather(arrays["value"], leaves), per_class)  # float64 sums
 
-        out = _blocks(tf.function(scores, jit_compile=True, reduce_retracing=True), x,
+        out = _in_parts(tf.function(scores, jit_compile=True, reduce_retracing=True), x,
                       self.num_class)
         out = tf.cast(out, tf.float32)
         if self.link == "sigmoid":
@@ -251,27 +251,27 @@ class Forest(keras.layers.Layer):
         return config
 
 
-def _blocks(fn: Any, x: tf.Tensor, width: int) -> tf.Tensor:
-    """``fn`` over blocks of ``CHUNK`` rows (the last one padded) in a graph loop, or over
-    all rows at once, padded to a power of two, when fewer: XLA compiles ``fn`` once a block
-    shape, so a server compiles at most log2(CHUNK) + 2 times; [rows, width] float64."""
+def _in_parts(fn: Any, x: tf.Tensor, width: int) -> tf.Tensor:
+    """``fn`` over parts of ``WALK_ROWS`` rows (the last one padded) in a graph loop, or over
+    all rows at once, padded to a power of two, when fewer: XLA compiles ``fn`` once a part
+    shape, so a server compiles at most log2(WALK_ROWS) + 2 times; [rows, width] float64."""
     rows = tf.shape(x)[0]
 
-    def small() -> tf.Tensor:  # padded to a power of two: at most log2(CHUNK) + 1 compiles
+    def small() -> tf.Tensor:  # padded to a power of two: at most log2(WALK_ROWS) + 1 compiles
         size = tf.bitwise.left_shift(1, tf.cast(tf.math.ceil(
             tf.math.log(tf.cast(tf.maximum(rows, 1), tf.float32)) / np.log(2.0) - 1e-4),
             tf.int32))
         return fn(tf.pad(x, [[0, size - rows], [0, 0]]))[:rows]
 
     def large() -> tf.Tensor:
-        blocks = (rows + CHUNK - 1) // CHUNK
-        padded = tf.pad(x, [[0, blocks * CHUNK - rows], [0, 0]])
+        parts = (rows + WALK_ROWS - 1) // WALK_ROWS
+        padded = tf.pad(x, [[0, parts * WALK_ROWS - rows], [0, 0]])
 
         def body(i: tf.Tensor, acc: tf.TensorArray) -> tuple[tf.Tensor, tf.TensorArray]:
-            return i + 1, acc.write(i, fn(padded[i * CHUNK:(i + 1) * CHUNK]))
+            return i + 1, acc.write(i, fn(padded[i * WALK_ROWS:(i + 1) * WALK_ROWS]))
 
-        acc = tf.TensorArray(tf.float64, size=blocks, element_shape=[CHUNK, width])
-        _, acc = tf.while_loop(lambda i, _: i < blocks, body, (tf.constant(0), acc))
+        acc = tf.TensorArray(tf.float64, size=parts, element_shape=[WALK_ROWS, width])
+        _, acc = tf.while_loop(lambda i, _: i < parts, body, (tf.constant(0), acc))
         return acc.concat()[:rows]
 
-    return tf.reshape(tf.cond(rows <= CHUNK, small, large), [rows, width])
+    return tf.reshape(tf.cond(rows <= WALK_ROWS, small, large), [rows, width])

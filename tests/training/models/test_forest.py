@@ -40,7 +40,7 @@ def test_every_batch_size_predicts_what_lightgbm_predicts(zero_as_missing: bool)
     odd = np.asarray([[np.nan, 77, 0.0, -1], [0.0, -3, np.inf, 2], [-np.inf, 2.7, np.nan, 9]],
                      np.float32)
     rows = np.r_[x, odd]
-    for size in (1, 3, forest.CHUNK, forest.CHUNK + 5, len(rows)):
+    for size in (1, 3, forest.WALK_ROWS, forest.WALK_ROWS + 5, len(rows)):
         got = np.asarray(layer(rows[-size:]))[:, 0]
         want = booster.predict(rows[-size:], raw_score=True)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{size} rows")
