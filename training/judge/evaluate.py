@@ -26,6 +26,20 @@ def evaluate_split(model: keras.Model, ds: tf.data.Dataset) -> dict[str, float]:
     return {k: float(v) for k, v in result.items()}
 
 
+def scores_of(loss: Any, metrics: list, labels: np.ndarray, out: np.ndarray) -> dict[str, float]:
+    """What ``evaluate_split`` reports, from outputs already predicted: the mean ``loss`` and
+    each of ``metrics`` (fresh Keras objects, the ones the model was compiled with) over
+    (labels, outputs), so the test split is predicted once and its figures, report, intervals
+    and plots all read the same outputs."""
+    y = labels.reshape(len(labels), 1).astype(np.float32)
+    p = out.astype(np.float32)
+    result = {"loss": float(loss(y, p)) if len(y) else float("nan")}
+    for metric in metrics:
+        metric.update_state(y, p)
+        result[metric.name] = float(metric.result())
+    return result
+
+
 def baseline(labels: np.ndarray, train_label_counts: dict[str, int]) -> dict[str, Any]:
     """The majority class of the train split, scored on ``labels``.
 
@@ -74,9 +88,10 @@ def majority_baseline(labels: np.ndarray, train_counts: dict[str, int]) -> dict[
 def predictions(model: keras.Model, ds: tf.data.Dataset) -> tuple[np.ndarray, np.ndarray]:
     """(labels [n], model outputs [n, k]) of a finite dataset, in one pass, in order."""
     ys, ps = [], []
+    call = tf.function(lambda x: model(x, training=False), reduce_retracing=True)  # a graph
     for x, y in ds:
         ys.append(y.numpy().reshape(-1))
-        ps.append(np.asarray(model(x, training=False), dtype=np.float64).reshape(len(ys[-1]), -1))
+        ps.append(np.asarray(call(x), dtype=np.float64).reshape(len(ys[-1]), -1))
     if not ys:
         return np.zeros(0), np.zeros((0, 1))
     return np.concatenate(ys), np.concatenate(ps)

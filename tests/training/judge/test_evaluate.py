@@ -115,3 +115,28 @@ def test_a_fixed_sample_gives_the_full_bootstraps_intervals(task: str) -> None:
             slo, shi = sampled[kind][name]
             assert abs((slo + shi) / 2 - (lo + hi) / 2) < 0.25 * (hi - lo), (kind, name)
             assert 0.75 < (shi - slo) / (hi - lo) < 1.25, (kind, name, lo, hi, slo, shi)
+
+
+def test_scores_from_one_prediction_pass_are_what_keras_evaluate_reports() -> None:
+    import keras
+    import tensorflow as tf
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(1000, 3)).astype(np.float32)
+    y = (x[:, 0] + rng.normal(size=1000) > 0).astype(np.float32)[:, None]
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(inputs))
+
+    def made() -> tuple[object, list]:
+        return keras.losses.BinaryCrossentropy(), [keras.metrics.AUC(name="auc"),
+                                                   keras.metrics.BinaryAccuracy(name="accuracy")]
+
+    loss, metrics = made()
+    model.compile(loss=loss, metrics=metrics)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(128)  # a short last batch
+    want = evaluate.evaluate_split(model, ds)
+    labels, out = evaluate.predictions(model, ds)
+    got = evaluate.scores_of(*made(), labels, out)
+    assert set(got) == set(want)
+    for name, value in want.items():
+        assert got[name] == pytest.approx(value, abs=1e-5), name
