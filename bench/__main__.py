@@ -33,7 +33,7 @@ QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instea
 
 
 PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet", "drawn",
-         "tuning")
+         "serving", "tuning")
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -183,6 +183,18 @@ def _drawn(results: dict[str, Any], work: Path, out: Path) -> None:
     drawn.run(seeds, pairs, work / "drawn", save, with_census=not quick)
 
 
+def _serving(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
+    """The exported trees against LightGBM on the flights year (``--quick``: one week)."""
+    from bench import serving
+
+    log.info("serving: flights trees, SavedModel against LightGBM on the test split")
+    root = _fresh_root(work, "serving", 1, days)
+    interval = _interval(days)
+    run = measure.etl_cli(root, interval["interval_end"], interval["interval_start"])
+    results["serving"] = serving.measure(run["version_uri"], work)
+    shutil.rmtree(work / "serving", ignore_errors=True)
+
+
 def _tuning(results: dict[str, Any], work: Path, out: Path) -> None:
     """The picked tables tuned against untuned (figures only), saved after each table."""
     def save(t: dict[str, Any]) -> None:
@@ -243,6 +255,7 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         "dags": lambda: _dags(results),
         "gauntlet": lambda: _gauntlet(results, work, out),
         "drawn": lambda: _drawn(results, work, out),
+        "serving": lambda: _serving(results, work, QUICK_DAYS if quick else None),
         "tuning": lambda: _tuning(results, work, out)}
     for part in (p for p in PARTS if p in parts):
         began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),

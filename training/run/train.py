@@ -36,7 +36,7 @@ from training.config import (
 )
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
-from training.judge.evaluate import evaluate_split, labels_of, predictions
+from training.judge.evaluate import labels_of, predictions, scores_of
 from training.judge.gate import (
     GateRules,
     ModelNotBlessedError,
@@ -200,7 +200,8 @@ def _fit_and_evaluate(
     manifest = run.manifest
     fitted, choice, cv = families.choose(run, done)
     model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
-    test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
+    labels, out = predictions(model, test_ds)  # once: figures, report, intervals and plots
+    test = scores_of(task.loss(), task.metrics(), labels, out)
     test.update(task.report(labels, out, manifest), examples=len(labels),
                 intervals=metric_intervals(manifest, task.gate, labels, out))
     base = task.baseline(labels, manifest)
