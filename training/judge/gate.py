@@ -317,7 +317,9 @@ def read_current(models_root: str, dataset: str) -> tuple[Current | None, str | 
 
 def load_model(model_uri: str) -> Any:
     """A published run's model as a callable on a batch of raw features: its ``model.keras``,
-    else (a model family Keras cannot reload) its SavedModel's ``serve`` signature."""
+    else (a model family Keras cannot reload, or a layer saved by older code, such as the
+    trees' layer before the compiled forest) its SavedModel's ``serve`` signature, which
+    needs none of our code."""
     import keras
 
     import training.models.trees  # noqa: F401 (registers the trees' layer for model.keras)
@@ -327,7 +329,12 @@ def load_model(model_uri: str) -> Any:
         with tempfile.TemporaryDirectory(prefix="current-") as tmp:
             path = Path(tmp) / "model.keras"
             path.write_bytes(storage.read_bytes(keras_uri))
-            return keras.saving.load_model(path)
+            try:
+                return keras.saving.load_model(path)
+            except Exception as err:  # noqa: BLE001 - any: the SavedModel is the fallback
+                log.info("%s: model.keras does not load with this code (%s); scoring its "
+                         "SavedModel", model_uri, str(err).splitlines()[0][:200] if str(err)
+                         else type(err).__name__)
     import tensorflow as tf
 
     fs, root = storage.get_fs(storage.join(model_uri, "saved_model"))
