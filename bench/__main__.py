@@ -33,7 +33,7 @@ QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instea
 
 
 PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet", "drawn",
-         "serving", "tuning")
+         "serving", "training", "tuning")
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -195,6 +195,17 @@ def _serving(results: dict[str, Any], work: Path, days: tuple[str, str] | None) 
     shutil.rmtree(work / "serving", ignore_errors=True)
 
 
+def _training(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
+    """``training train`` at 1x and 16x (``--quick``: one week at 1x and 2x), copies of a
+    flight in one split, fit, evaluation and export measured apart."""
+    from bench import training
+
+    scales = (1, 2) if days else training.SCALES
+    log.info("training at %s: flights_grouped (copies of a flight share its split)",
+             ", ".join(f"{s}x" for s in scales))
+    results["training"] = training.measure_all(work / "training", scales, days)
+
+
 def _tuning(results: dict[str, Any], work: Path, out: Path) -> None:
     """The picked tables tuned against untuned (figures only), saved after each table."""
     def save(t: dict[str, Any]) -> None:
@@ -256,6 +267,7 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         "gauntlet": lambda: _gauntlet(results, work, out),
         "drawn": lambda: _drawn(results, work, out),
         "serving": lambda: _serving(results, work, QUICK_DAYS if quick else None),
+        "training": lambda: _training(results, work, QUICK_DAYS if quick else None),
         "tuning": lambda: _tuning(results, work, out)}
     for part in (p for p in PARTS if p in parts):
         began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),

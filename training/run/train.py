@@ -48,7 +48,7 @@ from training.models.heads import named_classes
 from training.models.tabular import export_serving
 from training.run import families
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
-from training.run.runtime import DeviceSetup, delete_backup, precision_policy, setup_device
+from training.run.runtime import DeviceSetup, Phases, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
 
@@ -192,24 +192,29 @@ def _fit_and_evaluate(
     evaluate on the test split, save the model locally; the metrics, the test (labels,
     outputs) the gate judges and the manifest as trained (its label's ``transform`` the
     target choice's)."""
-    task = task_of(manifest)
+    task, phases = task_of(manifest), Phases()
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
-    run, done, target = families.choose_target(families.FitRun(
-        version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
-    manifest = run.manifest
-    fitted, choice, cv = families.choose(run, done)
+    with phases.phase("fit"):
+        run, done, target = families.choose_target(families.FitRun(
+            version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
+        manifest = run.manifest
+        fitted, choice, cv = families.choose(run, done)
     model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
-    labels, out = predictions(model, test_ds)  # once: figures, report, intervals and plots
-    test = scores_of(task.loss(), task.metrics(), labels, out)
-    test.update(task.report(labels, out, manifest), examples=len(labels),
-                intervals=metric_intervals(manifest, task.gate, labels, out))
-    base = task.baseline(labels, manifest)
-    log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
-    task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
-    fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
-    export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any feature name serves
+    with phases.phase("evaluate"):
+        labels, out = predictions(model, test_ds)  # once: figures, report, intervals, plots
+        test = scores_of(task.loss(), task.metrics(), labels, out)
+        test.update(task.report(labels, out, manifest), examples=len(labels),
+                    intervals=metric_intervals(manifest, task.gate, labels, out))
+        base = task.baseline(labels, manifest)
+        log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
+        task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
+    with phases.phase("export"):
+        fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: no code
+        export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any name serves
+    log.info("train %s: %s", manifest.dataset, phases.line())
     metrics = _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base)
+    metrics["phases"] = phases.figures
     if target:
         metrics["target_choice"] = target
     if cv:  # a small table: the verdict judges the out-of-fold answers, test is reported

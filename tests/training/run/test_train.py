@@ -65,6 +65,11 @@ def test_outputs_are_published_with_metrics_last(store, trained) -> None:
     assert metrics["device"] == "CPU" and metrics["precision"] == "float32"
     assert metrics["blessing"]["blessed"] and trained["promoted"], metrics["blessing"]
     assert metrics["epochs_run"] == 2 and metrics["examples_per_s"] > 0
+    phases = metrics["phases"]  # issue 42: fit, evaluation and export measured apart
+    assert set(phases) == {"fit", "evaluate", "export"}
+    assert all(p["seconds"] > 0 and p["cpu_s"] > 0 and p["peak_rss_mb"] > 100
+               for p in phases.values()), phases
+    assert phases["fit"]["seconds"] >= metrics["fit_seconds"]  # the fit phase holds the fit
     card = (run / "model_card.md").read_text()
     for needle in (fx.VERSION, manifest_sha, metrics["code_version"], "learning_rate", "| auc |"):
         assert needle in card
