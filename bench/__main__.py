@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import drawn, gauntlet, measure, overhead, report
+from bench import drawn, gauntlet, measure, overhead, report, tuning
 from bench.peer_envs import PEERS, run_peers
 
 log = logging.getLogger("bench")
@@ -32,7 +32,8 @@ DAY = (DAY_START[:10], DAY_END[:10])
 QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instead of the year
 
 
-PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet", "drawn")
+PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet", "drawn",
+         "serving", "training", "tuning")
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -182,6 +183,40 @@ def _drawn(results: dict[str, Any], work: Path, out: Path) -> None:
     drawn.run(seeds, pairs, work / "drawn", save, with_census=not quick)
 
 
+def _serving(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
+    """The exported trees against LightGBM on the flights year (``--quick``: one week)."""
+    from bench import serving
+
+    log.info("serving: flights trees, SavedModel against LightGBM on the test split")
+    root = _fresh_root(work, "serving", 1, days)
+    interval = _interval(days)
+    run = measure.etl_cli(root, interval["interval_end"], interval["interval_start"])
+    results["serving"] = serving.measure(run["version_uri"], work)
+    shutil.rmtree(work / "serving", ignore_errors=True)
+
+
+def _training(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
+    """``training train`` at 1x and 16x (``--quick``: one week at 1x and 2x), copies of a
+    flight in one split, fit, evaluation and export measured apart."""
+    from bench import training
+
+    scales = (1, 2) if days else training.SCALES
+    log.info("training at %s: flights_grouped (copies of a flight share its split)",
+             ", ".join(f"{s}x" for s in scales))
+    results["training"] = training.measure_all(work / "training", scales, days)
+
+
+def _tuning(results: dict[str, Any], work: Path, out: Path) -> None:
+    """The picked tables tuned against untuned (figures only), saved after each table."""
+    def save(t: dict[str, Any]) -> None:
+        results["tuning"] = t
+        _save(results, out)
+
+    names = list(tuning.QUICK_TABLES) if results["quick"] else None
+    trials = 3 if results["quick"] else tuning.TRIALS
+    tuning.run_all(work / "tuning", names, save, trials=trials)
+
+
 def _dags(results: dict[str, Any]) -> None:
     log.info("DAG parse times")
     with tempfile.TemporaryDirectory() as home:
@@ -230,7 +265,10 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         "input": lambda: _input(results, work, one_x),
         "dags": lambda: _dags(results),
         "gauntlet": lambda: _gauntlet(results, work, out),
-        "drawn": lambda: _drawn(results, work, out)}
+        "drawn": lambda: _drawn(results, work, out),
+        "serving": lambda: _serving(results, work, QUICK_DAYS if quick else None),
+        "training": lambda: _training(results, work, QUICK_DAYS if quick else None),
+        "tuning": lambda: _tuning(results, work, out)}
     for part in (p for p in PARTS if p in parts):
         began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),
                  "commit": head}

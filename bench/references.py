@@ -117,11 +117,9 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
         k = len(manifest.schema.label.names or ()) or outputs.shape[1]
         outputs = np.pad(outputs, ((0, 0), (0, max(k - outputs.shape[1], 0))))
     scores = gate.gate_scores(task.name, manifest, y, outputs)
-    checks = gate.baseline_checks(task.gate, scores, task.baseline(y, manifest),
+    checks = gate.evidence_checks(task, manifest, scores, task.baseline(y, manifest), y, outputs,
                                   DEFAULT_MIN_MARGIN if margin is None else margin,
-                                  task.baseline_name)
-    checks.append(gate.noise_check(*gate.example_losses(task.name, manifest, y, outputs),
-                                   DEFAULT_GATE_CONFIDENCE, task.baseline_name))
+                                  DEFAULT_GATE_CONFIDENCE)
     return all(c.passed for c in checks), [
         {"name": c.name, "passed": c.passed, "detail": c.detail} for c in checks]
 

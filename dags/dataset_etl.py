@@ -21,10 +21,14 @@ its new day, not the whole history.
 
 Heavy tasks share the `dask` pool so concurrent runs do not oversubscribe a worker.
 `publish` does not depend on the previous run's: a refused or failed night never holds later
-ones. Order is kept where it matters by storage, not by the scheduler: each version has its own
-writer lease and manifest (created only if absent), `LATEST` only moves to a newer version
-(`etl.versions.version_key`), and a training run skips a version when a newer one was
-published after its events (the later run trains that). A re-run whose version already exists
+ones, and a run waiting for late data (deferred, no worker held) does not hold a run of another
+window: up to `ETL_ACTIVE_RUNS` (8) runs are active at once, one at a time only for
+`schedule: partitioned`, whose announced order is the publish order. While it waits, the
+dataset page says beside the run what it waits for and until when. Order is kept where it
+matters by storage, not by the scheduler: each version has its own writer lease and manifest
+(created only if absent), `LATEST` only moves to a newer version (`etl.versions.version_key`),
+and a training run skips a version when a newer one was published after its events (the
+later run trains that). A re-run whose version already exists
 skips `publish` (no Asset event, no retraining) unless `force_republish` is set.
 
 Manual runs: the trigger form's Params override the interval end, window, raw zone URI, shard
@@ -49,6 +53,7 @@ from flightpipe_dags import (
     dag_defaults,
     dataset_asset,
     dataset_settings,
+    etl_active_runs,
     etl_params,
     etl_timetable,
     lineage,
@@ -62,12 +67,13 @@ from flightpipe_dags.wait import WaitForData, run_options
 def build_etl_dag(name: str, settings: DagSettings) -> DAG:
     """Wire dataset ``name``'s chain: wait_for_data -> build -> publish."""
     asset = dataset_asset(name)
+    timetable = etl_timetable(settings.schedule, name)
 
     @dag(
         dag_id=f"etl_{name}",
-        schedule=etl_timetable(settings.schedule, name),
+        schedule=timetable,
         catchup=settings.catchup,
-        max_active_runs=1,
+        max_active_runs=etl_active_runs(timetable),
         dagrun_timeout=timedelta(hours=8),
         params=etl_params(),
         doc_md=__doc__,

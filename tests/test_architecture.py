@@ -288,6 +288,8 @@ def string_key_reads(source: str, keys: dict[str, frozenset[str]]) -> list[str]:
             target, key = node.func.value, node.args[0]
         else:
             continue
+        if isinstance(target, ast.BoolOp):  # ``(manifest.schema or {})["key"]``: the first
+            target = target.values[0]
         name = target.id if isinstance(target, ast.Name) else \
             target.attr if isinstance(target, ast.Attribute) else None
         kind = _holds(name) if name else None
@@ -339,6 +341,7 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
     m = stats["numeric"]["distance"]
     n = metrics["test"]
     o = metrics.get("run_id")
+    p = (manifest.schema or {}).get("features", {})
     stats["numeric"] = {}
     ok = (manifest.splits, meta.split("train").content_hash, spec["key"], e["file"],
           manifest.schema.label.name, info.num_examples, stats.numeric["distance"].mean,
@@ -350,7 +353,7 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
         "info['num_examples']", "shard.get('sha256')", "self.manifest['version']",
         "manifest.schema['label']", "label.get('names')", "feat['dtype']",
         "manifest.statistics.get('label_counts')", "stats['numeric']", "metrics['test']",
-        "metrics.get('run_id')"]
+        "metrics.get('run_id')", "(manifest.schema or {}).get('features', {})"]
     assert _template_reads("{{ manifest.get('splits') }}\n{{ manifest.splits }}") == [
         "{{ manifest.get('splits') }}"]
 

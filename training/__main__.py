@@ -3,7 +3,9 @@
     python -m training train --root file:///data --dataset flights [--version latest]
     python -m training train --version-uri gs://bucket/datasets/flights/<version>
     python -m training show --root file:///data --dataset flights
+    python -m training tune --root file:///data --dataset flights [--trials 20 --minutes 30]
     python -m training bench-input --version-uri file:///data/datasets/flights/<version>
+    python -m training score --root file:///data --dataset flights [--version V | --raw FILE ...]
 
 ``train`` writes every model and prints the gate's verdict; it exits 0 whether or not the
 model is blessed, 3 when it is not and --fail-unblessed is set, 1 when the data cannot be
@@ -72,6 +74,54 @@ def _add_gate_args(t: argparse.ArgumentParser, d: TrainConfig) -> None:
                         "the model is written either way and only a blessed one becomes current)")
 
 
+def _add_score_args(sub: Any) -> None:
+    c = sub.add_parser("score", help="the current model's predictions for a version's window, "
+                       "or for raw rows with no label yet, published under predictions/")
+    c.add_argument("--root", default=os.environ.get(ROOT_ENV),
+                   help=f"storage root URI (default: ${ROOT_ENV})")
+    c.add_argument("--dataset", default="flights", help="dataset name (default: flights)")
+    c.add_argument("--version", default="latest", help="version id or 'latest' (default)")
+    c.add_argument("--raw", nargs="+", default=(), metavar="FILE",
+                   help="score these raw files of the spec's primary source instead (the label "
+                        "may be absent); rows failing the spec's checks are quarantined")
+    c.add_argument("--spec", help="spec name or path for --raw (default: the dataset's)")
+    c.add_argument("--models-root", help="default: <root>/models")
+    c.add_argument("--batch-size", type=int, default=8192, help="rows per batch (%(default)s)")
+    c.add_argument("--run-id", help="recorded in the predictions' manifest (default: cli-<time>)")
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """Score, publish, print where and what."""
+    from training.score.run import ScoreOptions, score
+
+    if not args.root:
+        raise SystemExit(f"give --root (or ${ROOT_ENV})")
+    if args.batch_size < 1:
+        raise SystemExit(f"--batch-size {args.batch_size}: expected a positive number of rows")
+    done = score(ScoreOptions(
+        root=args.root, dataset=args.dataset, version=args.version, raw=tuple(args.raw),
+        models_root=args.models_root, batch_size=args.batch_size, spec=args.spec,
+        run_id=args.run_id or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())))
+    m, dist = done.manifest, done.manifest.get("distribution") or {}
+    print(f"predictions: {done.uri}" + ("" if done.created else " (already published)"))
+    print(f"  rows {m.get('rows')}, scored {m.get('scored')}, quarantined {m.get('quarantined')}"
+          f"; model {m['model']['version']}/{m['model']['run']}")
+    print(f"  PSI {dist.get('psi', float('nan')):.4f} against the model's test predictions: "
+          + ("DRIFTED" if dist.get("drifted") else "no drift"))
+    return 0
+
+
+def _add_tune_parser(sub: Any) -> None:
+    u = sub.add_parser("tune", help="search both families' settings on eval; later trainings "
+                       "use the best (models/<dataset>/tuned.json)")
+    _add_version_args(u)
+    u.add_argument("--models-root", help="default: <root>/models")
+    u.add_argument("--trials", type=int, default=None,
+                   help="trials at most (default: the spec's tune.trials, else 20)")
+    u.add_argument("--minutes", type=float, default=None,
+                   help="no trial starts after this (default: the spec's tune.minutes, else 30)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,11 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate_args(t, d)
     t.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
                    help="model family; auto fits both and keeps the better on eval (%(default)s)")
+    _add_tune_parser(sub)
     s = sub.add_parser("show", help="the dataset's current (blessed) model")
     s.add_argument("--root", default=os.environ.get(ROOT_ENV),
                    help=f"storage root URI (default: ${ROOT_ENV})")
     s.add_argument("--models-root", help="default: <root>/models")
     s.add_argument("--dataset", default="flights", help="dataset name (default: flights)")
+    _add_score_args(sub)
     b = sub.add_parser("bench-input", help="examples/s: raw read ceiling, ours, naive; stall ratio")
     _add_version_args(b)
     _add_input_args(b)
@@ -178,6 +230,24 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     result = train(vuri, models_root(args, vuri), run, config)
     print_result(result)
     return result
+
+
+def run_tune(args: argparse.Namespace) -> None:
+    from etl import versions
+    from training.outputs import TuneConfig
+    from training.run.tune import tune
+
+    vuri = version_uri(args)
+    budget = TuneConfig.of(versions.read_manifest(vuri), args.trials, args.minutes)
+    tuned = tune(vuri, models_root(args, vuri), budget)
+    print(f"tuned {tuned.dataset} on {tuned.version}: {len(tuned.trials)} trials in "
+          f"{tuned.seconds:.0f} s")
+    print(f"  best: {tuned.family}, eval {tuned.metric} {tuned.eval:.4f}; at defaults: "
+          + (", ".join(f"{f} {v:.4f}" for f, v in tuned.default_eval.items()) or "not run"))
+    for key, value in tuned.settings.items():
+        print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
+    print(f"  written to {models_root(args, vuri)}/{tuned.dataset}/tuned.json: later "
+          "trainings use these settings until tuned again")
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -250,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     from training.judge.gate import ModelNotBlessedError
 
     try:
-        (run_train if args.command == "train" else run_bench)(args)
+        if args.command == "score":
+            return run_score(args)
+        {"train": run_train, "tune": run_tune, "bench-input": run_bench}[args.command](args)
     except ModelNotBlessedError as err:
         print_result(err.result)
         return EXIT_NOT_BLESSED

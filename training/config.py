@@ -82,9 +82,8 @@ class ModelRecord(JsonObject):
     ``eval``, the ``baseline`` on test), the gate's verdict (``blessing``), the kept family
     and its fit, the run and the orchestrator run that started it. Written last by a run
     (``training.outputs.publish_run``), so a run folder with it holds a model; read by the
-    gate, the training DAG's version choice and the UI (``read_model_record``). Keys are kept
-    as read (``JsonObject``): a record written by older code reads and writes back unchanged
-    (the file is written with sorted keys, so the field order here is free)."""
+    gate, the training DAG's version choice, scoring and the UI (``read_model_record``). Keys
+    are kept as read (``JsonObject``): an older record reads and writes back unchanged."""
 
     # the data: the version trained on, its label and task
     dataset: str | None = json_field(str)
@@ -104,6 +103,9 @@ class ModelRecord(JsonObject):
     baseline: Mapping[str, Any] = json_field(dict, default={})
     min_margin: float | None = json_field(_NUMBER)
     blessing: Mapping[str, Any] | None = json_field(dict)  # training.judge.gate.Blessing's
+    # a rare-positive or small label's held-out figures from repeated k-fold (training.run.folds)
+    cross_validation: Mapping[str, Any] | None = json_field(dict)
+    target_choice: Mapping[str, Any] | None = json_field(dict)  # regression: log1p or not, why
     # the kept family and its fit (epochs, or boosting rounds for trees)
     family: str | None = json_field(str)
     family_choice: Mapping[str, Any] | None = json_field(dict)
@@ -121,6 +123,8 @@ class ModelRecord(JsonObject):
     replicas: int | None = json_field(int)
     code_version: str | None = json_field(str)
     hyperparameters: Mapping[str, Any] = json_field(dict, default={})
+    tuned: Mapping[str, Any] | None = json_field(dict)  # training.outputs.Tuned's, as used
+    phases: Mapping[str, Any] | None = json_field(dict)  # seconds and peak RSS per phase
     created_at: str | None = json_field(str)
     # the run: its folder, the orchestrator run that started it (``RunOrigin``), its files
     run: str | None = json_field(str)
@@ -370,6 +374,19 @@ class TrainConfig:
             self, input=replace(self.input, **parts["input"]),
             model=replace(self.model, **parts["model"]), **parts["run"],
         )
+
+
+def tuned_overrides(config: TrainConfig, settings: dict[str, Any],
+                    family: str) -> tuple[TrainConfig, list[str]]:
+    """``config`` with the tuned ``settings`` and ``family`` where it still holds the defaults
+    (a spec ``training:`` key, CLI flag or DAG Param that changed one wins); the names kept."""
+    base, kept, chosen = TrainConfig(), [], {}
+    for key, value in {**settings, "family": family}.items():
+        if _lookup(config, key) == _lookup(base, key):
+            chosen[key] = tuple(value) if isinstance(value, list) else value
+        else:
+            kept.append(key)
+    return (config.with_overrides(**chosen) if chosen else config), kept
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,14 @@ import numpy as np
 
 from etl import storage
 from etl.versions import Manifest
-from training.config import METRICS_FILE, ModelRecord
+from training.config import DEFAULT_SEED, METRICS_FILE, ModelRecord
 
 log = logging.getLogger(__name__)
 
 CARD_FILE = "model_card.md"
 PLOTS_DIR = "plots"
 BACKUP_DIR = "_backup"  # BackupAndRestore's mirror; survives republishing, removed on success
+TUNED_FILE = "tuned.json"  # models/<dataset>/tuned.json: the last search's best settings
 LABEL_FILE = "label.json"  # what the exported model returns: task, class names, transform
 CURVES = ("loss", "auc", "accuracy")
 TABULAR_INPUTS = "It takes the raw feature values; normalization and vocabularies are part of " \
@@ -127,13 +130,17 @@ def plot_regression(y: np.ndarray, pred: np.ndarray, out_dir: Path) -> list[Path
 
 def binary_card(metrics: ModelRecord) -> tuple[str, str]:
     """(what the model is, what its baseline and gate are) for a binary label."""
-    base = metrics.baseline
+    base, names = metrics.baseline, metrics.classes
+    returns = (f"; it returns the probability of the positive class `{names[1]}` (class 1; "
+               f"class 0 is `{names[0]}`)" if names else "; it returns the probability of "
+               "class 1")
     return ((f"Binary classifier for `{metrics.label}` (positive rate "
-            f"{base['positive_rate']:.3f} on the test split)."),
+            f"{base['positive_rate']:.3f} on the test split){returns}."),
             (f"Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); "
             f"its loss is a constant prediction at the train base rate. Gate: blessed when test "
-            f"accuracy and AUC each beat the baseline by {metrics.min_margin} and its log "
-            f"loss is lower beyond noise."))
+            f"AUC beats 0.5 by {metrics.min_margin} and its log loss is lower, each beyond "
+            f"noise; accuracy is judged against the majority class only when the classes are "
+            f"not lopsided (the verdict's rules say which)."))
 
 
 def write_run_files(out: Path, metrics: ModelRecord, hyperparameters: dict[str, Any],
@@ -144,8 +151,11 @@ def write_run_files(out: Path, metrics: ModelRecord, hyperparameters: dict[str, 
     plot_learning_curves(metrics.history, out / PLOTS_DIR,
                          first_epoch=metrics.resumed_from_epoch + 1)
     (out / CARD_FILE).write_text(model_card(metrics, hyperparameters, about, names, inputs))
+    names = metrics.classes
+    if metrics.task == "binary" and names:  # the positive class, by name
+        output = f"probability of class 1, {names[1]!r} (class 0: {names[0]!r})"
     (out / LABEL_FILE).write_text(json.dumps(
-        {"task": metrics.task, "label": metrics.label, "names": metrics.classes,
+        {"task": metrics.task, "label": metrics.label, "names": names,
          "transform": metrics.transform, "output": output}, indent=2))
     return sorted(p.relative_to(out).as_posix() for p in out.iterdir())
 
@@ -205,10 +215,24 @@ split; the model and its baseline are scored on the same resamples.
 
 ## Hyperparameters
 
+{_tuned_line(metrics.tuned)}
+
 | name | value |
 | --- | --- |
 {params}
 """
+
+
+def _tuned_line(tuned: Mapping[str, Any] | None) -> str:
+    """Where the settings came from: a tuning (``python -m training tune``) or the defaults."""
+    if not tuned:
+        return "Not tuned: the defaults, the data-dependent choices and the spec's settings."
+    settings = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in tuned["settings"].items())
+    return (f"Tuned on version `{tuned['version']}` at {tuned['tuned_at']} ({tuned['trials']} "
+            f"trials): family {tuned['family']}" + (f", {settings}" if settings else "")
+            + f"; eval {tuned['metric']} {tuned['eval']:.4f}"
+            + (f" (set by the spec or a flag instead: {', '.join(tuned['overridden'])})"
+               if tuned.get("overridden") else "") + ".")
 
 
 def verdict(metrics: ModelRecord) -> str:
@@ -220,7 +244,8 @@ def verdict(metrics: ModelRecord) -> str:
             "promoted meanwhile)." if blessing["blessed"] else
             "**Not blessed**: written for inspection, never made the dataset's current model.")
     lines = [f"- {'pass' if c['passed'] else 'FAIL'}: {c['detail']}" for c in blessing["checks"]]
-    return head + "\n\n" + "\n".join(lines)
+    rules = f"\n\nRules: {blessing['rules']}." if blessing.get("rules") else ""
+    return head + rules + "\n\n" + "\n".join(lines)
 
 
 def publish_run(local_dir: Path, run_uri: str, metrics: ModelRecord,
@@ -307,3 +332,102 @@ def _num(value: Any) -> str:
 def run_uri_for(models_root: str, manifest: Manifest, run_name: str) -> str:
     """``<models_root>/<dataset>/<version>/<run>``; the run name may not leave that folder."""
     return storage.safe_join(models_root, manifest.dataset, manifest.version, run_name)
+
+
+# --- tuned settings ---------------------------------------------------------------------------
+
+# What ``python -m training tune`` searches, per family: flat ``with_overrides`` names.
+TUNED_SETTINGS = {"trees": ("tree_learning_rate", "num_leaves", "min_data_in_leaf"),
+                  "mlp": ("learning_rate", "hidden_units", "dropout")}
+DEFAULT_TUNE_TRIALS, DEFAULT_TUNE_MINUTES = 20, 30.0
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """The budget of one search: it stops at ``trials`` or after ``minutes`` (no trial starts
+    after that; the one running finishes), over ``families``; ``seed`` fixes the sampler."""
+
+    trials: int = DEFAULT_TUNE_TRIALS
+    minutes: float = DEFAULT_TUNE_MINUTES
+    families: tuple[str, ...] = tuple(TUNED_SETTINGS)
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ValueError(f"TuneConfig.trials: expected >= 1, got {self.trials}")
+        if not self.minutes > 0:
+            raise ValueError(f"TuneConfig.minutes: expected > 0, got {self.minutes}")
+        if not self.families or any(f not in TUNED_SETTINGS for f in self.families):
+            raise ValueError(f"TuneConfig.families: expected some of {tuple(TUNED_SETTINGS)}, "
+                             f"got {self.families}")
+
+    @classmethod
+    def of(cls, manifest: Manifest, trials: int | None = None,
+           minutes: float | None = None) -> TuneConfig:
+        """The spec's ``tune:`` block (carried in ``schema.tune``); a flag given wins."""
+        block = (manifest.schema.tune if manifest.schema else None) or {}
+        return cls(trials=trials or int(block.get("trials", DEFAULT_TUNE_TRIALS)),
+                   minutes=minutes or float(block.get("minutes", DEFAULT_TUNE_MINUTES)),
+                   families=tuple(block.get("families", TUNED_SETTINGS)))
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """``models/<dataset>/tuned.json``: what ``python -m training tune`` found, read by every
+    later training of the dataset until it is tuned again (``training.config.tuned_overrides``).
+
+    ``settings`` are flat ``TrainConfig.with_overrides`` names of the best ``family``;
+    ``eval`` its eval figure (``metric``: auc for a binary label, higher is better, else the
+    loss, lower is better) against ``default_eval``, each family's figure at its default
+    settings (the first trials); ``trials`` one entry per trial run.
+    """
+
+    dataset: str
+    version: str
+    label: str
+    task: str
+    tuned_at: str
+    family: str
+    settings: dict[str, Any]
+    metric: str
+    eval: float
+    default_eval: dict[str, float]
+    budget: dict[str, Any]
+    seconds: float
+    trials: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tuned:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    def summary(self) -> dict[str, Any]:
+        """What metrics.json and the model page carry: where the settings came from."""
+        return {"tuned_at": self.tuned_at, "version": self.version, "family": self.family,
+                "settings": self.settings, "metric": self.metric, "eval": self.eval,
+                "default_eval": self.default_eval, "trials": len(self.trials)}
+
+
+def tuned_uri(models_root: str, dataset: str) -> str:
+    return storage.safe_join(models_root, dataset, TUNED_FILE)
+
+
+def read_tuned(models_root: str, dataset: str) -> Tuned | None:
+    """The dataset's tuned settings, None when it was never tuned."""
+    uri = tuned_uri(models_root, dataset)
+    if not storage.exists(uri):
+        return None
+    try:
+        return Tuned.from_json(storage.read_json(uri))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{uri}: not a tuned.json written by `python -m training tune` "
+                         f"({err}); delete it or tune again") from err
+
+
+def write_tuned(models_root: str, tuned: Tuned) -> str:
+    """Replace the dataset's tuned.json whole (one atomic write); its URI."""
+    uri = tuned_uri(models_root, tuned.dataset)
+    storage.write_bytes_atomic(uri, storage.json_bytes(tuned.to_json()))
+    return uri

@@ -150,6 +150,9 @@ def _reg_about(metrics: ModelRecord) -> tuple[str, str]:
     base, transform = metrics.baseline, metrics.transform
     learned = f" It learns `{transform}` of the target and returns values in the target's " \
               f"units." if transform else ""
+    choice = metrics.target_choice
+    if choice:
+        learned += f" Target decided on the data: {choice['why']}."
     return (f"Regressor for `{metrics.label}`.{learned}",
             (f"Mean-predictor baseline: always predicts the train mean {base['predicts']:.4g}. "
             f"Gate: blessed when test RMSE is at most the baseline's x (1 - "

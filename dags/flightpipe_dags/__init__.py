@@ -30,6 +30,7 @@ from flightpipe_dags.settings import (
     dag_defaults,
     dataset_asset,
     dataset_settings,
+    etl_active_runs,
     etl_timetable,
     raw_asset,
     spec_names,
@@ -40,7 +41,8 @@ from flightpipe_dags.settings import (
 __all__ = [
     "DASK_POOL", "GPU_POOL", "GPU_QUEUE", "RETRY_DEFAULTS", "START_DATE", "TRAIN_OVERRIDES",
     "DagSettings", "EtlOptions", "ParamError",
-    "dag_defaults", "dataset_asset", "dataset_settings", "etl_params", "etl_timetable",
+    "dag_defaults", "dataset_asset", "dataset_settings", "etl_active_runs", "etl_params",
+    "etl_timetable",
     "metrics_summary", "raw_asset", "resolve_etl_options", "run_name",
     "skip_already_published", "spec_names", "storage_root",
     "training_overrides", "training_params", "training_schedule",

@@ -1,11 +1,12 @@
-"""OpenLineage for the ETL and training tasks, emitted by Airflow's OpenLineage provider.
+"""OpenLineage for the ETL, training and scoring tasks, emitted by Airflow's OpenLineage provider.
 
 A platform team's catalog (Marquez, DataHub, Dataplex) should see that a model came from a
 version that came from these raw files without opening our UI. The provider emits a
 START/COMPLETE event per task; a TaskFlow task has no extractor of its own, so the task
 gives its operator a ``get_openlineage_facets_on_complete`` (the hook the provider's default
 extractor calls) once it knows what it read and wrote: inputs (the raw sources, the
-previous version), outputs (the version, the model) and facets (schema, row counts, the
+previous version; the version and the model a score run reads), outputs (the version, the
+model, the predictions) and facets (schema, row counts, the
 quality verdict and version id in a ``flightpipe_version`` facet). Where events go is
 Airflow config (``AIRFLOW__OPENLINEAGE__TRANSPORT``), not code. Imported inside task bodies
 only: the provider stays out of DAG parsing.
@@ -105,6 +106,17 @@ def for_model(task: Any, version_uri: str, model_uri: str, metrics: dict[str, An
         log.warning("OpenLineage: no lineage for %s: %s", model_uri, exc)
 
 
+def for_predictions(task: Any, version_uri: str | None, model_uri: str,
+                    predictions_uri: str) -> None:
+    """``score``'s lineage: the version (none for raw files) and the model -> the predictions
+    (never fails the score run)."""
+    try:
+        attach(task, Lineage([*([version_uri] if version_uri else []), model_uri],
+                             [predictions_uri]))
+    except Exception as exc:  # noqa: BLE001 -- the predictions are published anyway
+        log.warning("OpenLineage: no lineage for %s: %s", predictions_uri, exc)
+
+
 def attach(task: Any, lineage: Lineage) -> None:
     """Give this task's operator the facets the provider's default extractor asks for."""
     task.get_openlineage_facets_on_complete = lambda _ti: operator_lineage(lineage)
@@ -130,6 +142,8 @@ def _facets(lineage: Lineage, uri: str) -> tuple[dict[str, Any], dict[str, Any]]
 
     from etl.versions.manifest import Manifest
 
+    if lineage.manifest is None and lineage.model is None:
+        return {}, {}  # predictions: their figures are in their own manifest
     manifest = lineage.manifest or Manifest()
     if lineage.model is not None and uri == lineage.model["uri"]:
         return {"flightpipe_version": version_facet(manifest, lineage.model)}, {}

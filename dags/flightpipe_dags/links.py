@@ -1,10 +1,12 @@
 """Links from Airflow to the pipeline UI: task extra links, the Asset event's page URL.
 
-``publish`` gets a "Version page" button and ``train`` a "Model page" button in the task's
+``publish`` gets a "Version page" button, ``train`` a "Model page" button and ``score`` a
+"Predictions page" button in the task's
 details (Airflow 3 operator extra links). The task body knows the page (the version id, the
 model's run folder) and pushes its URL under the link's XCom key (``remember``); Airflow calls
 ``get_link`` when the task ends and stores what it returns under that key, which is all the
-api-server reads to draw the button (a task that ended without a page shows it disabled).
+api-server reads to draw the button (a task that ended without a page has none: the API
+answers null for its link and the UI lists no button).
 
 URLs open the page inside the Airflow UI (the plugin's nav route, deep-linked), under
 ``[api] base_url`` when it is set, else root-relative. The routes mirror
@@ -41,8 +43,14 @@ def page_url(dataset: str, version: str, run: str | None = None, base: str | Non
     return f"{airflow_base() if base is None else base}{NAV_ROUTE}{URL_PREFIX}/{path}"
 
 
+def predictions_url(dataset: str, window: str, model: str, base: str | None = None) -> str:
+    """A window's predictions page (``training.score``) inside the Airflow UI."""
+    path = "/".join(quote(p, safe="") for p in ("datasets", dataset, "predictions", window, model))
+    return f"{airflow_base() if base is None else base}{NAV_ROUTE}{URL_PREFIX}/{path}"
+
+
 class _PageLink(BaseOperatorLink):
-    """A link whose URL the task pushed under ``xcom_key`` (empty: the button is disabled)."""
+    """A link whose URL the task pushed under ``xcom_key`` (empty: no button)."""
 
     name = "Pipeline page"
 
@@ -51,7 +59,7 @@ class _PageLink(BaseOperatorLink):
 
         try:
             return str(BaseXCom.get_value(ti_key=ti_key, key=self.xcom_key) or "")
-        except Exception:  # noqa: BLE001 -- no XCom reachable: a disabled button, never an error
+        except Exception:  # noqa: BLE001 -- no XCom reachable: no button, never an error
             return ""
 
 
@@ -65,6 +73,12 @@ class ModelPageLink(_PageLink):
     """``train``: the model run it wrote."""
 
     name = "Model page"
+
+
+class PredictionsPageLink(_PageLink):
+    """``score``: the predictions it published (or found already published)."""
+
+    name = "Predictions page"
 
 
 def remember(link: type[_PageLink], url: str) -> None:

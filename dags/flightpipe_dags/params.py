@@ -15,8 +15,9 @@ from typing import Any
 from airflow.sdk import Param
 
 # Empty, a date, or an ISO 8601 date-time; calendar validity (Feb 30) is checked in the task.
-# ``format: date-time`` only picks the form's date picker: Airflow's jsonschema checks that
-# format only where rfc3339-validator is installed, and it is not (requirements.lock).
+# No ``format``: ``date-time`` would make the form a datetime-local picker, which refuses a
+# plain date such as 2014-01-01 (the help's own example form, issue 41 item 6), and ``date``
+# one that refuses a time; a text field takes both, the pattern checks them.
 ISO_DATE_TIME = (r"^$|^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
                  r"([T ]([01]\d|2[0-3])(:[0-5]\d){1,2}(\.\d+)?(Z|[+-]\d\d:?\d\d)?)?$")
 
@@ -55,7 +56,7 @@ def etl_params() -> dict[str, Param]:
     """Typed Params for the trigger form; JSON-schema checked before a run is created."""
     return {
         "interval_end": Param(
-            None, type=["null", "string"], format="date-time",
+            None, type=["null", "string"],
             **_rule("empty, a date or an ISO 8601 date-time", pattern=ISO_DATE_TIME),
             title="Interval end (override)",
             description="UTC end of the data window: a date (2013-01-05) or ISO 8601 "

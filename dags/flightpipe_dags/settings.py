@@ -80,6 +80,20 @@ def etl_timetable(spec_schedule: str | None = None, name: str = ""
     return CronDataIntervalTimetable(cron, timezone="UTC")
 
 
+# How many runs of one ETL DAG may be active at once (a cron or manual schedule). A run waiting
+# for late data is deferred and holds no worker or pool slot, and builds share the ``dask``
+# pool, so a waiting window must not hold a run of another window: storage keeps the order
+# that matters (one writer per version, ``LATEST`` only moves forward), not the scheduler.
+ETL_ACTIVE_RUNS = 8
+
+
+def etl_active_runs(timetable: Any) -> int:
+    """``max_active_runs`` of ``etl_<name>``: one at a time for a partitioned schedule, where
+    the order the days were announced is the order their versions are published (each run
+    starts from the version the previous one published), ``ETL_ACTIVE_RUNS`` otherwise."""
+    return 1 if isinstance(timetable, PartitionedAssetTimetable) else ETL_ACTIVE_RUNS
+
+
 def training_schedule(name: str, settings: DagSettings) -> Any:
     """``train_<name>`` runs on ``dataset_<name>``'s events; a partitioned dataset's events
     carry their partition key, which only a partitioned timetable receives (one run per

@@ -27,6 +27,9 @@ from flightpipe_dags.settings import storage_root
 
 log = logging.getLogger("airflow.task")
 POKE_S, REPORT_S = 60.0, 600.0  # list every minute; say what is missing every 10 minutes
+# The XCom a waiting run leaves for the dataset page (``pipeline_ui.runs``): what it waits for
+# and until when, shown beside the run while its ``wait_for_data`` is deferred.
+WAITING_KEY = "waiting"
 PARTITION_FORMAT = "%Y-%m-%d"  # the day a raw partition event names (``partition_key``)
 
 
@@ -77,9 +80,12 @@ class WaitForData(BaseOperator):
         deadline = max(opts.interval_end, started) + self.wait
         if self.wait <= timedelta(0) or datetime.now(UTC) >= deadline:
             self._give_up(list(arrival.missing), arrival.where, deadline)
+        until = deadline.isoformat(timespec="seconds")
         log.info("Missing %d partition(s) of %s (%s): %s; waiting until %s (deferred: no "
                  "worker or pool slot held)", len(arrival.missing), self.dataset,
-                 arrival.where, arrival.shown(), deadline.isoformat(timespec="seconds"))
+                 arrival.where, arrival.shown(), until)
+        context["ti"].xcom_push(key=WAITING_KEY, value={
+            "missing": len(arrival.missing), "shown": arrival.shown(3), "until": until})
         from flightpipe_arrival import PartitionsLandedTrigger
 
         self.defer(method_name="execute_complete", trigger=PartitionsLandedTrigger(
@@ -97,11 +103,16 @@ class WaitForData(BaseOperator):
 
     def _refuse_overdue(self, reason: str) -> None:
         """Fail now, no retries: the window asks for partitions no wait brings (see
-        ``etl.pipeline.arrival``); the reason names the newest landed one and what to set."""
+        ``etl.pipeline.arrival``); the reason names the newest landed one and what to set.
+
+        The reason is the log's one line of its own; Airflow logs the exception again with
+        its traceback, so the exception says only what happened and points at that line."""
         from airflow.sdk.exceptions import AirflowFailException
 
         log.error("%s", reason)
-        raise AirflowFailException(reason)
+        raise AirflowFailException(f"wait_for_data refused the window of {self.dataset}: its "
+                                   "missing partitions are overdue, not late (the ERROR line "
+                                   "above names them and the Params to set)")
 
     def _give_up(self, missing: list[str], where: str, deadline: datetime | None,
                  error: str | None = None) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from etl.errors import PipelineError
 from etl.kinds import kind_of
+from etl.spec.labels import positive_mask
 from etl.spec.load import spec_path
 from etl.spec.model import MULTICLASS, Spec
 from etl.spec.scheduling import read_settings
@@ -76,14 +77,15 @@ def check_spec(name_or_path: str) -> CheckReport:
 
 
 def classes_against_suite(spec: Spec, path: Path) -> list[str]:
-    """A multiclass spec's listed classes against the suite's value set for the label column.
+    """A multiclass spec's listed classes (or a binary label's ``positive``) against the
+    suite's value set for the label column.
 
     The suite states which values the data holds; a value it allows that ``classes`` does not
     list fails the ETL once it arrives, and a listed class it forbids can never be learned.
     Checked without data: both name the spec field and the expectation.
     """
     label = spec.label
-    if label.task != MULTICLASS or not label.names:
+    if not (label.task == MULTICLASS and label.names or label.positive):
         return []
     problems = []
     raw = json.loads(Path(spec.expectations).read_text()).get("expectations", [])
@@ -93,6 +95,9 @@ def classes_against_suite(spec: Spec, path: Path) -> list[str]:
                 or kwargs.get("column") != label.source:
             continue
         allowed = {str(v) for v in kwargs.get("value_set") or ()}
+        if label.positive:
+            problems.extend(_positive_against(label.positive, allowed, path, spec, i))
+            continue
         unlisted, forbidden = sorted(allowed - set(label.names)), sorted(set(label.names) - allowed)
         if unlisted or forbidden:
             problems.append(
@@ -103,3 +108,18 @@ def classes_against_suite(spec: Spec, path: Path) -> list[str]:
                     f"listed but not allowed there: {forbidden}" if forbidden else "") if part)
                 + f" (classes: {list(label.names)})")
     return problems
+
+
+def _positive_against(positive: tuple, allowed: set[str], path: Path, spec: Spec,
+                      i: int) -> list[str]:
+    """Each ``label.positive`` value must be one the suite allows: one it forbids matches no
+    row, so the run would find no positive class (a typo, another case)."""
+    import pandas as pd  # only where a positive label is checked
+
+    values = pd.Series(sorted(allowed), dtype="str")
+    missing = [p for p in positive if not positive_mask((p,), values).any()]
+    if not missing:
+        return []
+    return [(f"{path}.label.positive: {missing} matches none of the values "
+             f"{spec.expectations} expectation #{i} (expect_column_values_to_be_in_set on "
+             f"{spec.label.source!r}) allows: {sorted(allowed)}")]

@@ -21,7 +21,9 @@ def add_spec_parser(sub: argparse._SubParsersAction, default_root: str, help_tex
                    help="a CSV / Parquet / JSON-lines file: a URI (file://, gs://), a local "
                         "path, or a path inside the storage root")
     p.add_argument("--label", default=None, help="the column to predict (else: decide later)")
-    p.add_argument("--task", choices=("binary", "multiclass", "regression"), default="binary")
+    p.add_argument("--task", choices=("binary", "multiclass", "regression"), default=None,
+                   help="default: inferred from the label's values (two values: binary; text "
+                        "or a few whole numbers: multiclass; else regression), said on output")
     p.add_argument("--format", choices=("csv", "parquet", "jsonl"), default=None,
                    help="default: from the file's suffix")
     p.add_argument("--out", default=None,

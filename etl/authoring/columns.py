@@ -48,6 +48,7 @@ class ColumnProfile:
     time_format: str | None = None  # a timestamp's format when it is not ISO 8601
     tokens: dict[str, int] = field(default_factory=dict)  # null tokens read as nulls here
     misfiled: int | None = None  # timestamps outside their file's partition
+    period: str | None = None  # a timestamp's: "hour" (times of day), "day", or "month" (1sts)
     exact: bool = True  # distinct counted exactly (else the sketch's estimate, about 2%)
 
     @property
@@ -103,8 +104,18 @@ def column_profiles(table: TablePartial, names: dict[str, str], tokens: set[str]
             and distinct <= MAX_SET else (),
             counts=dict(counts), time_format=fmt, tokens=hit,
             misfiled=p.misfiled.get(fmt or ISO) if kind == "timestamp" else None,
+            period=_period(p, fmt or ISO) if kind == "timestamp" else None,
             exact=p.values is not None or len(p.sketch) < SKETCH_K)
     return out
+
+
+def _period(p: ColumnPartial, fmt: str) -> str:
+    """The finest period a timestamp's values show: ``hour`` where any has a time of day
+    other than midnight, ``day`` where any falls on another day than a month's 1st, else
+    ``month`` (monthly or coarser data)."""
+    if p.clock.get(fmt):
+        return "hour"
+    return "day" if p.mid_month.get(fmt) else "month"
 
 
 def key_candidates(profiles: dict[str, ColumnProfile], rows: int) -> list[str]:

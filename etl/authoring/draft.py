@@ -2,9 +2,10 @@
 
 The draft describes what the rows read hold (column types, null tokens, nullability, ranges
 and value sets widened by a margin, a key unique on every row, features by kind, split shares
-sized to the table, the partitions' gaps); what data cannot say (the label, the threshold of a
-binary label, whether a column leaks the answer) is left to the user and listed in
-``Draft.decide``. The result passes ``etl spec check`` once a label is chosen, and ``etl run``
+sized to the table, the partitions' gaps, the label's task from its values when ``--task`` is
+not given, a two-valued label's positive class by a stated rule); what data cannot say (the
+label, the threshold of a numeric binary label, whether a column leaks the answer) is left to
+the user and listed in ``Draft.decide``. The result passes ``etl spec check`` once a label is chosen, and ``etl run``
 on the same data without edits.
 """
 
@@ -54,7 +55,7 @@ class DraftOptions:
     source: str  # a URI, a local path, or a path inside ``root``; may hold one {placeholder}
     root: str
     label: str | None = None  # the header or its identifier
-    task: str = "binary"
+    task: str | None = None  # None: inferred from the label's values (said on the draft)
     fmt: str | None = None  # default: from the suffix
     margin: float = DEFAULT_MARGIN
     budget_bytes: int = DEFAULT_BUDGET_BYTES  # profile every row up to this many raw bytes
@@ -87,7 +88,7 @@ def resolve_source(uri: str, root: str) -> tuple[str, str]:
 def draft_spec(opts: DraftOptions) -> Draft:
     """Profile ``opts.source`` (every row within the budget) and draft spec and suite."""
     check_name(opts.name, "--name")
-    if opts.task not in TASKS:
+    if opts.task is not None and opts.task not in TASKS:
         raise SpecError(f"--task: expected one of {list(TASKS)}, got {opts.task!r}")
     read_uri, spec_uri = resolve_source(opts.source, opts.root)
     fmt = format_of(opts.source, opts.fmt)
@@ -116,7 +117,7 @@ def draft_spec(opts: DraftOptions) -> Draft:
               "columns": {p.name: column_section(p, draft) for p in profiles.values()}}
     if layout:
         source.update(_partitioned(layout, profiles, found, draft))
-    task = opts.task if label else None
+    task = label_spec["task"] if label_spec else None
     draft.spec = {
         "name": opts.name, "description": f"Drafted by `python -m etl spec init` from "
                                           f"{opts.source}.",
@@ -184,17 +185,20 @@ def _partitioned(layout: Layout, profiles: dict[str, ColumnProfile], found: Scan
     return block
 
 
-def _shares(profiles: dict[str, ColumnProfile], label: dict | None, task: str | None,
+def _shares(profiles: dict[str, ColumnProfile], label_spec: dict | None, task: str | None,
             draft: Draft) -> dict[str, float]:
     """Split fractions from the labelled rows and (classification) the class sizes."""
-    if label is None:
+    if label_spec is None:
         rows = next(iter(profiles.values())).rows
         classes = None
     else:
-        prof = profiles[label["source"]]
+        prof = profiles[label_spec["source"]]
         rows, classes = prof.rows - prof.nulls, None
-        if prof.counts and (task == "multiclass" or label.get("op") == "eq"):
+        if prof.counts and (task == "multiclass" or label_spec.get("op") == "eq"):
             classes = dict(prof.counts)
+        elif "positive" in label_spec:
+            pos = sum(n for v, n in prof.counts.items() if _same(v, label_spec["positive"]))
+            classes = {"positive": pos, "the rest": rows - pos}
         elif task == "binary":
             classes = {"above the median": rows // 2, "the rest": rows - rows // 2}
     fractions = draft_fractions(rows, classes)
@@ -202,6 +206,16 @@ def _shares(profiles: dict[str, ColumnProfile], label: dict | None, task: str | 
     if fractions.problem:
         draft.decide.append(f"split: {fractions.problem}")
     return fractions.split()
+
+
+def _same(value: str, positive: str | int) -> bool:
+    """A profiled value (text) is the drafted positive class (a whole number: as a number)."""
+    if isinstance(positive, int):
+        try:
+            return float(value) == positive
+        except ValueError:
+            return False
+    return value == positive
 
 
 def _key(found: Scan, profiles: dict[str, ColumnProfile], draft: Draft,

@@ -5,7 +5,9 @@ rows or missing a class that train has (``training.sanity``); a stratified split
 class its fractions within a row or two (``etl.write.writer``). So eval and test each get
 enough rows for about ``HELD_OUT_ROWS`` examples and, for a class label, ``CLASS_ROWS`` of the
 smallest class, up to ``MAX_SHARE`` each: a large table keeps 80/10/10, a 214-row table with a
-9-row class gets 60/20/20.
+9-row class gets 60/20/20. A table where 20% would leave eval or test under ``MIN_HELD_OUT``
+rows (under 110 rows) may give each up to ``SMALL_MAX_SHARE`` (50/25/25 for 100 rows), so a
+small table is not judged on a handful of rows.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import math
 from dataclasses import dataclass
 
 BASE_SHARE = 0.1  # eval and test each, for a large table
-MAX_SHARE = 0.2  # eval and test each at most: train keeps 60% however small the table
+MAX_SHARE = 0.2  # eval and test each at most, where that leaves them MIN_HELD_OUT rows
+SMALL_MAX_SHARE = 0.25  # at most, where 20% would not: train keeps half however small
 HELD_OUT_ROWS = 30  # wanted in eval and in test (training refuses fewer than 20)
+MIN_HELD_OUT = 22  # eval and test each at least, where SMALL_MAX_SHARE allows
 CLASS_ROWS = 2  # wanted of every class in eval and in test
 MIN_ROWS = 100  # fewer rows: no held-out split can say much
 MIN_CLASS = 5  # a class with fewer rows cannot reach train, eval and test reliably
@@ -41,7 +45,8 @@ def draft_fractions(rows: int, classes: dict[str, int] | None) -> Fractions:
     if smallest:
         need["classes"] = CLASS_ROWS / max(smallest[1], 1)
     share = max(BASE_SHARE, *need.values())
-    share = min(MAX_SHARE, math.ceil(share * 20 - 1e-9) / 20)  # in steps of 5%
+    cap = MAX_SHARE if rows * MAX_SHARE >= MIN_HELD_OUT else SMALL_MAX_SHARE
+    share = min(cap, math.ceil(share * 20 - 1e-9) / 20)  # in steps of 5%
     shares = f"{1 - 2 * share:.0%}/{share:.0%}/{share:.0%}"
     if share == BASE_SHARE:
         why = f"{rows:,} rows: {shares} leaves eval and test at least {HELD_OUT_ROWS} rows each"

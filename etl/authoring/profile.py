@@ -55,6 +55,8 @@ class ColumnPartial:
     high: float | None = None
     times: Counter = field(default_factory=Counter)  # time format (ISO = "") -> values parsed
     misfiled: Counter = field(default_factory=Counter)  # time format -> outside their file
+    clock: Counter = field(default_factory=Counter)  # time format -> values not at midnight
+    mid_month: Counter = field(default_factory=Counter)  # time format -> not on a 1st (daily)
     values: Counter | None = field(default_factory=Counter)  # None: more than VALUE_CAP
     sketch: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     sample: tuple[np.ndarray, np.ndarray] = field(
@@ -194,6 +196,9 @@ def _times(vals: pd.Series, weights: np.ndarray,
         parsed = _time_parse(vals, fmt)
         ok = parsed.notna().to_numpy(bool)
         out.times[fmt] = int(weights[ok].sum())
+        stamps = parsed[ok]
+        out.clock[fmt] += int(weights[ok][(stamps != stamps.dt.floor("D")).to_numpy()].sum())
+        out.mid_month[fmt] += int(weights[ok][(stamps.dt.day != 1).to_numpy()].sum())
         if rows is not None and ok.all():
             at, (lo, hi) = rows
             present = at >= 0
@@ -232,6 +237,7 @@ def merge_columns(a: ColumnPartial, b: ColumnPartial) -> ColumnPartial:
         numbers=a.numbers + b.numbers, ints=a.ints + b.ints,
         low=_pick(min, a.low, b.low), high=_pick(max, a.high, b.high),
         times=_add(a.times, b.times), misfiled=_add(a.misfiled, b.misfiled),
+        clock=_add(a.clock, b.clock), mid_month=_add(a.mid_month, b.mid_month),
         values=values if values is None or len(values) <= VALUE_CAP else None,
         sketch=_sketch(np.unique(np.concatenate([a.sketch, b.sketch]))),
         sample=_keep_lowest((np.concatenate([a.sample[0], b.sample[0]]),

@@ -26,7 +26,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from etl import storage
@@ -245,8 +245,10 @@ def late_partitions(root: str, plan: WindowPlan, previous: Manifest | None
                     ) -> tuple[list[str], list[str]]:
     """(re-delivered, landed late): partitions of the window whose file differs from the one
     the previous version was built from, and partitions older than that version's newest one
-    that it did not hold (they landed after it was published). Their segments are new
-    (their digests changed), so this run builds them; the lists only say why."""
+    that it did not hold inside its own window (they landed after it was published). A
+    partition before that window's start was never that version's to hold: a wider window
+    reads it, nothing was late. Their segments are new (their digests changed), so this run
+    builds them; the lists only say why."""
     if previous is None:
         return [], []
     listed = previous.sources.files if isinstance(previous.sources.files, list) else []
@@ -254,15 +256,24 @@ def late_partitions(root: str, plan: WindowPlan, previous: Manifest | None
     held = [p[0] for seg in previous.segments for p in seg.partitions]
     if not files or not held:
         return [], []
+    since = previous.interval.start
     newest, redelivered, late = max(held), [], []
     for partition in (p for t in plan.tasks for p in t.partitions):
         entry = _relative(root, [partition.file])[0]
         if entry["uri"] in files:
             if files[entry["uri"]] != entry:
                 redelivered.append(partition.label)
-        elif partition.label < newest:
+        elif partition.label < newest and _inside(partition, since):
             late.append(partition.label)
     return redelivered, late
+
+
+def _inside(partition: RawPartition, since: str | None) -> bool:
+    """Whether ``partition`` lies in a window that starts at ``since`` (None: the start)."""
+    if since is None or partition.period is None:
+        return True
+    start = datetime.fromisoformat(since)
+    return partition.period[0] >= (start if start.tzinfo else start.replace(tzinfo=UTC))
 
 
 # --- the window's raw partitions, from one listing -------------------------------------------

@@ -69,16 +69,45 @@ class LabelTask:
     fixed: Callable[[Label], bool] = lambda label: True
 
 
+# How YAML 1.1 (and CSV exports) spell a boolean: an unquoted ``positive: yes`` is read as
+# true, and matches a column holding any of these spellings, in any case.
+BOOL_SPELLINGS = {True: ("true", "yes", "y", "t", "on", "1"),
+                  False: ("false", "no", "n", "f", "off", "0")}
+
+
 def _binary(label: Label, source: pd.Series, source_type: str) -> pd.Series:
-    del source_type
-    return _OPS[label.op](source, label.value).astype("int64")
+    """1 where the comparison holds, or (``positive``) where the value is a positive one."""
+    if not label.positive:
+        return _OPS[label.op](source, label.value).astype("int64")
+    return positive_mask(label.positive, _class_text(label, source, source_type)).astype("int64")
+
+
+def positive_mask(positive: tuple[str | int | bool, ...], text: pd.Series) -> pd.Series:
+    """Rows whose value (as class text) is one of ``positive``: strings and integers match
+    their text exactly, a boolean any of its spellings (``BOOL_SPELLINGS``) in any case."""
+    exact = [str(p) for p in positive if not isinstance(p, bool)]
+    mask = text.isin(exact)
+    for flag in {p for p in positive if isinstance(p, bool)}:
+        mask |= text.str.lower().isin(BOOL_SPELLINGS[flag])
+    return mask
 
 
 def _class_text(label: Label, source: pd.Series, source_type: str) -> pd.Series:
-    """Class values as text: an int64 source gives "3", not the float parse's "3.0"."""
-    del label
+    """Class values as text: an int64 source gives "3", not the float parse's "3.0", and so
+    does a float64 source holding whole numbers (a column with nulls, or written ``3.0``); a
+    fractional value is not a class (ValidationFailed naming it)."""
     if source_type == "int64":
         return source.astype("Int64").astype("str")
+    if source_type == "float64":
+        values = source.astype("float64")
+        fractional = values[values.notna() & (values != values.round())]
+        if len(fractional):
+            raise ValidationFailed(
+                f"label {label.name!r} (column {label.source!r}): {len(fractional)} value(s) "
+                f"are not whole numbers (e.g. {fractional.iloc[0]!r}), so they cannot be "
+                f"classes; use task: regression, or a binary comparison (op, value)",
+                {"fractional_label_values": len(fractional)})
+        return values.astype("Int64").astype("str")
     return source.astype("str")
 
 
@@ -92,25 +121,44 @@ def _fixed_classes(label: Label, counts: dict[str, dict[str, int]], where: str) 
     return label.schema()
 
 
+def _resolve_binary(label: Label, counts: dict[str, dict[str, int]], where: str
+                    ) -> dict[str, Any]:
+    """A ``positive`` label must find both classes in the train split: a positive value that
+    matches no row (a typo, another case) would train a model of one class."""
+    train: dict[str, int] = {}
+    for value, n in (counts.get("train") or {}).items():
+        key = str(int(float(value)))
+        train[key] = train.get(key, 0) + int(n)
+    if label.positive and not (train.get("1") and train.get("0")):
+        which = "no" if not train.get("1") else "every"
+        raise ValidationFailed(
+            f"label {label.name!r} (column {label.source!r}): {where}.label.positive "
+            f"{list(label.positive)} matches {which} row of the train split "
+            f"({sum(train.values())} rows); name a value the column holds (it is matched "
+            f"exactly, a boolean by its spellings {list(BOOL_SPELLINGS[True])} in any case)",
+            {"positive_rows": int(train.get("1", 0))})
+    return label.schema()
+
+
 def _resolve_classes(label: Label, counts: dict[str, dict[str, int]],
                      where: str) -> dict[str, Any]:
-    """The spec's classes, or the train split's vocabulary (sorted); every value must be one."""
-    names = list(label.names) or sorted(counts.get("train", {}))
+    """The spec's classes, or every split's values (sorted): a class seen only in eval or test
+    is still a class (a small table may hold a rare one once); every value must be one."""
+    names = list(label.names) or sorted({v for seen in counts.values() for v in seen})
     known = set(names)
     unknown: dict[str, list[str]] = {}
     for split, seen in counts.items():
         for value in sorted(set(seen) - known):
             unknown.setdefault(value, []).append(f"{split}: {seen[value]}")
     if unknown:
-        origin = (label.names_from or f"{where}.label.classes {names}" if label.names
-                  else f"the train split's classes {names} ({where}.label lists none)")
+        origin = label.names_from or f"{where}.label.classes {names}"
         shown = "; ".join(f"{v!r} ({', '.join(n)} rows)" for v, n in list(unknown.items())[:_SHOWN])
         raise ValidationFailed(
             f"label {label.name!r} (column {label.source!r}): {len(unknown)} value(s) not in "
             f"{origin}: {shown}. Nothing was published.",
             {"unknown_classes": sorted(unknown)})
     if len(names) < 2:
-        raise ValidationFailed(f"label {label.name!r}: the train split has {len(names)} "
+        raise ValidationFailed(f"label {label.name!r}: the rows hold {len(names)} "
                                f"class(es) {names}; a classifier needs at least 2")
     return {**label.schema(), "classes": len(names), "names": names}
 
@@ -142,7 +190,7 @@ def _store_float(values: pd.Series, schema: dict[str, Any]) -> pd.Series:
 
 
 TASKS: dict[str, LabelTask] = {
-    BINARY: LabelTask(BINARY, _binary, COUNTS, _fixed_classes, _store_int),
+    BINARY: LabelTask(BINARY, _binary, COUNTS, _resolve_binary, _store_int),
     MULTICLASS: LabelTask(MULTICLASS, _class_text, COUNTS, _resolve_classes, _store_index,
                           _inherit_classes, lambda label: bool(label.names)),
     REGRESSION: LabelTask(REGRESSION, _as_float, MOMENTS, _fixed_classes, _store_float),
@@ -158,8 +206,8 @@ def label_task(label: Label) -> LabelTask:
 
 _COMMON = ("name", "source", "task", "drop_reason")
 _NUMERIC = ("int64", "float64")
-# Classes come from string or integer columns; a float column would make "1.0" a class name.
-_CLASS_TYPES = ("string", "int64")
+# Classes come from string, integer or whole-number float columns (read as "1", not "1.0").
+_CLASS_TYPES = ("string", "int64", "float64")
 
 
 def parse_label(d: dict, where: str, available: dict[str, str]) -> Label:
@@ -184,16 +232,33 @@ def _fields(d: dict, where: str, own: tuple[str, ...], label: Label, source_type
 
 
 def _parse_binary(d: dict, where: str, label: Label, source_type: str) -> Label:
+    """The comparison form (``op``, ``value``) or the class form (``positive``)."""
+    if "positive" in d:
+        return _parse_positive(d, where, label, source_type)
     _fields(d, where, ("op", "value"), label, source_type, _NUMERIC,
-            "numeric for a binary comparison")
+            "numeric for a binary comparison (or name the positive class: positive: ...)")
     op = check_choice(get_field(d, "op", where, str), LABEL_OPS, f"{where}.op")
     value = get_field(d, "value", where, (int, float))
     return Label(**{**label.__dict__, "op": op, "value": float(value)})
 
 
+def _parse_positive(d: dict, where: str, label: Label, source_type: str) -> Label:
+    """``positive: "yes"`` (one value) or ``positive: [a, b]`` (those against the rest)."""
+    _fields(d, where, ("positive",), label, source_type, _CLASS_TYPES,
+            "a string, integer or whole-number column for a binary label with positive")
+    raw = d["positive"]
+    values = raw if isinstance(raw, list) else [raw]
+    if (not values or len(set(map(str, values))) != len(values)
+            or any(not isinstance(v, (str, int)) or isinstance(v, str) and not v
+                   for v in values)):
+        raise SpecError(f"{where}.positive: expected the positive class's value (a string, "
+                        f"an integer or a boolean) or a list of distinct ones, got {raw!r}")
+    return replace(label, positive=tuple(values))
+
+
 def _parse_multiclass(d: dict, where: str, label: Label, source_type: str) -> Label:
     _fields(d, where, ("classes",), label, source_type, _CLASS_TYPES,
-            "a string or int64 column for a multiclass label")
+            "a string, int64 or whole-number float64 column for a multiclass label")
     raw = get_field(d, "classes", where, list, [])
     names = tuple(str(c) for c in raw)
     if raw and (len(names) < 2 or len(set(names)) != len(names)

@@ -47,6 +47,7 @@ from etl.spec.scheduling import (
     DEFAULT_SPECS_DIR,
     SETTINGS_KEYS,
     SPEC_FILE,
+    DagSettings,
     DuplicateSpecError,
     SpecNotFoundError,
     SpecSettingsError,
@@ -98,11 +99,11 @@ def check_folder_name(path: Path, name: str, where: str) -> None:
         raise SpecError(f"{where}.name: {name!r} must match its folder {path.parent.name!r}")
 
 
-def check_settings(raw: dict, where: str) -> dict[str, Any]:
-    """The Airflow scheduling and training keys (read by the DAG files), checked here too;
-    returns the training overrides (the manifest carries them to ``python -m training``)."""
+def check_settings(raw: dict, where: str) -> DagSettings:
+    """The Airflow scheduling, training and tune keys (read by the DAG files), checked here
+    too; the manifest carries the training and tune blocks to ``python -m training``."""
     try:
-        return dict(parse_settings(raw, where).training)
+        return parse_settings(raw, where)
     except SpecSettingsError as exc:
         raise SpecError(str(exc)) from exc
 
@@ -239,8 +240,9 @@ def _parse_feature(d: dict, where: str, available: set[str], exclude: set[str]) 
     op = check_choice(get_field(derive, "op", f"{where}.derive", str), tuple(DERIVE_OPS),
                       f"{where}.derive.op")
     inputs = tuple(get_field(derive, "columns", f"{where}.derive", list))
-    if len(inputs) != DERIVE_OPS[op]:
-        raise SpecError(f"{where}.derive.columns: op {op!r} takes {DERIVE_OPS[op]} column(s), "
+    if len(inputs) not in DERIVE_OPS[op]:
+        takes = " or ".join(map(str, DERIVE_OPS[op]))
+        raise SpecError(f"{where}.derive.columns: op {op!r} takes {takes} column(s), "
                         f"got {list(inputs)}")
     for col in inputs:
         if col in exclude:
@@ -278,11 +280,11 @@ def _parse(raw: Any, path: Path) -> Spec:
     if not _DATASET.match(name):
         raise SpecError(f"{w}.name: expected lowercase letters, digits and _, got {name!r}")
     check_folder_name(path, name, w)
-    training = check_settings(raw, w)
+    settings = check_settings(raw, w)
     sources = {n: _parse_source(n, d if isinstance(d, dict) else {}, f"{w}.sources.{n}")
                for n, d in get_field(raw, "sources", w, dict).items()}
     try:
-        return _parse_uses(raw, path, name, sources, training)
+        return _parse_uses(raw, path, name, sources, settings)
     except SpecError as exc:
         raise _header_hint(exc, sources) from None
 
@@ -299,7 +301,7 @@ def _header_hint(exc: SpecError, sources: dict[str, Source]) -> SpecError:
 
 
 def _parse_uses(raw: dict, path: Path, name: str, sources: dict[str, Source],
-                training: dict[str, Any]) -> Spec:
+                settings: DagSettings) -> Spec:
     """The fields that use the sources' columns (joins, key, label, features, split)."""
     w = str(path)
     primary = get_field(raw, "primary", w, str)
@@ -332,7 +334,7 @@ def _parse_uses(raw: dict, path: Path, name: str, sources: dict[str, Source],
                 split=tabular_split(raw, w, sources[primary].columns, label.task),
                 expectations=(path.parent / expectations).resolve(),
                 description=str(raw.get("description", "")), upstream=_upstream(raw, w),
-                training=training, drift=parse_drift(raw, w, {*seen, label.name}),
+                training=dict(settings.training), tune=dict(settings.tune), drift=parse_drift(raw, w, {*seen, label.name}),
                 **parse_shards(raw, w))
 
 

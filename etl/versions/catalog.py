@@ -153,16 +153,28 @@ def publish_manifest(uri: str, manifest: Manifest, lock: WriterLock | None = Non
         VersionLockedError: ``lock`` was given and another owner has taken the version over.
             Stop the lock's ``Heartbeat`` first, so its token is the stored one.
     """
+    created = commit_manifest(uri, storage.json_bytes(manifest.to_json()), lock)
+    if created:
+        ds_uri, version = split_version_uri(uri)
+        update_latest(ds_uri, version)
+    return created
+
+
+def commit_manifest(uri: str, body: bytes, lock: WriterLock | None = None) -> bool:
+    """The publish protocol's last step for any folder written under a writer lease (a
+    version; a model's predictions, ``training.score``): create ``<uri>/manifest.json`` only
+    if absent, then drop the lease. True if this call created it.
+
+    Raises:
+        VersionLockedError: ``lock`` was given and another owner has taken the folder over.
+    """
     lock_uri = storage.join(uri, WRITER_LOCK)
     if lock is not None and storage.read_with_token(lock_uri)[1] != lock.token:
         holder = current_holder(lock_uri)
         if holder.get("owner") != lock.owner:
             raise VersionLockedError(uri, holder)
-    created = storage.create_if_absent(storage.join(uri, MANIFEST),
-                                       storage.json_bytes(manifest.to_json()))
+    created = storage.create_if_absent(storage.join(uri, MANIFEST), body)
     if created:
-        ds_uri, version = split_version_uri(uri)
-        update_latest(ds_uri, version)
         storage.delete_tree(lock_uri)  # published: any lock on it is moot now
     elif lock is not None:
         release_writer_lock(lock)

@@ -1,9 +1,9 @@
 """What changed between two versions of a dataset, from their manifests alone.
 
 ``diff_manifests(a, b)`` is a pure function of two manifests: the segments B added, rebuilt
-(the same partitions under a new id: raw data re-delivered, merged by compaction, or rebuilt
-by new code) and dropped (left the window); rows per split; schema changes; statistic deltas
-(numeric mean/std, vocabulary sizes, label counts). The CLI (``python -m etl diff``) prints
+(partitions an A segment held, under a new id: raw data re-delivered, merged by compaction,
+cut to B's narrower window, or rebuilt by new code) and dropped (left the window); rows per
+split; schema changes; statistic deltas (numeric mean/std, vocabulary sizes, label counts). The CLI (``python -m etl diff``) prints
 ``diff_text.format_diff``'s text or the result's ``to_json``; the UI's diff page renders
 the same result. No shard is read, so a diff of two years of data costs two small reads.
 """
@@ -185,7 +185,11 @@ def _segments(a: Manifest, b: Manifest) -> tuple[int, list[SegmentChange]]:
             continue
         claimed.update(replaces)
         redelivered = sorted(k for k in parts if k in digest_a and digest_a[k] != parts[k])
+        held = {k for r in replaces for k in _parts(only_a[r])}
         why = (f"raw data changed: {', '.join(redelivered)}" if redelivered
+               else f"B's window holds {len(parts)} of the {len(held)} partitions "
+                    f"{'they' if len(replaces) > 1 else 'it'} held (same raw data)"
+               if set(parts) < held
                else f"compacted from {len(replaces)} segments" if len(replaces) > 1
                else "same raw data, rebuilt (new code, spec or format)")
         out.append(SegmentChange(seg, "rebuilt", str(s.label), s.records,

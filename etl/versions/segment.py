@@ -7,21 +7,22 @@ Versions list the segments of their window (each shard entry names its ``segment
 segment is written once and shared by every version whose window holds it.
 
 The id is ``<label>-<digest>``: the label of its raw partitions (``20130101``,
-``20130101_20130131``, ``all``) and a digest of
-everything the segment's bytes depend on (the raw files with their sizes and generations,
-the lookups, the spec and suite, the label's classes, the format). A re-delivered day gets a
-new id, so a published segment is never rewritten. Import-light: no dask, GX or TF.
+``20130101_20130131``, ``all``) and a digest of everything the segment's bytes depend on (the
+raw files with their sizes and generations, the lookups, the spec and suite, the label's
+classes, the format). A re-delivered day gets a new id, so a published segment is never
+rewritten. Import-light: no dask, GX or TF.
 
 ``Shard`` and ``SplitInfo`` are a split's entry in ``segment.json`` and in a version's
 ``manifest.json`` alike (``etl.versions.manifest``).
 
 Both files are frozen dataclasses read from and written back to JSON objects, key for key
 (``JsonObject``): a field is named as its JSON key (or says the older key it is stored
-under, as ``label`` is under ``partition``); its metadata says what JSON type it holds and how a nested object is converted (``nested``, ``mapping_of``, ``list_of``). What a
-file held is what it gives back: ``to_json`` writes the keys the object was read with (a key
-present with ``null`` stays present, an absent one stays absent) and keys this code does not
-know (``json_extra``) too, so an old or newer file survives a read and a write. A writer
-names its keys with ``of(**fields)``: those are the keys written. A malformed file fails in
+under, as ``label`` is under ``partition``); its metadata says what JSON type it holds and
+how a nested object is converted (``nested``, ``mapping_of``, ``list_of``). What a file held
+is what it gives back: ``to_json`` writes the keys the object was read with (a key present
+with ``null`` stays present, an absent one stays absent) and keys this code does not know
+(``json_extra``) too, so an old or newer file survives a read and a write. A writer names
+its keys with ``of(**fields)``: those are the keys written. A malformed file fails in
 ``from_json`` naming the file and the key, and what was expected.
 """
 
@@ -194,7 +195,6 @@ class JsonObject:
         return out
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class Shard(JsonObject):
     """One TFRecord shard: in the version's folder, or in ``segments/<segment>/``."""
@@ -269,21 +269,28 @@ class LabelSchema(JsonObject):
     classes: int | None = key(int)
     names: tuple[Any, ...] | None = key(list, strings(_SCALARS))
     transform: str | None = key(str)  # regression: what the core learns (log1p)
+    # binary: the source values that are class 1 (the spec's ``label.positive``)
+    positive: tuple[Any, ...] | None = key(list, strings(_SCALARS))
 
     @property
     def task_name(self) -> str:
         return self.task or "binary"
 
     @property
-    def class_names(self) -> list[str]:
-        """The classes in output order: ``names``, else the class ids (``classes`` of them,
-        two for a binary label written before labels carried a count)."""
-        return [str(n) for n in self.names or range(int(self.classes or 2))]
+    def named_classes(self) -> list[str] | None:
+        """The spec's ``names``; a binary ``positive``: ``not <positive>``, ``<positive>``."""
+        if self.names:
+            return [str(n) for n in self.names]
+        if self.positive:
+            positive = "/".join(str(v) for v in self.positive)
+            return [f"not {positive}", positive]
+        return None
 
     @property
-    def positive(self) -> str:
-        """A binary label's positive class: the one the model's output is the probability of."""
-        return self.class_names[1]
+    def class_names(self) -> list[str]:
+        """The classes in output order: the named ones, else the class ids (``classes`` of
+        them, two for a binary label written before labels carried a count)."""
+        return self.named_classes or [str(n) for n in range(int(self.classes or 2))]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -300,12 +307,13 @@ class FeatureSchema(JsonObject):
 @dataclass(frozen=True, kw_only=True)
 class Schema(JsonObject):
     """``schema`` of a manifest and a segment: key columns, the label, the features (in
-    Example order) and the spec's training overrides."""
+    Example order), the spec's training overrides and tuning settings."""
 
     label: LabelSchema = key(dict, nested(LabelSchema), required=True)
     key_columns: tuple[Any, ...] = key(list, strings(_SCALARS), default=(), json="key")
     features: Mapping[str, FeatureSchema] = key(dict, mapping_of(FeatureSchema), default={})
-    training: Mapping[str, Any] | None = key(dict)
+    training: Mapping[str, Any] | None = key(dict)  # the spec's ``training:`` overrides
+    tune: Mapping[str, Any] | None = key(dict)  # the spec's ``tune:`` block (training.run.tune)
 
     @property
     def columns(self) -> list[str]:

@@ -22,7 +22,9 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import diffpage, present, trend, views
+from etl.versions import diff_text
+
+from . import diffpage, predictions, present, trend, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
 from .records import DEFAULT_LIMITS, Page, paginate
 from .runs import RunRow, RunSource
@@ -92,6 +94,9 @@ class Urls:
     def model_file(self, ds: str, v: str, run: str, relpath: str) -> str:
         return self._join("datasets", ds, "versions", v, "models", run, "files") + "/" + quote(relpath)
 
+    def predictions(self, ds: str, window: str, model: str) -> str:
+        return self._join("datasets", ds, "predictions", window, model)
+
     def dag_run(self, dag_id: str, run_id: str) -> str:
         return f"{self.airflow}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
 
@@ -103,7 +108,9 @@ def _templates() -> Environment:
                        label=views.label, cell=views.cell, breakable=present.breakable,
                        breakable_ids=present.breakable_ids,
                        metric=present.metric, metric_cell=views.metric_cell,
-                       wrap_class=present.wrap_class)
+                       wrap_class=present.wrap_class, diff_count=diff_text.count,
+                       diff_signed=diff_text.signed, diff_figure=diff_text.figure,
+                       diff_share=diff_text.share, diff_shift=diff_text.shift)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target, drift_words=trend.drift_words,
@@ -196,7 +203,8 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                     extra=[(views.label(k), v) for k, v in present.other_fields(manifest)],
                     expectations=present.expectation_rows(manifest.verdict.expectations),
                     fingerprint=views.fingerprint(manifest), labelled=views.labelled,
-                    previous=diffpage.previous_version(catalog.version_ids(dataset)[0], version))
+                    previous=diffpage.previous_version(catalog.version_ids(dataset)[0], version),
+                    scored=catalog.predictions(dataset, window=version))
 
     @app.get("/datasets/{dataset}/versions/{version}/validation", response_class=HTMLResponse,
              name="validation")
@@ -232,6 +240,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                     current=catalog.current_model(dataset),
                     verdict_view=views.verdict(detail.metrics, catalog.current_model(dataset)),
                     card=card, view=views.model_view(detail.metrics), run_id=run_id, dag_id=dag_id,
+                    scored=catalog.predictions(dataset, model=predictions.model_id(version, run)),
                     raw=present.raw_json(detail.metrics) if detail.metrics is not None else None)
 
     @app.get("/datasets/{dataset}/versions/{version}/models/{run}/files/{path:path}",
@@ -241,6 +250,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         return _file_response(data, name, stored_html=False)
 
     diffpage.install(app, catalog, render)
+    predictions.install(app, catalog, render)
     return app
 
 

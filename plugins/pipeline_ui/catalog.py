@@ -47,6 +47,7 @@ from .records import (
 __all__ = ["Catalog", "InvalidName", "Limits", "NotFound", "Page", "StorageUnavailable",
            "check_name", "check_relpath"]
 T = TypeVar("T")
+PREDICTIONS_DIR = "predictions"  # training.score.publish.PREDICTIONS_DIR: the UI imports no training
 
 
 class Catalog:
@@ -317,4 +318,42 @@ class Catalog:
         uri = self._guard(lambda: storage.safe_join(self.run_uri(dataset, version, run), *parts),
                           relpath)
         return self._read_capped(uri, self.limits.max_served_bytes, relpath), parts[-1]
+
+    # ---- predictions (``training.score``: predictions/<dataset>/<window>/<model>/) ----------
+    def predictions(self, dataset: str, window: str | None = None,
+                    model: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        """(window, model, manifest) of the dataset's published predictions, newest window
+        first, only ``window``'s or ``model``'s when given; folders without a manifest (being
+        written, or killed) are not listed."""
+        base = self._guard(lambda: storage.safe_join(self.root, PREDICTIONS_DIR,
+                                                     check_name(dataset, "dataset")),
+                           "predictions path")
+        try:
+            scored, _ = self._children(base, f"predictions of {dataset}")
+        except NotFound:
+            return []
+        pairs = []
+        for w in reversed(scored):
+            if (window is None or w == window) and is_safe_name(w):
+                found, _ = self._children(storage.join(base, w), f"predictions of {w}")
+                pairs += [(w, m) for m in found if (model is None or m == model)
+                          and is_safe_name(m)]
+        pairs = pairs[: self.limits.max_models_per_version]
+
+        def read(pair: tuple[str, str]) -> dict[str, Any] | None:
+            try:
+                return self.prediction(dataset, *pair)
+            except NotFound:
+                return None
+
+        return [(w, m, found) for (w, m), found in zip(pairs, self._pool.map(read, pairs))
+                if found is not None]
+
+    def prediction(self, dataset: str, window: str, model: str) -> dict[str, Any]:
+        """The manifest of one window's predictions by one model (NotFound until published)."""
+        parts = (check_name(dataset, "dataset"), check_name(window, "window"),
+                 check_name(model, "model"))
+        uri = self._guard(lambda: storage.safe_join(self.root, PREDICTIONS_DIR, *parts,
+                                                    versions.MANIFEST), "predictions path")
+        return self._read_json(uri, f"predictions {window}/{model} of {dataset}")
 

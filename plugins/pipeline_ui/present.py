@@ -89,11 +89,17 @@ def wrap_class(value: Any) -> str:
     return "id" if len(value) > 24 else ""
 
 
+# Where a version or run id may wrap: after each "_", and inside a timestamp before its time
+# ("T14:40:43") and its offset ("+00:00"), so no piece is longer than a date-time's parts.
+_ID_BREAKS = re.compile(r"(?<=_)|(?<=-\d\d)(?=T\d)|(?=\+\d\d:?\d\d)")
+
+
 def breakable(value: Any) -> Markup:
-    """A long id (version, run id): may wrap after each ``_`` (escaped, ``<wbr>`` added) and,
-    marked ``id``, anywhere if a piece alone is wider than its cell; never a figure or word."""
-    return Markup('<span class="id">{}</span>').format(
-        Markup("_<wbr>").join(str(value).split("_")))
+    """A long id (version, run id): may wrap only between its pieces (``<wbr>`` added, text
+    escaped), never inside a number (``id pieces``: no wrapping anywhere, issue 41 item 8)."""
+    pieces = [escape(p) for p in _ID_BREAKS.split(str(value))]
+    return Markup('<span class="id pieces">{}</span>').format(
+        Markup("<wbr>").join(p for p in pieces if p))
 
 
 def breakable_ids(text: Any) -> Markup:

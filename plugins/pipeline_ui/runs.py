@@ -2,9 +2,10 @@
 
 Storage holds only what was published; a run that failed, was refused or is still waiting for
 late data left nothing there. Inside the api-server the plugin reads the runs of ``etl_<name>``
-and ``train_<name>`` with Airflow's ORM (the session the api-server itself uses), newest first,
-and the task that says why a run is where it is (a deferred ``wait_for_data``, a failed
-``build``, a skipped ``publish``). A dataset with DAGs but nothing published is still listed.
+and ``train_<name>`` with Airflow's ORM (the session the api-server itself uses), the last
+started first (a run not started yet, queued, above them), and the task that says why a run
+is where it is (a deferred ``wait_for_data``, with what it waits for and until when, from the
+XCom it left: ``flightpipe_dags.wait``; a failed ``build``, a skipped ``publish``). A dataset with DAGs but nothing published is still listed.
 Standalone (tests, no Airflow) the app gets no run source and shows none.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 DAG_PREFIXES = ("etl_", "train_")
 RECENT_RUNS = 10
@@ -49,10 +50,31 @@ def dataset_of(dag_id: str) -> str | None:
     return None
 
 
-def summarize(state: str, tasks: list[tuple[str, str]]) -> tuple[str, str]:
-    """(state shown, note): a running run whose task is deferred reads "deferred"."""
+WAITING_TASK, WAITING_KEY = "wait_for_data", "waiting"  # flightpipe_dags.wait's XCom
+
+
+def waiting_note(waiting: Any) -> str:
+    """What a deferred ``wait_for_data`` waits for and until when, from its XCom
+    (``{"missing": 1, "shown": "2013-01-03", "until": "2026-11-25T06:00:00+00:00"}``)."""
+    if not isinstance(waiting, dict) or not waiting.get("until"):
+        return ""
+    try:
+        until = datetime.fromisoformat(str(waiting["until"])).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        until = str(waiting["until"])
+    return (f"waiting for {waiting.get('missing', '?')} partition(s) "
+            f"({waiting.get('shown', '')}) until {until}")
+
+
+def summarize(state: str, tasks: list[tuple[str, str]], waiting: Any = None
+              ) -> tuple[str, str]:
+    """(state shown, note): a running run whose task is deferred reads "deferred"; a
+    deferred ``wait_for_data`` says what it waits for and until when (``waiting``)."""
     ranked = sorted((t for t in tasks if t[1] in _TELLING), key=lambda t: _TELLING.index(t[1]))
-    note = ", ".join(f"{task} {s.replace('_', ' ')}" for task, s in ranked[:2])
+    said = waiting_note(waiting)
+    note = ", ".join(f"{task} {s.replace('_', ' ')}"
+                     + (f": {said}" if (task, s) == (WAITING_TASK, "deferred") and said else "")
+                     for task, s in ranked[:2])
     if state == "running" and ranked and ranked[0][1] == "deferred":
         return "deferred", note
     return state, note
@@ -75,6 +97,7 @@ class AirflowRuns:
     def recent(self, dataset: str, limit: int = RECENT_RUNS) -> list[RunRow]:
         from airflow.models.dagrun import DagRun
         from airflow.models.taskinstance import TaskInstance
+        from airflow.models.xcom import XComModel
         from airflow.utils.session import create_session
         from sqlalchemy import select
 
@@ -84,18 +107,27 @@ class AirflowRuns:
                 select(DagRun.dag_id, DagRun.run_id, DagRun.run_type, DagRun.state,
                        DagRun.run_after, DagRun.start_date, DagRun.end_date)
                 .where(DagRun.dag_id.in_(dag_ids))
-                .order_by(DagRun.run_after.desc()).limit(limit)).all()
+                .order_by(DagRun.start_date.desc().nulls_first(), DagRun.run_after.desc())
+                .limit(limit)).all()
+            run_ids = [r.run_id for r in runs]
             tis = session.execute(
                 select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id,
                        TaskInstance.state)
                 .where(TaskInstance.dag_id.in_(dag_ids),
-                       TaskInstance.run_id.in_([r.run_id for r in runs]))).all()
+                       TaskInstance.run_id.in_(run_ids))).all()
+            waiting = {(x.dag_id, x.run_id): XComModel.deserialize_value(x)
+                       for x in session.execute(
+                           select(XComModel.dag_id, XComModel.run_id, XComModel.value)
+                           .where(XComModel.dag_id.in_(dag_ids), XComModel.run_id.in_(run_ids),
+                                  XComModel.task_id == WAITING_TASK,
+                                  XComModel.key == WAITING_KEY)).all()}
         by_run: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for ti in tis:
             by_run.setdefault((ti.dag_id, ti.run_id), []).append((ti.task_id, str(ti.state)))
         rows = []
         for r in runs:
-            state, note = summarize(str(r.state), by_run.get((r.dag_id, r.run_id), []))
+            state, note = summarize(str(r.state), by_run.get((r.dag_id, r.run_id), []),
+                                    waiting.get((r.dag_id, r.run_id)))
             rows.append(RunRow(r.dag_id, r.run_id, str(r.run_type), state, r.run_after,
                                r.start_date, r.end_date, note))
         return rows

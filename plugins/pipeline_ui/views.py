@@ -92,6 +92,7 @@ class ModelView:
     history: list[list[Any]]  # one row per epoch: epoch number, then a value per key
     history_truncated: bool
     level: Any = None  # the intervals' confidence level (0.95), None when none were stored
+    tuned: list[tuple[str, Any]] | None = None  # metrics.json ``tuned``: where settings came from
 
 
 def model_view(record: ModelRecord | None) -> ModelView:
@@ -113,11 +114,33 @@ def model_view(record: ModelRecord | None) -> ModelView:
     epochs = max((len(history[k]) for k in keys), default=0)
     rows = [[i + 1, *(history[k][i] if i < len(history[k]) else None for k in keys)]
             for i in range(min(epochs, MAX_HISTORY_EPOCHS))]
-    skip = (*scopes, "history", "hyperparameters", "artifacts", "blessing")
+    skip = (*scopes, "history", "hyperparameters", "artifacts", "blessing", "tuned")
     return ModelView(scopes, quality, labelled(record.to_json(), skip),
                      hyperparameter_rows(record.hyperparameters),
                      [label(k) for k in keys], rows, epochs > MAX_HISTORY_EPOCHS,
-                     ci.get("level"))
+                     ci.get("level"), tuned_rows(record.tuned))
+
+
+def tuned_rows(tuned: Any) -> list[tuple[str, Any]] | None:
+    """The tuned settings a run used (``python -m training tune``), with when and on what
+    they were found and what they scored on eval against the defaults; None: not tuned."""
+    if not isinstance(tuned, dict):
+        return None
+    settings = tuned.get("settings") if isinstance(tuned.get("settings"), dict) else {}
+    metric = tuned.get("metric", "eval")
+    defaults = tuned.get("default_eval") if isinstance(tuned.get("default_eval"), dict) else {}
+    rows: list[tuple[str, Any]] = [
+        ("Tuned", (f"{tuned.get('tuned_at', '?')} on version {tuned.get('version', '?')}, "
+                  f"{tuned.get('trials', '?')} trials")),
+        ("Family", tuned.get("family")),
+        *((label(k), v) for k, v in settings.items()),
+        (f"Eval {metric}", tuned.get("eval")),
+        *((f"Eval {metric} at {f} defaults", v) for f, v in defaults.items()),
+    ]
+    overridden = tuned.get("overridden") or []
+    if overridden:
+        rows.append(("Set by the spec or a flag instead", ", ".join(map(str, overridden))))
+    return rows
 
 
 @dataclass(frozen=True)

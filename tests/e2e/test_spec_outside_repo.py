@@ -56,7 +56,7 @@ def test_drafted_spec_outside_the_repo_runs_through_both_dags(tmp_path: Path) ->
     _run([*etl_cli, "land", "--root", root, "--start-day", "2013-01-02", "--end-day",
           "2013-01-03"], examples, 300)
     _run([*etl_cli, "spec", "init", "--name", "flights_day", "--label", "arr_delay",
-          "--source", "raw/flights/date=2013-01-02/flights.csv"], env, 300)
+          "--task", "binary", "--source", "raw/flights/date=2013-01-02/flights.csv"], env, 300)
     spec = specs / "flights_day" / "spec.yaml"  # the user's scheduling and training choices
     spec.write_text(spec.read_text() + "owner: ml-team\ntags: [drafted]\n"
                     "training: {family: mlp, epochs: 3, batch_size: 128, min_margin: 0.0}\n")

@@ -216,3 +216,52 @@ def test_pages_inside_the_airflow_frame(airflow: Server, chromium: Path,  # noqa
     assert set(pages) <= {_plugin_page(url, airflow.base) for url in reached}
     for name in _built["shipped"]:
         assert any(f"/dags/etl_{name}/runs/" in url for url in reached), (name, reached)
+
+
+def test_the_diff_page_keeps_figures_and_options_whole(chromium: Path,  # noqa: F811
+                                                       tmp_path: Path) -> None:
+    """Issue 41 item 5, as the operator sees it (the app served to Chromium straight from a
+    TestClient, no Airflow): at widths from a phone's to a laptop's, the command's ``--dataset``
+    never wraps between its dashes and the rows' change reads ``-257,264`` on one line."""
+    import json
+    import sys
+    from datetime import UTC, datetime
+
+    from fastapi.testclient import TestClient
+    from playwright.sync_api import expect, sync_playwright
+
+    sys.path.insert(0, str(REPO / "plugins"))
+    from pipeline_ui.app import create_app
+
+    year = uf.write_version(tmp_path, "flights", datetime(2014, 1, 1, tzinfo=UTC))
+    week = uf.write_version(tmp_path, "flights", datetime(2014, 1, 1, tzinfo=UTC),
+                            datetime(2013, 12, 25, tzinfo=UTC))
+    for version, train in ((year, 262_077), (week, 4_813)):
+        path = tmp_path / "datasets" / "flights" / version / "manifest.json"
+        doc = json.loads(path.read_text())
+        doc["splits"]["train"]["num_examples"] = train  # the year's and the week's figures
+        path.write_text(json.dumps(doc))
+    client = TestClient(create_app(tmp_path.as_uri()))
+
+    def serve(route) -> None:
+        url = urlsplit(route.request.url)
+        r = client.get(f"{url.path}?{url.query}")
+        route.fulfill(status=r.status_code, body=r.content,
+                      headers={"content-type": r.headers.get("content-type", "text/html")})
+
+    lines = "e => new Set([...e.getClientRects()].map(r => Math.round(r.top))).size"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.route("http://ui.test/**", serve)
+            for width in (360, 480, 768, 1024):
+                page.set_viewport_size({"width": width, "height": 900})
+                page.goto(f"http://ui.test/datasets/flights/versions/{week}/diff?against={year}")
+                option = page.locator("code.command span.nowrap")
+                expect(option).to_have_text("--dataset")
+                change = page.locator("#rows td.num", has_text="-257,264")
+                expect(change).to_have_count(1)
+                assert option.evaluate(lines) == 1 and change.evaluate(lines) == 1, width
+        finally:
+            browser.close()

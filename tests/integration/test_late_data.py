@@ -8,8 +8,10 @@ end the nightly run would have); its ``wait_for_data`` must defer -- the trigger
 storage while the task holds no worker and no pool slot -- and, once the last day lands a few
 seconds later, the run builds and publishes one version. A second run whose last day never
 lands fails after the 40 s, once (no retry), with the one line naming the day and the spec key.
-In headless Chromium, the run's grid shows the waiting task deferred, then, once the day lands,
-the run published (screenshots in ``ui-screenshots/late-data/``). Skips without PostgreSQL, but
+In headless Chromium, the run's grid shows the waiting task deferred; meanwhile a run of another
+window publishes (the waiting one holds it not) and the dataset page lists it first and says
+beside the waiting run what it waits for and until when; once the day lands, the run published
+(screenshots in ``ui-screenshots/late-data/``). Skips without PostgreSQL, but
 not under CI=true.
 """
 
@@ -34,6 +36,7 @@ ARRIVAL = "\narrival: {wait: 40s, every: 2s}\n"
 # Run 1: window [01-01, 01-04), day 01-03 lands late. Run 2: window [01-02, 01-05), 01-04 never.
 LATE = {"interval_end": "2013-01-04T00:00:00+00:00", "window_days": 3, "shard_mb": 1}
 NEVER = {"interval_end": "2013-01-05T00:00:00+00:00", "window_days": 3, "shard_mb": 1}
+OTHER = {"interval_end": "2013-01-03T00:00:00+00:00", "window_days": 2, "shard_mb": 1}  # landed
 
 
 def _ti(dsn: str, run_id: str, task_id: str) -> tuple[str | None, int]:
@@ -138,6 +141,25 @@ def test_a_waiting_run_shows_as_deferred_in_the_grid(tmp_path: Path, postgres_db
             waiting, deferred = cell.evaluate(colour), table.evaluate(colour)
             queued = page.get_by_test_id(f"grid-{run_id}-build").get_by_test_id(
                 "task-state-badge").evaluate(colour)
+            # issue 41 item 2: another window's run is not held by the waiting one, and the
+            # dataset page says what the waiting run waits for and until when
+            other = api(env, "POST", f"/dags/{DAG_ID}/dagRuns",
+                        {"logical_date": None, "conf": OTHER})["dag_run_id"]
+            wait_for("another window's run to publish while the first waits", lambda: query_rows(
+                dsn, "SELECT 1 FROM dag_run WHERE run_id = %s AND state = 'success'", other),
+                WAIT_RUN_S, on_timeout=processes.tails, retry_on=RETRY_ON)
+            assert _ti(dsn, run_id, "wait_for_data")[0] == "deferred"
+            page.goto(f"{base}/plugin/pipeline-datasets/pipeline/datasets/flights")
+            frame = page.wait_for_selector("iframe").content_frame()
+            rows = frame.locator("tr.run-row")
+            expect(rows).to_have_count(2, timeout=60_000)
+            shown = [t.replace("\n", "") for t in rows.locator("a.dagrun").all_inner_texts()]
+            assert shown == [other, run_id], shown  # the run that started last first
+            expect(rows.nth(1)).to_contain_text(re.compile(
+                r"wait_for_data deferred: waiting for 1 partition\(s\) \(2013-01-03\) until "
+                r"20\d\d-\d\d-\d\d \d\d:\d\d UTC"))
+            page.screenshot(path=str(SHOTS / "waiting-dataset-page.png"), full_page=True)
+            page.goto(f"{base}/dags/{DAG_ID}/runs/{run_id}")  # back to the waiting run's grid
             land(env, "2013-01-03", "2013-01-04")  # the late day lands: the run goes on
             wait_for("the run to publish", lambda: query_rows(
                 dsn, "SELECT 1 FROM dag_run WHERE run_id = %s AND state = 'success'", run_id),

@@ -146,6 +146,35 @@ def test_trigger_form_refuses_each_bad_value(api: Api, chromium: Path) -> None: 
             browser.close()
 
 
+def test_the_form_takes_the_date_its_help_shows(api: Api, chromium: Path) -> None:  # noqa: F811
+    """Issue 41 item 6: ``interval_end`` typed as its help shows it (a date, 2014-01-01: the
+    README's first UI run) is taken as typed, and the run is created with it."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1440, "height": 1000})
+        context.add_cookies([{"name": "_token", "value": api.headers["authorization"][7:],
+                              "url": api.base}])
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        try:
+            before = api.runs("etl_wine")
+            dialog = _fill_trigger_form(page, api.base, "etl_wine", "#element_interval_end",
+                                        "2014-01-01")
+            help_text = dialog.get_by_text("a date (2013-01-05)")
+            expect(help_text).to_be_visible()
+            dialog.get_by_role("button", name="Trigger", exact=True).click()
+            expect(dialog).to_be_hidden()
+            page.screenshot(path=str(SHOTS.parent / "trigger-form-date.png"))
+        finally:
+            browser.close()
+    r = httpx.get(f"{api.base}/api/v2/dags/etl_wine/dagRuns", headers=api.headers,
+                  params={"order_by": "-run_after"})
+    assert r.json()["total_entries"] == before + 1, r.text
+    assert r.json()["dag_runs"][0]["conf"]["interval_end"] == "2014-01-01", r.text
+
+
 def _fill_trigger_form(page, base: str, dag_id: str, field: str, typed: str):
     """Open the DAG's trigger dialog and enter ``typed`` as an operator would."""
     page.goto(f"{base}/dags/{dag_id}")

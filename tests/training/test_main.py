@@ -28,10 +28,22 @@ def test_help_documents_every_command_without_importing_tensorflow() -> None:
                  "--cache", "--min-margin", "--precision", "--jit-compile", "--steps-per-execution"):
         assert flag in train_help, flag
     assert "--batches" in _cli("bench-input", "--help").stdout
+    score_help = _cli("score", "--help").stdout
+    for flag in ("--root", "--dataset", "--version", "--raw", "--spec", "--batch-size"):
+        assert flag in score_help, flag
     code = "import sys, training.__main__ as m; m.build_parser(); print('tensorflow' in sys.modules)"
     probe = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                            timeout=60, check=True)
     assert probe.stdout.strip() == "False"
+
+
+def test_score_refuses_bad_arguments_in_one_line(tmp_path: Path) -> None:
+    bad = _cli("score", "--root", tmp_path.as_uri(), "--batch-size", "0")
+    assert bad.returncode != 0 and "--batch-size 0: expected a positive number of rows" in bad.stderr
+    missing = _cli("score", "--root", tmp_path.as_uri(), "--dataset", "flights", "--raw",
+                   str(tmp_path / "nope.csv"))
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    assert missing.stderr.startswith("error:"), missing.stderr
 
 
 def test_models_root_follows_the_storage_layout() -> None:

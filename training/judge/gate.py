@@ -29,6 +29,15 @@ Three kinds of check, each kept with its figure and threshold:
   differences centred on zero and fails.
 - ``current:<metric>``: no worse than the current model, both scored on this version's test
   split, within ``tolerance`` (absolute for scores, relative for errors).
+
+A binary label is judged on what a model can be better at whatever its class balance
+(``evidence_checks``): ``baseline:auc`` (AUC at least 0.5 + ``margin`` and its one-sided
+bootstrap lower bound at ``confidence`` above 0.5) and ``noise`` (log loss against a constant
+prediction at the train class prior). Accuracy against the majority class is judged only where
+the classes are not lopsided (train minority share >= ``BALANCED_SHARE``): with 6% positives no
+model beats "always negative" on accuracy, though its AUC and log loss are what it is for. A
+model no better than the prior fails both the AUC and the loss check. Each verdict carries its
+rules (``Blessing.rules``), written beside the checks in metrics.json and the card.
 """
 
 from __future__ import annotations
@@ -49,13 +58,18 @@ from etl.errors import PipelineError
 from etl.versions import Manifest
 from training.config import ModelRecord, TrainConfig
 from training.judge.evaluate import intervals, scorer
-from training.models.heads import BINARY, REGRESSION, in_units, transform_of
+from training.models.heads import BINARY, MULTICLASS, REGRESSION, in_units, transform_of
 
 log = logging.getLogger(__name__)
 
 CURRENT_FILE = "current.json"
 RESAMPLES = 1000
 SEED = 0
+BALANCED_SHARE = 0.20
+"""A binary label's accuracy is judged against the majority class only when the train split's
+minority class holds at least this share: below it "always the majority" is a bar no useful
+model clears (6% positives: 94% accuracy for answering "no"), and AUC and log loss judge."""
+CHANCE_AUC = 0.5
 Scores = dict[str, float]
 
 
@@ -90,11 +104,12 @@ class Blessing:
     blessed: bool
     reasons: tuple[str, ...]
     checks: tuple[Check, ...]
+    rules: str = ""
 
     @classmethod
-    def of(cls, checks: list[Check]) -> Blessing:
+    def of(cls, checks: list[Check], rules: str = "") -> Blessing:
         failed = tuple(c.detail for c in checks if not c.passed)
-        return cls(not failed, failed, tuple(checks))
+        return cls(not failed, failed, tuple(checks), rules)
 
     @classmethod
     def from_dict(cls, stored: Mapping[str, Any] | None) -> Blessing:
@@ -103,18 +118,19 @@ class Blessing:
         if not stored:
             return cls(False, ("no verdict stored",), ())
         return cls(bool(stored["blessed"]), tuple(stored["reasons"]),
-                   tuple(Check(**c) for c in stored["checks"]))
+                   tuple(Check(**c) for c in stored["checks"]), stored.get("rules", ""))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (lists, not tuples): metrics.json and the training task's XCom."""
         return {"blessed": self.blessed, "reasons": list(self.reasons),
-                "checks": [asdict(c) for c in self.checks]}
+                "checks": [asdict(c) for c in self.checks], "rules": self.rules}
 
     def summary(self) -> str:
-        """One plain line for a log or a terminal."""
+        """One plain line for a log or a terminal, ending with the rules it applied."""
+        rules = f" [rules: {self.rules}]" if self.rules else ""
         if self.blessed:
-            return "blessed: " + "; ".join(c.detail for c in self.checks)
-        return "NOT blessed: " + "; ".join(self.reasons)
+            return "blessed: " + "; ".join(c.detail for c in self.checks) + rules
+        return "NOT blessed: " + "; ".join(self.reasons) + rules
 
 
 @dataclass(frozen=True)
@@ -179,6 +195,96 @@ def noise_check(loss: str, model: np.ndarray, base: np.ndarray, confidence: floa
                  f"lead {bound:.4f} ({confidence:.0%} one-sided) needs > 0")
 
 
+def minority_share(manifest: Manifest) -> float:
+    """The train split's share of its rarest class (binary: of the two); NaN without counts."""
+    counts = [int(v) for v in (manifest.statistics.label_counts if manifest.statistics
+                                 else {}).values()]
+    total = sum(counts)
+    if not total:
+        return float("nan")
+    return min([*counts, *([0] * (2 - len(counts)))]) / total
+
+
+def _auc_groups(y: np.ndarray, p: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """ROC AUC of each row of ``weights`` [r, n] (bootstrap counts of the rows); ties count
+    half, as ranks do."""
+    groups = np.unique(p, return_inverse=True)[1].reshape(-1)
+    pos, k = (y == 1), int(groups.max()) + 1 if len(groups) else 0
+    out = np.empty(len(weights))
+    for i, w in enumerate(weights):
+        wp = np.bincount(groups, weights=w * pos, minlength=k)
+        wn = np.bincount(groups, weights=w * ~pos, minlength=k)
+        denom = wp.sum() * wn.sum()
+        below = np.cumsum(wn) - wn
+        out[i] = float(np.sum(wp * (below + 0.5 * wn)) / denom) if denom else float("nan")
+    return out
+
+
+def auc_check(y: np.ndarray, p: np.ndarray, margin: float, confidence: float,
+              resamples: int = RESAMPLES) -> Check:
+    """Does the model rank positives above negatives better than chance, by ``margin`` and
+    beyond resampling noise (one-sided bootstrap lower bound of the AUC above 0.5)?"""
+    y, p = y.astype(np.int64).reshape(-1), np.asarray(p, np.float64).reshape(-1)
+    got = float(_auc_groups(y, p, np.ones((1, len(y))))[0]) if len(y) else float("nan")
+    rng, samples = np.random.default_rng(SEED), []
+    for start in range(0, resamples if len(y) else 0, 100):  # 100 at a time bound the memory
+        idx = rng.integers(0, len(y), (min(100, resamples - start), len(y)))
+        counts = np.stack([np.bincount(row, minlength=len(y)) for row in idx]).astype(np.float64)
+        samples.append(_auc_groups(y, p, counts))
+    clean = np.concatenate(samples) if samples else np.zeros(0)
+    clean = clean[np.isfinite(clean)]
+    bound = float(np.quantile(clean, 1 - confidence)) if len(clean) else float("nan")
+    ok = got >= CHANCE_AUC + margin and bound > CHANCE_AUC  # NaN fails either way
+    return Check("baseline:auc", bool(ok),
+                 f"ranks better than chance beyond noise: auc {got:.4f} vs {CHANCE_AUC}, needs "
+                 f">= {CHANCE_AUC + margin:.4f} (margin {margin}) and a bootstrap lower bound "
+                 f"> {CHANCE_AUC}: {bound:.4f} ({confidence:.0%} one-sided)")
+
+
+def gate_rules(task: str, manifest: Manifest, margin: float, confidence: float) -> str:
+    """The rules a verdict applies, in words (stored with it, shown in the card)."""
+    noise = (f"its per-example {{}} is lower than the {{}}'s beyond noise (paired bootstrap, "
+             f"{confidence:.0%} one-sided)")
+    if task == REGRESSION:
+        return (f"regression: RMSE at most the mean predictor's x (1 - {margin}), and "
+                + noise.format("absolute error", "mean predictor"))
+    if task == MULTICLASS:
+        return (f"multiclass: accuracy and macro-F1 each beat the majority class by {margin}, "
+                "and " + noise.format("log loss", "train class frequencies"))
+    share = minority_share(manifest)
+    balanced = share >= BALANCED_SHARE
+    accuracy = (f"accuracy beats the majority class by {margin} (minority share {share:.3f} "
+                f">= {BALANCED_SHARE})" if balanced else
+                f"accuracy is not judged (minority share {share:.3f} < {BALANCED_SHARE}: the "
+                "classes are lopsided, so the majority class is a bar no useful model clears)")
+    return (f"binary: AUC at least 0.5 + {margin} with its bootstrap lower bound above 0.5 "
+            f"({confidence:.0%} one-sided); " + noise.format("log loss", "class prior")
+            + f"; {accuracy}")
+
+
+def evidence_checks(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
+                    y: np.ndarray, out: np.ndarray, margin: float,
+                    confidence: float) -> list[Check]:
+    """The checks of a model's held-out outputs against its task's baseline (``test``: its
+    scores with their intervals, ``base``: the baseline's), by the rules ``gate_rules`` states:
+    the verdict's, and the bench reference's."""
+    if task.name != BINARY:
+        checks = baseline_checks(task.gate, test, base, margin, task.baseline_name)
+        return [*checks, noise_check(*example_losses(task.name, manifest, y, out), confidence,
+                                     task.baseline_name)]
+    share = minority_share(manifest)
+    if share >= BALANCED_SHARE:
+        checks = baseline_checks({"accuracy": "higher"}, test, base, margin, task.baseline_name)
+    else:
+        checks = [Check("baseline:accuracy", True,
+                        f"accuracy not judged: the train minority share {share:.3f} is under "
+                        f"{BALANCED_SHARE} (test accuracy {float(test.get('accuracy', 'nan')):.4f}"
+                        f", the majority class's {float(base['accuracy']):.4f})")]
+    checks.append(auc_check(y, out[:, 0], margin, confidence))
+    return [*checks, noise_check(*example_losses(task.name, manifest, y, out), confidence,
+                                 "class-prior")]
+
+
 def current_checks(rules: dict[str, str], new: Scores, current: Current,
                    scores: Scores | str, tolerance: float) -> list[Check]:
     """The new model against the current one on the same test split (``scores``: the
@@ -214,7 +320,9 @@ def read_current(models_root: str, dataset: str) -> tuple[Current | None, str | 
 
 def load_model(model_uri: str) -> Any:
     """A published run's model as a callable on a batch of raw features: its ``model.keras``,
-    else (a model family Keras cannot reload) its SavedModel's ``serve`` signature."""
+    else (a model family Keras cannot reload, or a layer saved by older code, such as the
+    trees' layer before the compiled forest) its SavedModel's ``serve`` signature, which
+    needs none of our code."""
     import keras
 
     import training.models.trees  # noqa: F401 (registers the trees' layer for model.keras)
@@ -224,7 +332,12 @@ def load_model(model_uri: str) -> Any:
         with tempfile.TemporaryDirectory(prefix="current-") as tmp:
             path = Path(tmp) / "model.keras"
             path.write_bytes(storage.read_bytes(keras_uri))
-            return keras.saving.load_model(path)
+            try:
+                return keras.saving.load_model(path)
+            except Exception as err:  # noqa: BLE001 - any: the SavedModel is the fallback
+                log.info("%s: model.keras does not load with this code (%s); scoring its "
+                         "SavedModel", model_uri, str(err).splitlines()[0][:200] if str(err)
+                         else type(err).__name__)
     import tensorflow as tf
 
     fs, root = storage.get_fs(storage.join(model_uri, "saved_model"))
@@ -272,21 +385,25 @@ class ModelNotBlessedError(PipelineError):
 
 def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
           evidence: tuple[np.ndarray, np.ndarray], rules: GateRules, models_root: str,
-          score: Callable[[Any], Scores]) -> tuple[Blessing, str | None]:
-    """The verdict on a model from its test outputs (``evidence``: labels and core outputs,
-    as the input pipeline yields them), and the current pointer's token it was judged
-    against. ``score``: the current model's gate scores on the same test split."""
+          score: Callable[[Any], Scores],
+          compared: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Blessing, str | None]:
+    """The verdict on a model from its held-out outputs (``evidence``: labels and core outputs,
+    as the input pipeline yields them; ``test`` and ``base``: their figures and the
+    baseline's), and the current pointer's token it was judged against. ``score``: the
+    current model's gate scores on the test split; ``compared``: the new model's test labels
+    and outputs for that comparison, where ``evidence`` is not the test split (a small table's
+    out-of-fold answers)."""
     y, out = evidence
-    checks = baseline_checks(task.gate, test, base, rules.margin, task.baseline_name)
-    checks.append(noise_check(*example_losses(task.name, manifest, y, out), rules.confidence,
-                              task.baseline_name))
+    checks = evidence_checks(task, manifest, test, base, y, out, rules.margin, rules.confidence)
     current, token = read_current(models_root, manifest.dataset)
     if current is None:
         checks.append(Check("current", True, "no current model yet"))
     else:
-        checks += current_checks(task.gate, gate_scores(task.name, manifest, y, out), current,
+        checks += current_checks(task.gate, gate_scores(task.name, manifest,
+                                                        *(compared or evidence)), current,
                                  score_current(current, score), rules.tolerance)
-    return Blessing.of(checks), token
+    return Blessing.of(checks, gate_rules(task.name, manifest, rules.margin,
+                                          rules.confidence)), token
 
 
 def conclude(models_root: str, record: ModelRecord, blessing: Blessing,

@@ -4,7 +4,8 @@ Normalization takes the train split's mean/variance and the lookups take its voc
 straight from the manifest (no ``adapt`` pass over the data). The model comes as the three
 views of ``training.models.tabular.TabularModel``, sharing their layers:
 
-- ``preprocess``: raw feature values -> normalized numbers and vocabulary ids. Training
+- ``preprocess``: raw feature values -> vocabulary ids, and every numeric feature
+  normalized into one matrix (``numeric_key``; one input per column made wide tables slow). Training
   runs it in the tf.data feature map, on the host, in parallel with the accelerator: string
   lookups are CPU-only hash tables, and outside the train step they do not stop XLA.
 - ``core``: ids and numbers -> the task's head (``training.models.heads``); the part that
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import keras
+import numpy as np
 
 from etl.versions import Manifest
 from etl.versions.segment import Moments
@@ -28,6 +30,7 @@ from training.models.heads import Head, Serve, binary_head
 from training.models.tabular import OOV_INDICES, TabularModel, vocabulary_lookup
 
 _EMBED_SCALE, _EMBED_POWER = 1.6, 0.56  # fastai's rule of thumb for embedding width
+NUMERIC = "numeric"
 
 
 def build_model(manifest: Manifest, config: ModelConfig | None = None) -> keras.Model:
@@ -60,11 +63,11 @@ def build_models(
     config, head = config or ModelConfig(), head or binary_head
     schema, stats = manifest.schema, manifest.statistics
     where = f"manifest {manifest.dataset}/{manifest.version}"
-    raw, prepared, sizes = {}, {}, {}
+    raw, prepared, sizes, numeric = {}, {}, {}, []
     for name, feat in sorted(schema.features.items()):
         raw[name] = keras.Input(shape=(), name=name, dtype=feat.dtype)
         if feat.kind == "numeric":
-            prepared[name] = _normalize(where, name, raw[name], stats.numeric)
+            numeric.append(name)
         elif feat.kind == "categorical":
             vocab = stats.vocabularies.get(name)
             prepared[name] = vocabulary_lookup(where, name, feat, vocab)(raw[name])
@@ -72,6 +75,8 @@ def build_models(
         else:
             raise ValueError(f"{where}: feature {name!r} has kind {feat.kind!r}; "
                              "the tabular model encodes 'numeric' and 'categorical'")
+    if numeric:
+        prepared[numeric_key(raw)] = _normalize(where, numeric, raw, stats.numeric)
     dataset = (manifest.dataset or "dataset")
     preprocess = keras.Model(raw, prepared, name=f"{dataset}_preprocess")
     with core_scope or contextlib.nullcontext():
@@ -80,8 +85,8 @@ def build_models(
             if name in sizes:
                 core_inputs[name] = keras.Input(shape=(), name=name, dtype="int64")
                 encoded.append(_encode(name, sizes[name], core_inputs[name], config))
-            else:
-                core_inputs[name] = keras.Input(shape=(1,), name=name, dtype="float32")
+            else:  # the numeric matrix
+                core_inputs[name] = keras.Input(shape=prepared[name].shape[1:], name=name)
                 encoded.append(core_inputs[name])
         hidden = _hidden(encoded, config)
         try:
@@ -126,19 +131,34 @@ def _hidden(encoded: list, config: ModelConfig) -> Any:
     return x
 
 
-def _normalize(where: str, name: str, inp: Any, numeric_stats: Mapping[str, Moments]) -> Any:
-    if name not in numeric_stats:
-        raise ValueError(f"{where}: numeric feature {name!r} has no statistics.numeric entry")
-    s = numeric_stats[name]
-    x = keras.ops.cast(inp, "float32")
+def numeric_key(features: Mapping[str, Any]) -> str:
+    """The name of the core's one input of all numeric features, as a matrix: ``numeric``,
+    unless a feature has that name (then ``numeric_``, and so on)."""
+    key = NUMERIC
+    while key in features:
+        key += "_"
+    return key
+
+
+def _normalize(where: str, names: list[str], raw: dict[str, Any],
+               numeric_stats: Mapping[str, Moments]) -> Any:
+    """The numeric features, in ``names`` order, as one normalized [batch, len(names)] matrix.
+
+    One matrix, not one input per column: on a 250-row x 750-column table the per-column
+    inputs (750 Keras inputs, 750 normalization layers, a 750-tensor dict per batch) made the
+    MLP the slow part of a run that timed out (docs/TRAINING.md, "Wide tables": 13x faster)."""
+    missing = [n for n in names if n not in numeric_stats]
+    if missing:
+        raise ValueError(f"{where}: numeric feature {missing[0]!r} has no statistics.numeric "
+                         "entry")
+    mean = np.array([float(numeric_stats[n].mean) for n in names], np.float32)
+    var = np.array([float(numeric_stats[n].var) for n in names], np.float32)
+    x = keras.ops.stack([keras.ops.cast(raw[n], "float32") for n in names], axis=1)
     # A missing value (NaN in the records, or at serving time) becomes the train mean.
-    x = keras.ops.where(keras.ops.isnan(x), float(s.mean), x)
+    x = keras.ops.where(keras.ops.isnan(x), mean, x)
     # float32 even under mixed precision: raw values (e.g. variances ~1e6) overflow float16.
-    x = keras.layers.Normalization(
-        axis=None, mean=float(s.mean), variance=float(s.var), dtype="float32",
-        name=f"norm_{name}",
-    )(x)
-    return keras.ops.expand_dims(x, -1)
+    return keras.layers.Normalization(axis=-1, mean=mean, variance=var, dtype="float32",
+                                      name="norm_numeric")(x)
 
 
 def _encode(name: str, size: int, ids: Any, config: ModelConfig) -> Any:

@@ -9,6 +9,11 @@ split ties too often). The test split is never looked at before the choice.
 
 Each family is a function ``FitRun -> Fitted`` listed in ``FAMILIES``; both hand back the
 same ``TabularModel`` views, so evaluation, the gate and the export do not know which won.
+
+Before the family, the target of a regression is decided on the data (``choose_target``): a
+non-negative train target skewed beyond ``SKEWED`` where the spec sets no ``transform`` is fitted
+by the trees family both raw and through ``log1p``, and the lower eval RMSE in the target's units
+keeps its target (a price table ended 7% behind a reference on the raw target).
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import keras
 import numpy as np
@@ -29,8 +34,8 @@ from etl.versions import Manifest
 from training import outputs
 from training.config import TrainConfig
 from training.data.tabular import make_dataset
-from training.judge.evaluate import evaluate_split
-from training.models.heads import BINARY
+from training.judge.evaluate import evaluate_split, labels_of, predictions, regression_report
+from training.models.heads import BINARY, REGRESSION, in_units
 from training.models.mlp import build_models, compile_model
 from training.models.tabular import TabularModel
 from training.models.trees import (
@@ -44,9 +49,17 @@ from training.models.trees import (
 from training.run.runtime import DeviceSetup, EpochSummaries, EpochTimer, StorageBackupAndRestore
 from training.tasks import Task
 
+if TYPE_CHECKING:
+    from training.run.folds import FoldRows
+
 log = logging.getLogger(__name__)
 
 EVAL_SPLIT, TEST_SPLIT = "eval", "test"
+SMALL_TABLE_ROWS = 1000
+"""Tables with fewer rows (train + eval + test) choose their family and get their verdict by
+repeated k-fold over train and eval (``training.run.folds``, imported for them only): at 1,000
+rows a 10% test split holds 100 rows, where one row moves accuracy by 1%; below it one test
+split is too little evidence to pick a family or bless a model."""
 
 
 class FitRun(NamedTuple):
@@ -61,6 +74,7 @@ class FitRun(NamedTuple):
     task: Task
     callbacks: Sequence[keras.callbacks.Callback] = ()
     weights: dict[int, float] | None = None
+    rows: FoldRows | None = None  # one fold of a small table (training.run.folds), else None
 
 
 @dataclass
@@ -148,15 +162,78 @@ FAMILIES: dict[str, Callable[[FitRun], Fitted]] = {"trees": fit_trees, "mlp": fi
 """``ModelConfig.family`` -> its fit; ``auto`` fits them in this order."""
 
 
-def choose(run: FitRun) -> tuple[Fitted, dict[str, Any]]:
+SKEWED = 1.0
+"""Sample skewness of a non-negative regression target (train split) above which training
+fits ``log1p`` of it too and keeps the target with the lower eval RMSE; at or below it, or with
+a negative value, the target is learned raw. (A log-normal price has skewness ~2 to 6; a
+symmetric target 0.)"""
+LOG1P = "log1p"
+
+
+def skewness(y: np.ndarray) -> float:
+    """Sample skewness (the third standardized moment); 0 for a constant."""
+    y = np.asarray(y, np.float64)
+    std = float(y.std()) if len(y) else 0.0
+    return float(np.mean((y - y.mean()) ** 3) / std**3) if std > 0 else 0.0
+
+
+def _eval_rmse(fitted: Fitted, manifest: Manifest) -> float:
+    """The eval split's RMSE in the target's units (comparable across target transforms)."""
+    label = manifest.schema.label
+    y, out = predictions(fitted.model, fitted.eval_ds)
+    return regression_report(in_units(y, label), in_units(out[:, 0], label))["rmse"]
+
+
+def choose_target(run: FitRun) -> tuple[FitRun, dict[str, Fitted], dict[str, Any] | None]:
+    """A regression's learned target decided on the data: (the run on the kept target's
+    manifest, the trees fitted on it for ``choose`` to reuse, metrics.json's ``target_choice``;
+    None where there is nothing to decide: not a regression, or the spec set ``transform``)."""
+    label = run.manifest.schema.label
+    if run.task.name != REGRESSION or label.transform:
+        return run, {}, None
+    y = labels_of(make_dataset(run.version_uri, "train", run.manifest, run.config.input,
+                               training=False))  # one pass, in order
+    skew, low = skewness(y), float(y.min()) if len(y) else 0.0
+    if low < 0 or not skew > SKEWED:
+        why = (f"raw: the train target has a negative value ({low:.4g})" if low < 0 else
+               f"raw: the train target's skewness {skew:.2f} is at most {SKEWED}")
+        return run, {}, {"chosen": "raw", "skewness": skew, "min": low, "why": why}
+    logged = replace(run.manifest, schema=run.manifest.schema.with_label(
+        replace(label, transform=LOG1P)))
+    runs = {"raw": run, LOG1P: run._replace(manifest=logged)}
+    fits = {name: fit_trees(r) for name, r in runs.items()}
+    rmse = {name: _eval_rmse(f, runs[name].manifest) for name, f in fits.items()}
+    chosen = min(rmse, key=lambda k: (math.isnan(rmse[k]), rmse[k]))
+    why = (f"{chosen}: the train target is non-negative and skewed ({skew:.2f} > {SKEWED}); "
+           f"fitted by trees both ways, eval RMSE in the target's units raw {rmse['raw']:.4g}, "
+           f"log1p {rmse[LOG1P]:.4g} (lower is kept)")
+    log.info("train %s: target %s", run.manifest.dataset, why)
+    return runs[chosen], {"trees": fits[chosen]}, {
+        "chosen": chosen, "skewness": skew, "min": low, "eval_rmse": rmse, "why": why}
+
+
+def choose(run: FitRun, done: dict[str, Fitted] | None = None
+           ) -> tuple[Fitted, dict[str, Any], dict[str, Any] | None]:
     """Fit the configured family, or every family for ``auto`` and keep the best on eval;
-    (the kept one, metrics.json's ``family_choice``: the eval figures and why)."""
-    wanted = run.config.model.family
+    (the kept one, metrics.json's ``family_choice``: the eval figures and why, and below
+    ``SMALL_TABLE_ROWS`` the repeated k-fold's figures and evidence, else None). ``done``:
+    families already fitted on this run (``choose_target``'s), not fitted again."""
+    wanted, done = run.config.model.family, done or {}
     fits = FAMILIES if wanted == "auto" else {wanted: FAMILIES[wanted]}
-    metric = "auc" if run.task.name == BINARY else "loss"
-    fitted = [fit(run) for fit in fits.values()]  # dict order: trees first, it is fast
+    rows = sum(run.manifest.splits[s].num_examples for s in ("train", EVAL_SPLIT, TEST_SPLIT))
+    if rows < SMALL_TABLE_ROWS:
+        from training.run.folds import cross_validate  # small tables only
+
+        chosen, cv = cross_validate(run, fits)
+        kept = done[chosen] if chosen in done else FAMILIES[chosen](run)
+        return kept, {"chosen": chosen, "metric": cv["metric"],
+                      "eval": {chosen: float(kept.eval.get(cv["metric"], math.nan))},
+                      "why": cv["why"]}, cv
+    metric = eval_metric(run.task)
+    # dict order: trees first, it is fast
+    fitted = [done[name] if name in done else fit(run) for name, fit in fits.items()]
     scores = {f.family: float(f.eval.get(metric, math.nan)) for f in fitted}
-    best = min(fitted, key=lambda f: _rank(scores[f.family], metric))
+    best = min(fitted, key=lambda f: rank(scores[f.family], metric))
     if len(fitted) == 1:
         why = f"family {wanted} was set"
     else:
@@ -165,10 +242,16 @@ def choose(run: FitRun) -> tuple[Fitted, dict[str, Any]]:
         why = (f"{best.family} has the better eval {metric} ({scores[best.family]:.4f} vs "
                f"{others}; {'higher' if metric == 'auc' else 'lower'} is better)")
     log.info("train %s: model family %s: %s", run.manifest.dataset, best.family, why)
-    return best, {"chosen": best.family, "metric": metric, "eval": scores, "why": why}
+    return best, {"chosen": best.family, "metric": metric, "eval": scores, "why": why}, None
 
 
-def _rank(score: float, metric: str) -> float:
+def eval_metric(task: Task) -> str:
+    """The eval figure families (and tuning trials) are compared by: AUC for a binary label,
+    else the loss."""
+    return "auc" if task.name == BINARY else "loss"
+
+
+def rank(score: float, metric: str) -> float:
     """Smaller is better; NaN (no figure) loses to any number."""
     if math.isnan(score):
         return math.inf
@@ -178,7 +261,9 @@ def _rank(score: float, metric: str) -> float:
 def _datasets(run: FitRun, preprocess: keras.Model,
               train_once: bool = False) -> tuple[Any, Any, Any]:
     """Train, eval and test batches through ``preprocess``; train shuffled and repeating
-    unless ``train_once`` (one pass in order, to hold in memory)."""
+    unless ``train_once`` (one pass in order, to hold in memory); a fold's from its rows."""
+    if run.rows is not None:
+        return run.rows.datasets(run, preprocess, train_once)
     target = run.task.target(run.manifest.schema.label)
     return tuple(make_dataset(run.version_uri, split, run.manifest, run.config.input,
                               training=False if train_once else None, preprocess=preprocess,

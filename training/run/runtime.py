@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import resource
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +35,29 @@ FLOAT32 = "float32"
 MIN_MIXED_CAPABILITY = (7, 0)
 WEIGHTS_FILE = "latest.weights.h5"
 METADATA_FILE = "training_metadata.json"  # written last: it says which epoch the weights are
+
+
+class Phases:
+    """Wall and CPU seconds of each phase of a run (fit, evaluate, export), and the process's
+    peak RSS so far at its end, for metrics.json's ``phases`` and the bench (issue 42: at
+    scale, judging a model must stay a small part of fitting it)."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, dict[str, float]] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        yield
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        self.figures[name] = {"seconds": round(time.perf_counter() - wall, 3),
+                              "cpu_s": round(time.process_time() - cpu, 3),
+                              "peak_rss_mb": round(peak_kb / 1024, 1)}
+
+    def line(self) -> str:
+        """One plain line: each phase's wall and CPU seconds."""
+        return ", ".join(f"{name} {f['seconds']:.1f} s (CPU {f['cpu_s']:.1f} s)"
+                         for name, f in self.figures.items())
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 
@@ -34,10 +34,11 @@ from training.config import (
     plan,
     read_model_record,
     spec_overrides,
+    tuned_overrides,
 )
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
-from training.judge.evaluate import evaluate_split, labels_of, predictions
+from training.judge.evaluate import labels_of, predictions, scores_of
 from training.judge.gate import (
     GateRules,
     ModelNotBlessedError,
@@ -48,7 +49,7 @@ from training.judge.gate import (
 from training.models.tabular import export_serving
 from training.run import families
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
-from training.run.runtime import DeviceSetup, delete_backup, precision_policy, setup_device
+from training.run.runtime import DeviceSetup, Phases, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
 
@@ -100,18 +101,18 @@ def train(
     if done is not None:
         log.info("run %s is already complete: returning its metrics", run_uri)
         return gate.stored(models_root, done, config.fail_unblessed)
-    config, weights = _adapted(config, manifest)
+    config, weights, tuned = _adapted(config, manifest, models_root)
     setup = setup_device(config.precision, config.devices)
     keras.utils.set_random_seed(config.seed)
     with tempfile.TemporaryDirectory(prefix="train-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
         work_dir = Path(work)
-        record, evidence = _fit_and_evaluate(version_uri, manifest, run_uri, setup, config,
-                                             work_dir, callbacks, weights)
+        record, evidence, manifest = _fit_and_evaluate(version_uri, manifest, run_uri, setup,
+                                                       config, work_dir, callbacks, weights)
         blessing, token = _judge(version_uri, manifest, models_root, config, record, evidence)
         record = dataclasses.replace(
             record, manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
-            blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
+            blessing=blessing.to_dict(), tuned=tuned, **(origin.fields() if origin else {}))
         out = work_dir / "run"
         record = dataclasses.replace(record, artifacts=_write_artifacts(out, record, config))
         outputs.publish_run(out, run_uri, record, TASKS_BY_NAME[str(record.task)].card_metrics)
@@ -120,8 +121,19 @@ def train(
                          task_of(manifest).card_metrics[0], config.fail_unblessed)
 
 
+class Evidence(NamedTuple):
+    """What the verdict judges: (labels, outputs) against the baseline (``judged``: the test
+    split's, or a small table's out-of-fold answers over train and eval), and the test split's,
+    which the current model is compared on; ``where``: the metrics.json key of the judged
+    figures (``test`` or ``cross_validation``)."""
+
+    judged: tuple[Any, Any]
+    test: tuple[Any, Any]
+    where: str
+
+
 def _judge(version_uri: str, manifest: Manifest, models_root: str, config: TrainConfig,
-           record: ModelRecord, evidence: tuple[Any, Any]) -> tuple[gate.Blessing, str | None]:
+           record: ModelRecord, evidence: Evidence) -> tuple[gate.Blessing, str | None]:
     """The verdict; the current model is scored on this version's raw test rows, through its
     own preprocessing, exactly as it would serve them."""
     raw_test = make_dataset(version_uri, TEST_SPLIT, manifest, config.input)
@@ -130,44 +142,87 @@ def _judge(version_uri: str, manifest: Manifest, models_root: str, config: Train
         return gate_scores(task_of(manifest).name, manifest, *predictions(model, raw_test),
                            served=True)
 
-    return gate.judge(task_of(manifest), manifest, dict(record.test), dict(record.baseline),
-                      evidence, GateRules.of(config), models_root, score)
+    if evidence.where == "cross_validation":
+        cv = record.cross_validation or {}
+        figures, base = cv["out_of_fold"], cv["baseline"]
+    else:
+        figures, base = dict(record.test), dict(record.baseline)
+    return gate.judge(task_of(manifest), manifest, figures, base, evidence.judged,
+                      GateRules.of(config), models_root, score, compared=evidence.test)
 
 
-def _adapted(config: TrainConfig,
-             manifest: Manifest) -> tuple[TrainConfig, dict[int, float] | None]:
-    """The spec's training settings, then the data-dependent choices, each logged once."""
-    config, lines = plan(spec_overrides(config, manifest), manifest)
+def _adapted(config: TrainConfig, manifest: Manifest, models_root: str,
+             ) -> tuple[TrainConfig, dict[int, float] | None, dict[str, Any] | None]:
+    """The spec's training settings, then the dataset's tuned ones (``python -m training
+    tune``) where still at their defaults, then the data-dependent choices, each logged once;
+    metrics.json's ``tuned`` entry (None: not tuned, or tuned for another label)."""
+    config, tuned = _tuned(spec_overrides(config, manifest), manifest, models_root)
+    config, lines = plan(config, manifest)
     weights, why = class_weight(config, manifest)
     for line in [*lines, why]:
         log.info("train %s: %s", manifest.dataset, line)
-    return config, weights
+    return config, weights, tuned
+
+
+def _tuned(config: TrainConfig, manifest: Manifest,
+           models_root: str) -> tuple[TrainConfig, dict[str, Any] | None]:
+    found = outputs.read_tuned(models_root, manifest.dataset)
+    if found is None:
+        return config, None
+    label = manifest.schema.label
+    if (found.label, found.task) != (label.name, task_of(manifest).name):
+        log.warning("train %s: tuned settings of %s are for the %s label %r, this version's "
+                    "is the %s label %r: not used (run `python -m training tune` again)",
+                    manifest.dataset, found.tuned_at, found.task, found.label,
+                    task_of(manifest).name, label.name)
+        return config, None
+    config, kept = tuned_overrides(config, found.settings, found.family)
+    log.info("train %s: tuned settings (tuned %s on %s, %d trials): family %s, %s%s",
+             manifest.dataset, found.tuned_at, found.version, len(found.trials), found.family,
+             ", ".join(f"{k} {v}" for k, v in found.settings.items()) or "defaults",
+             f"; set in the spec or flags instead: {', '.join(kept)}" if kept else "")
+    return config, {**found.summary(), "overridden": kept}
 
 
 def _fit_and_evaluate(
     version_uri: str, manifest: Manifest, run_uri: str, setup: DeviceSetup,
     config: TrainConfig, work_dir: Path, extra: Sequence[keras.callbacks.Callback],
     weights: dict[int, float] | None = None,
-) -> tuple[ModelRecord, tuple[Any, Any]]:
-    """Fit the model family (or the better of them on eval), evaluate on the test split, save
-    the model locally; its record (the run's part to come) and the test (labels, outputs)
-    the gate judges."""
-    task = task_of(manifest)
+    ) -> tuple[ModelRecord, Evidence, Manifest]:
+    """Decide a regression's target, fit the model family (or the better of them on eval),
+    evaluate on the test split, save the model locally; its record (the run's part to come),
+    the (labels, outputs) the gate judges and the manifest as trained (its label's
+    ``transform`` the target choice's)."""
+    task, phases = task_of(manifest), Phases()
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
-    fitted, choice = families.choose(families.FitRun(
-        version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
+    with phases.phase("fit"):
+        run, done, target = families.choose_target(families.FitRun(
+            version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
+        manifest = run.manifest
+        fitted, choice, cv = families.choose(run, done)
     model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
-    test, (labels, out) = evaluate_split(model, test_ds), predictions(model, test_ds)
-    test.update(task.report(labels, out, manifest), examples=len(labels),
-                intervals=metric_intervals(manifest, task.gate, labels, out))
-    base = task.baseline(labels, manifest)
-    log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
-    task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
-    fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: serving needs no code
-    export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any feature name serves
-    return _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base), \
-        (labels, out)
+    with phases.phase("evaluate"):
+        labels, out = predictions(model, test_ds)  # once: figures, report, intervals, plots
+        test = scores_of(task.loss(), task.metrics(), labels, out)
+        test.update(task.report(labels, out, manifest), examples=len(labels),
+                    intervals=metric_intervals(manifest, task.gate, labels, out))
+        base = task.baseline(labels, manifest)
+        log.debug("test: %s; baseline: %s", test, base)  # the run summary line says this
+        task.plots(labels, out, manifest, work_dir / "run" / outputs.PLOTS_DIR)
+    with phases.phase("export"):
+        fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: no code
+        export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any name serves
+    log.info("train %s: %s", manifest.dataset, phases.line())
+    record = dataclasses.replace(
+        _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base),
+        phases=phases.figures, target_choice=target or None)
+    if cv:  # a small table: the verdict judges the out-of-fold answers, test is reported
+        y_oof, out_oof = cv.pop("evidence")
+        record = dataclasses.replace(record, cross_validation={
+            **cv, "baseline": task.baseline(y_oof, manifest)})
+        return record, Evidence((y_oof, out_oof), (labels, out), "cross_validation"), manifest
+    return record, Evidence((labels, out), (labels, out), "test"), manifest
 
 
 def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: TrainConfig,
@@ -178,7 +233,7 @@ def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: T
     label = manifest.schema.label
     return ModelRecord.from_json({
         "dataset": manifest.dataset, "version": manifest.version, "version_uri": version_uri,
-        "label": label.name, "task": task_of(manifest).name, "classes": None if label.names is None else list(label.names),
+        "label": label.name, "task": task_of(manifest).name, "classes": label.named_classes,
         "transform": label.transform, "split": TEST_SPLIT,
         "test": test, "eval": ev, "baseline": base, "min_margin": config.min_margin,
         "examples": {s: manifest.splits[s].num_examples for s in ("train", EVAL_SPLIT, TEST_SPLIT)},

@@ -82,10 +82,12 @@ def _derive(feat: Feature, typed: pd.DataFrame) -> pd.Series:
     if feat.derive == "hour_of_day":
         return cols[0].dt.hour.astype("float64")
     if feat.derive in ("year", "day_of_year"):
-        return getattr(cols[0].dt, "dayofyear" if feat.derive == "day_of_year" else "year"
+        return getattr(cols[0].dt, "day_of_year" if feat.derive == "day_of_year" else "year"
                        ).astype("float64")
     if feat.derive == "subtract":
         return cols[0] - cols[1]
+    if feat.derive == "day_of_week" and len(cols) == 1:  # of a timestamp (Monday = 0)
+        return cols[0].dt.day_of_week.astype("float64")
     if feat.derive == "day_of_week":
         parts = pd.DataFrame({"year": cols[0], "month": cols[1], "day": cols[2]})
         return pd.to_datetime(parts, errors="coerce").dt.day_of_week.astype("float64")
@@ -130,6 +132,20 @@ def prepare_rows(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     label_src = typed[spec.label.source]
     keep = label_src.notna().to_numpy()
     typed, raw = typed[keep], df[keep]
+    out, missing = _features(typed, spec)
+    out[spec.label.name] = label_task(spec.label).encode(spec.label, typed[spec.label.source],
+                                                      types[spec.label.source])
+    hashes, positions = split_identity(raw, spec, out[spec.label.name])
+    out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions, positions),
+                               index=typed.index).astype("str")
+    out[HASH_COL] = hashes
+    out[MISSING_COL] = missing
+    return pd.DataFrame(out, index=typed.index).reset_index(drop=True)
+
+
+def _features(typed: pd.DataFrame, spec: Spec) -> tuple[dict[str, pd.Series], np.ndarray]:
+    """Each feature derived from typed columns, constant fills applied; and the bit mask of
+    the features that were missing, per row."""
     out: dict[str, Any] = {}
     missing = np.zeros(len(typed), dtype=np.int64)
     for feat in spec.features:
@@ -143,14 +159,20 @@ def prepare_rows(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
             fill = _DEFAULT_FILL[feat.kind] if feat.fill is None else feat.fill
             values = values.fillna(str(fill) if feat.kind == "categorical" else float(fill))
         out[feat.name] = values
-    out[spec.label.name] = label_task(spec.label).encode(spec.label, typed[spec.label.source],
-                                                      types[spec.label.source])
-    hashes, positions = split_identity(raw, spec, out[spec.label.name])
-    out[SPLIT_COL] = pd.Series(assign_split(hashes, spec.split.fractions, positions),
-                               index=typed.index).astype("str")
-    out[HASH_COL] = hashes
-    out[MISSING_COL] = missing
-    return pd.DataFrame(out, index=typed.index).reset_index(drop=True)
+    return out, missing
+
+
+def feature_rows(valid: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """The features of validated rows in the Example dtypes, the label neither needed nor
+    read: what a model is given for rows that have no label yet (``training.score``). The
+    same derivations, fills and dtypes as ``prepare_rows`` and ``finalize_rows``."""
+    types = spec.column_types()
+    needed = {c for f in spec.features for c in f.inputs}
+    typed = coerce_types(valid, {c: t for c, t in types.items() if c in needed})
+    out, _ = _features(typed, spec)
+    dtypes = {"float32": "float32", "int64": "int64", "string": "str"}
+    return pd.DataFrame({f.name: out[f.name].astype(dtypes[f.dtype]) for f in spec.features},
+                        index=valid.index).reset_index(drop=True)
 
 
 def split_identity(raw: pd.DataFrame, spec: Spec,

@@ -29,6 +29,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import dask
@@ -80,7 +81,7 @@ from etl.validation import (
     typed_frame,
 )
 from etl.validation.report import write_parquet
-from etl.versions import lease, segment
+from etl.versions import Manifest, lease, segment
 from etl.versions.segment import (
     Interval,
     RowPartial,
@@ -278,7 +279,7 @@ def _compute(fn: Any, items: list, ctx: BuildContext, lookups: list[pd.DataFrame
 
 def _learn_classes(request: BuildRequest[Spec], inputs: RunInputs
                    ) -> tuple[Spec, dict[str, Any]]:
-    """Classes the spec does not list and no version fixed yet: the window's train split's,
+    """Classes the spec does not list and no version fixed yet: those of the window's splits,
     learned by a statistics-only pass before any segment is encoded."""
     spec = request.spec
     plan = _plan(request, spec, inputs, None, previous=False)
@@ -288,7 +289,7 @@ def _learn_classes(request: BuildRequest[Spec], inputs: RunInputs
     schema = resolve_label(statistics.merge_all(stats), spec)
     names = tuple(schema["names"])
     label = replace(spec.label, names=names, classes=len(names),
-                    names_from=f"the train split's classes {list(names)} ({spec.path}.label "
+                    names_from=f"the window's classes {list(names)} ({spec.path}.label "
                                "lists none)")
     return replace(spec, label=label), schema
 
@@ -457,9 +458,17 @@ def _drift(window: Window[Spec, RunInputs]) -> dict[str, Any] | None:
     previous = window.previous
     if previous is None or not window.new:
         return None
-    stats, _ = merged_statistics(window.spec, window.new)
+    new = comparable(window.new, previous)
+    if not new:
+        first, last = window.new[0].interval, window.new[-1].interval
+        log.info("drift %s: not measured: the %d new segment(s) (%s to %s) lie before the "
+                 "window of version %s (from %s), history it never held, not data that "
+                 "follows it", window.spec.name, len(window.new), first.start or "the start",
+                 last.end, previous.version, previous.interval.start)
+        return None
+    stats, _ = merged_statistics(window.spec, new)
     report = compare(stats, previous.statistics or Statistics(), previous.version,
-                     [m.segment for m in window.new], window.spec.drift,
+                     [m.segment for m in new], window.spec.drift,
                      calendar_features(window.spec), _peers(window, stats.num_examples or 0),
                      previous.verdict.drift_history)
     name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
@@ -471,6 +480,23 @@ def _drift(window: Window[Spec, RunInputs]) -> dict[str, Any] | None:
         log.info("drift %s: %d statistic(s) within limits against %s (%s new rows; baseline: "
                  "%s)", name, len(report["features"]), against, rows, report["baseline"])
     return report
+
+
+def comparable(new: list[SegmentMeta], previous: Manifest) -> list[SegmentMeta]:
+    """The new segments drift compares with ``previous``: those ending after its window's
+    start. A wider window's older segments (a recovery of the whole year after a week's
+    version) are history that version never held; a year against a week is not drift."""
+    since = _instant(previous.interval.start)
+    if since is None:
+        return list(new)
+    return [m for m in new if (_instant(m.interval.end) or since) > since]
+
+
+def _instant(iso_time: str | None) -> datetime | None:
+    if not iso_time:
+        return None
+    stamp = datetime.fromisoformat(iso_time)
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
 def _peers(window: Window[Spec, RunInputs], rows: int) -> list[dict[str, Any]]:

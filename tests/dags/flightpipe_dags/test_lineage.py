@@ -1,4 +1,5 @@
-"""OpenLineage events of one ETL run and one training run through Airflow (issue 34, item 7).
+"""OpenLineage events of one ETL run, one training run and one score run through Airflow
+(issue 34, item 7; issue 41).
 
 The real DAG files run through ``dag.test()`` in a fresh Airflow home with the provider's
 file transport (configured by ``AIRFLOW__OPENLINEAGE__TRANSPORT``, as a deployment would);
@@ -32,6 +33,8 @@ etl = bag.dags["etl_flights"].test(logical_date=None, run_conf=etl_conf)
 out = {"etl": {ti.task_id: ti.state for ti in etl.get_task_instances()}}
 train = bag.dags["train_flights"].test(logical_date=None, run_conf=train_conf)
 out["train"] = {ti.task_id: ti.state for ti in train.get_task_instances()}
+score = bag.dags["score_flights"].test(logical_date=None, run_conf={"version": "latest"})
+out["score"] = {ti.task_id: ti.state for ti in score.get_task_instances()}
 print("E2E_RESULT=" + json.dumps(out, default=str))
 """
 VERSION = "20130104T000000Z_20130101T000000Z"
@@ -104,7 +107,7 @@ def _check_spec(events: list[dict]) -> None:
 
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
-def test_etl_and_training_runs_emit_lineage_with_inputs_outputs_and_facets(
+def test_etl_training_and_score_runs_emit_lineage_with_inputs_outputs_and_facets(
         tmp_path: Path) -> None:
     env, root = airflow_env(tmp_path)
     log = tmp_path / "lineage.jsonl"
@@ -118,6 +121,7 @@ def test_etl_and_training_runs_emit_lineage_with_inputs_outputs_and_facets(
                      {"epochs": 1, "batch_size": 256, "min_margin": 0.0, "version": VERSION},
                      timeout=540)
     assert out["etl"]["publish"] == "success" and out["train"]["train"] == "success", out
+    assert out["score"]["score"] == "success", out
     _check_events(log, tmp_path / "data")
 
 
@@ -148,6 +152,13 @@ def _check_events(log: Path, data: Path) -> None:
     assert model["name"].startswith(str(data / "models/flights" / VERSION))
     jsonschema.validate(model["facets"]["flightpipe_version"], schema)
     assert model["facets"]["flightpipe_version"]["metrics"]
+    score = _complete(events, "score")  # the version and the model in, the predictions out
+    assert [(i["namespace"], i["name"]) for i in score["inputs"]] == [
+        ("file", version["name"]), ("file", model["name"])]
+    (predictions,) = score["outputs"]
+    assert predictions["name"] == str(data / "predictions/flights" / VERSION /
+                                      f"{VERSION}--{model['name'].rsplit('/', 1)[-1]}")
+    assert (Path(predictions["name"]) / "manifest.json").is_file()
 
 
 def _lineage_module():
@@ -246,3 +257,25 @@ def test_without_a_drift_report_the_previous_version_is_the_one_before_in_the_on
     assert previous(window) == f"{root}/datasets/flights/{demo}"
     assert previous(demo) == f"{root}/datasets/flights/{older}"
     assert previous(older) is None
+
+
+def test_a_score_runs_lineage_has_the_version_and_model_in_and_the_predictions_out(
+        tmp_path: Path) -> None:
+    lineage = _lineage_module()
+    root = tmp_path.as_uri()
+    version, model = f"{root}/datasets/flights/v2", f"{root}/models/flights/v1/run-1"
+    predictions = f"{root}/predictions/flights/v2/v1--run-1"
+
+    class Task:
+        pass
+
+    task = Task()
+    lineage.for_predictions(task, version, model, predictions)
+    out = task.get_openlineage_facets_on_complete(None)
+    assert [d.name for d in out.inputs] == [str(tmp_path / "datasets/flights/v2"),
+                                            str(tmp_path / "models/flights/v1/run-1")]
+    assert [d.name for d in out.outputs] == [str(tmp_path / "predictions/flights/v2/v1--run-1")]
+    raw = Task()  # raw files scored: the model is the only input
+    lineage.for_predictions(raw, None, model, predictions)
+    assert [d.name for d in raw.get_openlineage_facets_on_complete(None).inputs] == [
+        str(tmp_path / "models/flights/v1/run-1")]

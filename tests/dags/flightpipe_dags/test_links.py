@@ -76,3 +76,25 @@ def test_asset_triggered_run_folders_and_metrics_name_their_run() -> None:
         "asset_triggered__x:y+00:00_Z", "train_flights")
     assert views.training_run("20130102T060000Z", "flights", ModelRecord()) == (
         "20130102T060000Z", None)
+
+
+def test_the_predictions_url_opens_the_plugins_predictions_page(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from training.score.drift import distribution
+    from training.score.publish import predictions_uri, publish
+
+    built = uf.build_catalog_root(tmp_path / "store", n_versions=2)
+    version = built.versions[-1]
+    model = f"{version}--{built.runs[version][0]}"
+    publish(predictions_uri(built.uri, uf.DATASET, version, model), "t",
+            [pd.DataFrame({"prediction": ["0", "1"]})],
+            lambda parts: {"distribution": distribution(np.array(["0", "1"]), np.array(["0"]),
+                                                        ("0", "1")),
+                           "source": {"kind": "version", "version": version},
+                           "model": {"version": version, "run": built.runs[version][0]}})
+    url = links.predictions_url(uf.DATASET, version, model, base="")
+    assert url.startswith(links.NAV_ROUTE + URL_PREFIX + "/datasets/"), url
+    client = TestClient(create_app(built.uri))
+    assert client.get(url.removeprefix(links.NAV_ROUTE + URL_PREFIX)).status_code == 200

@@ -80,7 +80,7 @@ def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, spec
     root = f"file://{tmp_path / 'data'}"
     land(root, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     out = _init(capsys, "--name", "flights_day", "--root", root, "--label", "arr_delay",
-                "--source", "raw/flights/date={date}/flights.csv")
+                "--task", "binary", "--source", "raw/flights/date={date}/flights.csv")
     assert "Still to decide:" in out and "label: the draft says arr_delay >" in out
     spec = yaml.safe_load((specs / "flights_day" / "spec.yaml").read_text())
     assert spec["label"]["source"] == "arr_delay" and spec["exclude"] == ["arr_delay"]
@@ -162,11 +162,17 @@ def test_init_multiclass_label_and_a_header_that_is_no_identifier(tmp_path, spec
     assert spec["split"]["fractions"] == {"train": 0.6, "eval": 0.2, "test": 0.2}
 
 
-def test_init_refuses_a_binary_label_on_text(tmp_path, specs, capsys) -> None:
+def test_init_refuses_a_binary_label_of_three_values_naming_both_ways_out(tmp_path, specs,
+                                                                          capsys) -> None:
     csv = tmp_path / "t.csv"
-    csv.write_text("id,colour,size\n1,red,2\n2,blue,3\n3,red,4\n")
-    assert main(["spec", "init", "--name", "t", "--source", str(csv), "--label", "colour"]) == 1
-    assert "use --task multiclass" in capsys.readouterr().err
+    csv.write_text("id,colour,size\n1,red,2\n2,blue,3\n3,green,4\n4,red,5\n")
+    assert main(["spec", "init", "--name", "t", "--source", str(csv), "--label", "colour",
+                 "--task", "binary"]) == 1
+    err = capsys.readouterr().err
+    assert "'colour' holds 3 ('red', 'blue', 'green')" in err or "holds 3 (" in err, err
+    for value in ("'red'", "'blue'", "'green'"):
+        assert value in err
+    assert "positive: [a, b]" in err and "--task multiclass" in err
     assert not (specs / "t").exists()
 
 

@@ -265,3 +265,63 @@ def test_a_small_multiclass_table_drafts_wider_held_out_splits(tmp_path, specs, 
     spec = yaml.safe_load((specs / "glass" / "spec.yaml").read_text())
     assert spec["split"]["fractions"] == {"train": 0.6, "eval": 0.2, "test": 0.2}
     _published_clean("glass", f"file://{tmp_path / 'data'}")
+
+
+def _dated(path: Path, times: pd.DatetimeIndex, label: np.ndarray) -> None:
+    rng = np.random.default_rng(5)
+    pd.DataFrame({"when": times.strftime("%Y-%m-%dT%H:%M:%S" if times.hour.any()
+                                         else "%Y-%m-%d"),
+                  "temp": rng.normal(10, 3, len(times)).round(2),
+                  "visits": label}).to_csv(path, index=False)
+
+
+def test_a_daily_table_gets_the_day_of_the_week_and_whole_float_classes(tmp_path, specs,
+                                                                         capsys) -> None:
+    """105 days whose label is written ``1.0``/``2.0``/``3.0``: the draft infers multiclass,
+    derives the weekday from the date (no hour of day: the values are dates), gives eval and
+    test a quarter each, and the run reads the floats as classes ``1``, ``2``, ``3``."""
+    days = pd.date_range("2024-01-01", periods=105, freq="D")
+    path = tmp_path / "daily.csv"
+    _dated(path, days, np.array([f"{1 + d % 3}.0" for d in range(105)]))
+    out = _init(capsys, "--name", "daily", "--source", str(path), "--label", "visits")
+    assert "task: multiclass, since 'visits' holds 3 whole numbers" in out, out
+    assert "when_day_of_week" in out and "dates (daily)" in out
+    spec = yaml.safe_load((specs / "daily" / "spec.yaml").read_text())
+    assert spec["sources"]["daily"]["columns"]["visits"] == "float64"
+    derived = {f["name"]: f["derive"] for f in spec["features"] if "derive" in f}
+    assert derived["when_day_of_week"] == {"op": "day_of_week", "columns": ["when"]}
+    assert "when_hour_of_day" not in derived
+    assert spec["split"]["fractions"] == {"train": 0.5, "eval": 0.25, "test": 0.25}
+    manifest = _published_clean("daily", f"file://{tmp_path / 'data'}")
+    assert manifest.schema["label"]["names"] == ["1", "2", "3"]
+    for split in ("eval", "test"):  # a quarter of 105 rows, within a row or two
+        assert manifest.splits[split].num_examples >= 22, manifest.splits
+    weekday = manifest.statistics["numeric"]["when_day_of_week"]
+    assert weekday["min"] == 0.0 and weekday["max"] == 6.0  # Monday 0 .. Sunday 6
+
+
+def test_an_hourly_table_gets_the_hour_of_the_day(tmp_path, specs, capsys) -> None:
+    hours = pd.date_range("2024-03-01", periods=300, freq="h")
+    path = tmp_path / "hourly.csv"
+    _dated(path, hours, np.arange(300) % 7 * 1.5)
+    out = _init(capsys, "--name", "hourly", "--source", str(path), "--label", "visits")
+    assert "task: regression, since 'visits' holds 7 numeric values" in out, out
+    spec = yaml.safe_load((specs / "hourly" / "spec.yaml").read_text())
+    derived = {f["name"]: f["derive"]["op"] for f in spec["features"] if "derive" in f}
+    assert derived == {"when_year": "year", "when_day_of_year": "day_of_year",
+                       "when_day_of_week": "day_of_week", "when_hour_of_day": "hour_of_day"}
+    manifest = _published_clean("hourly", f"file://{tmp_path / 'data'}")
+    hour = manifest.statistics["numeric"]["when_hour_of_day"]
+    assert hour["min"] == 0.0 and hour["max"] == 23.0
+
+
+def test_a_monthly_table_gets_no_day_of_the_week(tmp_path, specs, capsys) -> None:
+    months = pd.date_range("2010-01-01", periods=120, freq="MS")
+    path = tmp_path / "monthly.csv"
+    _dated(path, months, np.arange(120) % 2)
+    out = _init(capsys, "--name", "monthly", "--source", str(path), "--label", "visits")
+    assert "task: binary, since 'visits' holds two values" in out
+    spec = yaml.safe_load((specs / "monthly" / "spec.yaml").read_text())
+    assert spec["label"]["positive"] == 1  # it spells 1
+    assert {f["name"] for f in spec["features"] if "derive" in f} == {"when_year",
+                                                                        "when_day_of_year"}

@@ -160,8 +160,10 @@ def test_a_day_landing_after_its_version_is_named_a_re_delivery() -> None:
     from etl.versions import Manifest
 
     def part(label: str, size: int) -> SimpleNamespace:
+        day = datetime.strptime(f"2013{label}", "%Y%m%d").replace(tzinfo=UTC)
         return SimpleNamespace(label=label, file={"uri": f"file:///r/raw/{label}.csv",
-                                                  "size": size})
+                                                  "size": size},
+                               period=(day, day + timedelta(days=1)))
 
     previous = Manifest.from_json(
         {"source_fingerprint": {"files": [{"uri": "raw/0101.csv", "size": 1},
@@ -173,6 +175,30 @@ def test_a_day_landing_after_its_version_is_named_a_re_delivery() -> None:
     # 0102 landed after the version holding 0101 and 0103; 0103 changed; 0104 is simply new
     assert late_partitions("file:///r", window, previous) == (["0103"], ["0102"])
     assert late_partitions("file:///r", window, None) == ([], [])
+
+
+def test_days_before_the_previous_window_are_not_named_late() -> None:
+    """Issue 41 item 3: a recovery of the whole year after a week's version reads the year's
+    older days for the first time; none of them landed after that version was published."""
+    from types import SimpleNamespace
+
+    from etl.segments.plan import late_partitions
+    from etl.versions import Manifest
+
+    def part(day: int) -> SimpleNamespace:
+        start = datetime(2013, 12, day, tzinfo=UTC)
+        return SimpleNamespace(label=f"201312{day:02d}", period=(start, start + timedelta(1)),
+                               file={"uri": f"file:///r/raw/{day}.csv", "size": day})
+
+    week = Manifest.from_json(
+        {"data_interval": {"start": "2013-12-25T00:00:00+00:00", "end": "2014-01-01T00:00:00"},
+         "source_fingerprint": {"files": [{"uri": f"raw/{d}.csv", "size": d}
+                                          for d in (25, 27)]},
+         "segments": [{"segment": "s", "partitions": [["20131225", "a"], ["20131227", "c"]]}]},
+        "manifest.json")
+    year = SimpleNamespace(tasks=[SimpleNamespace(partitions=[part(d) for d in range(1, 28)])])
+    # only the 26th, inside the week and missing from it, landed after the week's version
+    assert late_partitions("file:///r", year, week) == ([], ["20131226"])
 
 
 SIX_H = timedelta(hours=6)

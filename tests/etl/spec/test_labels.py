@@ -1,7 +1,7 @@
 """Label tasks on the ETL side, on the real wine and diabetes tables scikit-learn ships.
 
 The spec declares the task; a bad label fails the load naming the file and field; the
-transform encodes classes by index (listed or from the train split), refuses a class value
+transform encodes classes by index (listed or from all splits), refuses a class value
 outside them by name, and keeps a regression label's statistics mergeable.
 """
 
@@ -50,8 +50,12 @@ def test_example_specs_declare_their_tasks() -> None:
      "label.source: 'hba1c' is not an extracted column"),
     ("wine", lambda label: (label.update(task="regression"), label.pop("classes")),
      "must be numeric (int64/float64) for a regression label, is string"),
-    ("wine", lambda label: label.update(source="alcohol"),
-     "must be a string or int64 column for a multiclass label, is float64"),
+    ("wine", lambda label: (label.update(task="binary", positive=[]), label.pop("classes")),
+     "label.positive: expected the positive class's value"),
+    ("wine", lambda label: (label.update(task="binary", positive=1.5), label.pop("classes")),
+     "label.positive: expected the positive class's value"),
+    ("diabetes", lambda label: (label.update(task="binary", positive=1, op="gt"),
+                                label.pop("transform")), "label.op: unknown field"),
     ("wine", lambda label: label.update(classes=["class_0", "class_0"]), "label.classes"),
     ("diabetes", lambda label: label.update(op="gt"), "label.op: unknown field"),
     ("diabetes", lambda label: label.update(transform="sqrt"), "label.transform: expected"),
@@ -82,7 +86,7 @@ def test_multiclass_labels_are_class_indices_in_the_listed_order() -> None:
     assert stats["label_counts"] == {str(i): int(train[i]) for i in range(3)}
 
 
-def test_classes_not_listed_come_from_the_train_split(tmp_path: Path) -> None:
+def test_classes_not_listed_come_from_every_split(tmp_path: Path) -> None:
     path = _spec_copy(tmp_path, "wine", lambda label: label.pop("classes"))
     prepared, spec = _prepared(path, "wine")
     assert spec.label.names == ()
@@ -116,3 +120,61 @@ def test_regression_label_moments_merge_like_the_whole() -> None:
         assert (label["min"], label["max"]) == (train.min(), train.max())
     final = transform.finalize_rows(prepared, spec, spec.label.schema())
     assert final["progression"].dtype == np.float32
+
+
+def _label(**fields):
+    from etl.spec.model import Label
+
+    return Label(name="y", source="s", **fields)
+
+
+def test_a_class_seen_only_in_test_is_a_class() -> None:
+    from etl.spec.labels import TASKS
+
+    label = _label(task="multiclass", dtype="int64", classes=0)
+    counts = {"train": {"a": 9, "b": 8}, "eval": {"a": 2}, "test": {"b": 1, "c": 1}}
+    schema = TASKS["multiclass"].resolve(label, counts, "spec.yaml")
+    assert schema["names"] == ["a", "b", "c"] and schema["classes"] == 3
+
+
+def test_whole_number_floats_are_classes_and_fractions_are_refused() -> None:
+    from etl.spec.labels import TASKS
+
+    label = _label(task="multiclass")
+    encode = TASKS["multiclass"].encode
+    assert list(encode(label, pd.Series([1.0, 3.0, 2.0]), "float64")) == ["1", "3", "2"]
+    with pytest.raises(ValidationFailed, match=r"1 value\(s\) are not whole numbers.*1\.5"):
+        encode(label, pd.Series([1.0, 1.5]), "float64")
+
+
+@pytest.mark.parametrize("positive, values, expected", [
+    (("yes",), ["yes", "no", "Yes"], [1, 0, 0]),  # a string matches exactly
+    ((True,), ["Yes", "no", "TRUE", "N"], [1, 0, 1, 0]),  # YAML's unquoted yes: its spellings
+    ((1,), [1, 2, 1], [1, 0, 1]),
+    (("a", "b"), ["a", "b", "c", "d"], [1, 1, 0, 0]),  # one-vs-rest
+])
+def test_positive_names_class_one(positive, values, expected) -> None:
+    from etl.spec.labels import TASKS
+
+    kind = "int64" if isinstance(values[0], int) else "string"
+    got = TASKS["binary"].encode(_label(positive=positive), pd.Series(values), kind)
+    assert list(got) == expected
+
+
+def test_a_positive_that_matches_no_train_row_fails_naming_it() -> None:
+    from etl.spec.labels import TASKS
+
+    label = _label(positive=("Yes",))
+    with pytest.raises(ValidationFailed, match=r"positive \['Yes'\] matches no row"):
+        TASKS["binary"].resolve(label, {"train": {"0": 40}, "test": {"0": 5}}, "spec.yaml")
+    schema = TASKS["binary"].resolve(label, {"train": {"0": 30, "1": 10}}, "spec.yaml")
+    assert schema["positive"] == ["Yes"] and schema["task"] == "binary"
+
+
+def test_a_positive_label_loads_from_a_spec(tmp_path: Path) -> None:
+    path = _spec_copy(tmp_path, "wine", lambda label: (
+        label.update(task="binary", positive=["class_0", "class_2"]), label.pop("classes")))
+    spec = load_spec(path)
+    assert spec.label.positive == ("class_0", "class_2") and spec.label.op is None
+    prepared, spec = _prepared(path, "wine")
+    assert set(prepared[spec.label.name]) == {0, 1}

@@ -50,10 +50,30 @@ def test_settings_parse_and_default() -> None:
     ({"training": {"min_margin": 0.7}}, r"x.yaml.training.min_margin: expected float"),
     ({"training": {"learning_rate": 0}}, r"x.yaml.training.learning_rate: expected float > 0"),
     ({"training": {"hidden_units": []}}, r"x.yaml.training.hidden_units: expected a non-empty"),
+    ({"tune": 20}, r"x.yaml.tune: expected a mapping like \{trials: 20"),
+    ({"tune": {"trial": 5}}, (r"x.yaml.tune.trial: unknown tune setting; expected one of "
+                             r"\['families', 'minutes', 'trials'\]")),
+    ({"tune": {"trials": 0}}, r"x.yaml.tune.trials: expected an integer >= 1, got 0"),
+    ({"tune": {"minutes": "1h"}}, r"x.yaml.tune.minutes: expected a number > 0, got '1h'"),
+    ({"tune": {"families": ["trees", "forest"]}},
+     r"x.yaml.tune.families: expected a non-empty list of \['trees', 'mlp'\]"),
 ])
 def test_bad_settings_name_the_field(raw: dict, message: str) -> None:
     with pytest.raises(SpecSettingsError, match=message):
         parse_settings(raw, "x.yaml")
+
+
+def test_the_tune_block_fills_its_defaults_and_training_reads_it_from_the_manifest() -> None:
+    from training.outputs import TuneConfig
+
+    assert parse_settings({}, "x").tune == {}  # no block: the manifest carries none
+    s = parse_settings({"tune": {"trials": 5, "families": ["trees"]}}, "x")
+    assert s.tune == {"trials": 5, "minutes": 30, "families": ["trees"]}
+
+    carried = type("Carried", (), {"schema": {"tune": s.tune}})  # a manifest from that spec
+    assert TuneConfig.of(carried) == TuneConfig(trials=5, minutes=30.0, families=("trees",))
+    assert TuneConfig.of(carried, minutes=2).minutes == 2  # a flag wins
+    assert TuneConfig.of(type("Bare", (), {"schema": {}})) == TuneConfig()
 
 
 def test_every_training_key_is_a_train_config_override() -> None:

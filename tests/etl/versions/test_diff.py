@@ -157,3 +157,14 @@ def test_the_cli_diffs_real_versions(two_nights: str, capsys: pytest.CaptureFixt
         for s in m_new.splits}
     assert main(["diff", "--root", root, "missing", "latest"]) == 1
     assert "no published version 'missing'" in capsys.readouterr().err
+
+
+def test_a_narrower_window_is_said_so_not_rebuilt() -> None:
+    """Issue 41 item 5: the week's segment holds the last days of the year's segment, same raw
+    data: B's window is narrower, nothing was rebuilt by new code."""
+    year = {**A, "segments": [_seg("y", ("20131229", "d9"), ("20131230", "d0"),
+                                     ("20131231", "d1"))]}
+    week = {**A, "version": "B", "segments": [_seg("w", ("20131231", "d1"))]}
+    (change,) = diff.diff_manifests(_m(year), _m(week)).segments
+    assert (change.kind, change.why, change.replaces) == (
+        "rebuilt", "B's window holds 1 of the 3 partitions it held (same raw data)", ("y",))

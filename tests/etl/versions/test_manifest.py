@@ -66,7 +66,7 @@ def test_typed_fields() -> None:
                                           partitions=(("20130101", "d1"),)),)
     assert m.verdict.success and m.verdict.drift is None and m.verdict.drift_history is None
     assert m.interval.end == "2013-01-02T00:00:00Z" and m.schema.label.name == "late"
-    assert m.schema.label.class_names == ["0", "1"] and m.schema.label.positive == "1"
+    assert m.schema.label.class_names == ["0", "1"] and m.schema.label.class_names[1] == "1"
     assert m.statistics.dropped_rows == {} and m.statistics.numeric == {}
     assert m.referenced() == {"20130101-0123456789abcdef"}
     assert m.folders("file:///r/datasets/flights/v") == [

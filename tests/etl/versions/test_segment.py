@@ -140,7 +140,12 @@ def test_the_class_names_are_the_labels_names_else_the_ids() -> None:
     assert names(names=[0, 1, 2]) == ["0", "1", "2"]
     assert names(classes=3) == ["0", "1", "2"]
     assert names() == ["0", "1"]  # a binary label written before labels carried a count
-    assert LabelSchema.from_json({"name": "late"}, "test").positive == "1"
+    # a binary label naming its positive class: class 1 is it, class 0 the rest
+    assert names(task="binary", positive=["yes"]) == ["not yes", "yes"]
+    assert names(task="binary", positive=["a", "b"]) == ["not a/b", "a/b"]
+    assert names(task="binary", positive=[True]) == ["not True", "True"]
+    assert LabelSchema.from_json({"name": "y", "positive": ["yes"]}, "t").class_names[1] == "yes"
+    assert LabelSchema.from_json({"name": "late"}, "test").class_names[1] == "1"
     assert LabelSchema.from_json({"name": "late"}, "test").task_name == "binary"
 
 

@@ -66,7 +66,7 @@ def test_dataset_page_shows_versions_newest_first_with_their_facts(
     assert f'href="/dags/etl_flights/runs/{run_id.replace(":", "%3A").replace("+", "%2B")}"' \
         in newest
     assert f'href="/datasets/flights/versions/{built.versions[-1]}/validation"' in newest
-    models = re.findall(r'class="model-link" href="([^"]+)"><span class="id">([^<]+)</span></a>',
+    models = re.findall(r'class="model-link" href="([^"]+)"><span class="id pieces">([^<]+)</span></a>',
                         newest)
     assert [m[1] for m in models] == ["20130127T050000Z", "20130127T040000Z", "20130127T030000Z"]
     assert "incomplete" in newest and "Test › AUC" in newest and "0.71" in newest
@@ -300,3 +300,16 @@ def test_links_are_relative_to_the_mount_point(built: uf.BuiltRoot) -> None:
     assert 'href="/airflow/dags/etl_flights/runs/scheduled__' in newest
     assert 'href="/airflow/pipeline/static/style.css"' in html
     assert client.get("/airflow/pipeline/static/style.css").status_code == 200
+
+
+def test_version_page_names_a_binary_labels_positive_class(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    root = tmp_path / "store"
+    version = uf.write_version(root, "churn", datetime(2024, 1, 2, tzinfo=UTC))
+    path = root / "datasets" / "churn" / version / "manifest.json"
+    doc = json.loads(path.read_text())
+    doc["schema"]["label"].update(task="binary", positive=["yes"])
+    path.write_text(json.dumps(doc))
+    html = TestClient(create_app(root.as_uri())).get(f"/datasets/churn/versions/{version}").text
+    assert "class 1, the positive class: <code>yes</code>" in html

@@ -83,3 +83,31 @@ def test_against_picks_the_older_side_and_bad_names_are_named(
     assert missing.status_code == 404 and "20990101T000000Z_all" in _text(missing.text)
     oldest = client.get(f"/datasets/{DS}/versions/{ids[0]}/diff")
     assert oldest.status_code == 404 and "is the oldest version" in _text(oldest.text)
+
+
+def test_the_page_prints_each_figure_as_the_cli_does(tmp_path: Path) -> None:
+    """Issue 41 item 5: one formatter for the page and ``etl diff`` (``-257,264`` in both, not
+    ``-257264`` on the page), and the command's ``--dataset`` never wraps between its dashes."""
+    import json
+
+    from etl import versions
+    from etl.versions import diff, diff_text
+
+    year = write_version(tmp_path, DS, datetime(2014, 1, 1, tzinfo=UTC), rows=900)
+    week = write_version(tmp_path, DS, datetime(2014, 1, 1, tzinfo=UTC),
+                         datetime(2013, 12, 25, tzinfo=UTC), rows=900)
+    for version, train in ((year, 262_077), (week, 4_813)):
+        path = tmp_path / "datasets" / DS / version / "manifest.json"
+        doc = json.loads(path.read_text())
+        doc["splits"]["train"]["num_examples"] = train
+        path.write_text(json.dumps(doc))
+    html = TestClient(create_app(tmp_path.as_uri())).get(
+        f"/datasets/{DS}/versions/{week}/diff", params={"against": year}).text
+    rows = re.search(r'<section id="rows">.*?</section>', html, re.DOTALL).group(0)
+    page = [_text(r).split() for r in re.findall(r"<tr><td>.*?</tr>", rows, re.DOTALL)]
+    manifests = [versions.read_manifest((tmp_path / "datasets" / DS / v).as_uri())
+                 for v in (year, week)]
+    text = diff_text.format_diff(diff.diff_manifests(*manifests)).splitlines()
+    cli = [line.split() for line in text[text.index("rows per split:") + 2:][:len(page)]]
+    assert page == cli and ["train", "262,077", "4,813", "-257,264"] in page, (page, cli)
+    assert '<span class="nowrap">--dataset</span>' in html

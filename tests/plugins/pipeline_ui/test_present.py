@@ -17,3 +17,14 @@ def test_markdown_is_rendered_safely() -> None:
     assert "<h1>T</h1>" in html and "&lt;script&gt;" in html and "<script" not in html
     assert 'href="javascript' not in html
     assert 'src="/files/p.png"' in html and 'src="https://e/q.png"' in html
+
+
+def test_ids_wrap_only_between_pieces_never_inside_a_number() -> None:
+    """Issue 41 item 8: a run id wrapped mid-number ("…T14:4" / "0:43…"); it may now wrap only
+    after "_", before a date-time's time and before its offset, and is never cut anywhere."""
+    run = "manual__2026-11-27T14:40:43.123456+00:00"
+    html = str(present.breakable(run))
+    assert html == ('<span class="id pieces">manual_<wbr>_<wbr>2026-11-27<wbr>T14:40:43.123456'
+                    '<wbr>+00:00</span>'), html
+    assert str(present.breakable("20140101T000000Z_20131225T000000Z")).count("<wbr>") == 1
+    assert "&lt;b&gt;" in str(present.breakable("<b>_x"))  # escaped

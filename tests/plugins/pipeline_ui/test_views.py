@@ -216,6 +216,32 @@ def test_model_run_id_link_and_hyperparameters_as_a_reader_says_them() -> None:
     assert views.card_without(card, "Hyperparameters") == "# Card\n\n## Metrics\n\nm\n\n## After\n\nz\n"
 
 
+def test_a_tuned_models_page_shows_its_tuned_settings_and_an_untuned_one_says_so(
+        tmp_path: Path) -> None:
+    """Issue 41: the settings `python -m training tune` chose, on the model page."""
+    version = uf.write_version(tmp_path, "flights", uf.FIRST_END)
+    tuned = uf.add_model_run(tmp_path, "flights", version, "run-tuned")
+    uf.add_model_run(tmp_path, "flights", version, "run-plain")
+    metrics = json.loads((tuned / "metrics.json").read_text())
+    metrics["tuned"] = {"tuned_at": "2026-11-27T10:00:00Z", "version": version, "trials": 12,
+                        "family": "trees", "settings": {"num_leaves": 127,
+                                                        "tree_learning_rate": 0.031},
+                        "metric": "auc", "eval": 0.8123,
+                        "default_eval": {"trees": 0.8011, "mlp": 0.7702},
+                        "overridden": ["min_data_in_leaf"]}
+    (tuned / "metrics.json").write_text(json.dumps(metrics))
+    client = TestClient(create_app(tmp_path.as_uri()))
+    page = client.get(f"/datasets/flights/versions/{version}/models/run-tuned").text
+    section = re.sub(r"<[^>]+>", " ", page.split('id="tuned"', 1)[1].split("</section>")[0])
+    text = " ".join(unescape(section).split())
+    assert f"2026-11-27T10:00:00Z on version {version}, 12 trials" in text
+    assert "Family trees Num leaves 127 Tree learning rate 0.031 " in text
+    assert "Eval auc 0.8123" in text and "Eval auc at trees defaults 0.8011" in text
+    assert "Set by the spec or a flag instead min_data_in_leaf" in text
+    plain = client.get(f"/datasets/flights/versions/{version}/models/run-plain").text
+    assert "Not tuned: the defaults and the spec" in plain
+
+
 def _judged(rdir: Path, version: str, blessed: bool, reason: str) -> None:
     """Give a stored run the verdict training writes (metrics.json ``blessing``)."""
     metrics = json.loads((rdir / "metrics.json").read_text())

@@ -89,3 +89,54 @@ def test_the_gate_reports_a_lead_interval_that_reaches_below_zero() -> None:
     assert re.search(r"macro_f1 0\.\d{4} vs 0\.\d{4}, needs >= 0\.\d{4} \(margin 0\.01\), "
                      r"lead 95% interval \[-0\.\d{4}, 0\.\d{4}\]", checks[1].detail), checks[1]
     assert not baseline_checks(rules, test, base_metrics, 0.2, "majority-class")[0].passed
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_a_fixed_sample_gives_the_full_bootstraps_intervals(task: str) -> None:
+    """On a split small enough to bootstrap whole, the intervals from a fixed sample of a
+    quarter of its rows agree with the full bootstrap's: same centre, widths within 25%."""
+    rng = np.random.default_rng(5)
+    n = 8000
+    if task == "binary":
+        y = (rng.random(n) < 0.3).astype(float)
+        out = np.clip(0.3 + 0.25 * (y - 0.3) + rng.normal(scale=0.2, size=n), 0, 1)[:, None]
+        higher = {"accuracy": True, "auc": True}
+    else:
+        y = rng.normal(size=n)
+        out = (y + rng.standard_t(6, size=n))[:, None]  # heavy tails, finite 4th moment
+        higher = {"rmse": False, "mae": False}
+    score = scorer(task, 2, lambda v: v)
+    base = np.full_like(out, 0.3 if task == "binary" else 0.0)
+    full = intervals(score, y, out, base, higher, sample=n)
+    sampled = intervals(score, y, out, base, higher, sample=n // 4)
+    assert "fixed sample of 2,000 rows" in sampled["method"]
+    for kind in ("metrics", "lead_over_baseline"):
+        for name, (lo, hi) in full[kind].items():
+            slo, shi = sampled[kind][name]
+            assert abs((slo + shi) / 2 - (lo + hi) / 2) < 0.25 * (hi - lo), (kind, name)
+            assert 0.75 < (shi - slo) / (hi - lo) < 1.25, (kind, name, lo, hi, slo, shi)
+
+
+def test_scores_from_one_prediction_pass_are_what_keras_evaluate_reports() -> None:
+    import keras
+    import tensorflow as tf
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(1000, 3)).astype(np.float32)
+    y = (x[:, 0] + rng.normal(size=1000) > 0).astype(np.float32)[:, None]
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(inputs))
+
+    def made() -> tuple[object, list]:
+        return keras.losses.BinaryCrossentropy(), [keras.metrics.AUC(name="auc"),
+                                                   keras.metrics.BinaryAccuracy(name="accuracy")]
+
+    loss, metrics = made()
+    model.compile(loss=loss, metrics=metrics)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(128)  # a short last batch
+    want = evaluate.evaluate_split(model, ds)
+    labels, out = evaluate.predictions(model, ds)
+    got = evaluate.scores_of(*made(), labels, out)
+    assert set(got) == set(want)
+    for name, value in want.items():
+        assert got[name] == pytest.approx(value, abs=1e-5), name

@@ -19,7 +19,7 @@ from etl.versions import Manifest
 from tests.support import training_fixtures as fx
 from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main
-from training.config import InputConfig, ModelRecord, TrainConfig
+from training.config import InputConfig, ModelConfig, ModelRecord, TrainConfig
 from training.judge import gate
 from training.judge.gate import Current, EvaluationSplitError, ModelNotBlessedError, check_splits
 from training.run.train import train
@@ -46,6 +46,83 @@ def test_a_clearly_better_regressor_on_a_heavy_tailed_target_passes_the_noise_ch
     assert better.passed, better.detail
     same = gate.noise_check("absolute error", np.abs(base - y), np.abs(base - y), 0.95, "mean")
     assert not same.passed and "needs > 0" in same.detail  # no better than the baseline
+
+
+def _binary(positives: float, n_train: int = 20000) -> Manifest:
+    pos = round(n_train * positives)
+    return Manifest.from_json({
+        "dataset": "rare", "version": "v",
+        "splits": {s: {"num_examples": n} for s, n in
+                   {"train": n_train, "eval": 2000, "test": 2000}.items()},
+        "schema": {"label": {"task": "binary", "names": ["no", "yes"], "classes": 2}},
+        "statistics": {"label_counts": {"0": n_train - pos, "1": pos}}}, "test")
+
+
+def _verdict(manifest: Manifest, y: np.ndarray, p: np.ndarray, models: str) -> gate.Blessing:
+    from training.judge.evaluate import intervals, scorer
+    from training.tasks import TASKS
+
+    task, out = TASKS["binary"], p[:, None]
+    score = scorer("binary", 2, lambda v: v)
+    test = {**score(y, out), "intervals": intervals(
+        score, y, out, gate.baseline_outputs(manifest, len(y)), {"accuracy": True, "auc": True})}
+    rules = gate.GateRules(margin=0.01, confidence=0.95, tolerance=0.01)
+    blessing, _ = gate.judge(task, manifest, test, task.baseline(y, manifest), (y, out), rules,
+                             models, lambda model: {})
+    return blessing
+
+
+def test_a_rare_positive_model_is_blessed_on_auc_and_log_loss(storage_root: str) -> None:
+    """3% positives: "always no" scores 97% accuracy, which no useful model beats; AUC above
+    0.5 and log loss below the class prior, each beyond noise, bless it."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=2000)
+    p = 1 / (1 + np.exp(-(-4.3 + 1.3 * x)))  # calibrated, AUC ~0.8
+    y = (rng.random(2000) < p).astype(np.int64)
+    assert 0.015 < y.mean() < 0.05
+    models = storage.join(storage_root, "models")
+    blessing = _verdict(_binary(0.03), y, p, models)
+    assert blessing.blessed, blessing.reasons
+    checks = {c.name: c for c in blessing.checks}
+    assert set(checks) == {"baseline:accuracy", "baseline:auc", "noise", "current"}
+    assert "accuracy not judged: the train minority share 0.030 is under 0.2" in \
+        checks["baseline:accuracy"].detail
+    assert "bootstrap lower bound > 0.5" in checks["baseline:auc"].detail
+    assert "class-prior baseline" in checks["noise"].detail
+    assert "accuracy is not judged (minority share 0.030 < 0.2" in blessing.rules
+    assert blessing.to_dict()["rules"] == blessing.rules and "[rules: binary: AUC" in \
+        blessing.summary()
+
+    no_better = _verdict(_binary(0.03), y, np.full(2000, 0.03), models)  # the prior itself
+    assert not no_better.blessed
+    assert {c.name for c in no_better.checks if not c.passed} == {"baseline:auc", "noise"}
+
+
+def test_a_label_of_pure_noise_is_not_blessed(storage_root: str) -> None:
+    rng = np.random.default_rng(4)
+    y = (rng.random(2000) < 0.03).astype(np.int64)
+    p = np.clip(0.03 + rng.normal(0, 0.02, 2000), 0.001, 0.5)  # scores unrelated to the label
+    blessing = _verdict(_binary(0.03), y, p, storage.join(storage_root, "models"))
+    assert not blessing.blessed
+    failed = {c.name for c in blessing.checks if not c.passed}
+    assert {"baseline:auc", "noise"} <= failed, blessing.reasons
+
+
+def test_balanced_classes_still_judge_accuracy_against_the_majority(storage_root: str) -> None:
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=2000)
+    p = 1 / (1 + np.exp(-(-0.8 + 1.5 * x)))
+    y = (rng.random(2000) < p).astype(np.int64)
+    models = storage.join(storage_root, "models")
+    blessing = _verdict(_binary(0.3), y, p, models)
+    assert blessing.blessed, blessing.reasons
+    accuracy = next(c for c in blessing.checks if c.name == "baseline:accuracy")
+    assert "beats the majority-class baseline: accuracy" in accuracy.detail
+    assert "accuracy beats the majority class by 0.01 (minority share 0.300 >= 0.2)" in \
+        blessing.rules
+    # ranked well but always answering "no": accuracy is the majority's, so it fails there
+    squashed = _verdict(_binary(0.3), y, p * 0.3, models)
+    assert [c.name for c in squashed.checks if not c.passed][:1] == ["baseline:accuracy"]
 
 
 def test_no_worse_than_the_current_model_within_the_tolerance() -> None:
@@ -229,3 +306,33 @@ def test_a_spec_whose_test_split_holds_one_class_fails_training(tmp_path: Path,
     assert "split sizes {'train': " in text and "lacks class(es)" in text
     assert "split.stratify: true" in text and "split.by: row" in text
     assert "Nothing was trained" in text
+
+
+@pytest.mark.timeout(600)
+def test_a_3_percent_positive_table_is_trained_and_blessed_end_to_end(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """The issue's rare-positive case as a user meets it: spec init, etl run, training train;
+    no model beats "always no" on accuracy, its AUC and log loss bless it."""
+    rng = np.random.default_rng(9)
+    n = 6000
+    x = rng.normal(size=(n, 3))
+    y = (rng.random(n) < 1 / (1 + np.exp(-(-4.6 + 1.6 * x[:, 0] - 0.8 * x[:, 1])))).astype(int)
+    raw = tmp_path / "data" / "raw" / "fraud" / "fraud.csv"
+    raw.parent.mkdir(parents=True)
+    raw.write_text("a,b,c,fraud\n" + "".join(
+        f"{r[0]:.4f},{r[1]:.4f},{r[2]:.4f},{t}\n" for r, t in zip(x, y, strict=True)))
+    out = tmp_path / "specs" / "fraud"
+    assert etl_main(["spec", "init", "--name", "fraud", "--source", "raw/fraud/fraud.csv",
+                     "--root", (tmp_path / "data").as_uri(), "--label", "fraud", "--task",
+                     "binary", "--out", str(out)]) == 0
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
+    res = pipeline.run("fraud", (tmp_path / "data").as_uri(), "2100-01-01", run_id="r")
+    result = train(res["version_uri"], f"{(tmp_path / 'data').as_uri()}/models", "r",
+                   TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees")))
+    m, blessing = result["metrics"], result["blessing"]
+    assert 0.01 < m["baseline"]["positive_rate"] < 0.06
+    assert m["test"]["accuracy"] < m["baseline"]["accuracy"] + 0.01  # accuracy cannot bless it
+    assert blessing.blessed and result["promoted"], blessing.reasons
+    assert "accuracy is not judged" in m["blessing"]["rules"]
+    card = (Path(result["model_uri"].removeprefix("file://")) / "model_card.md").read_text()
+    assert "Rules: binary: AUC at least 0.5" in card

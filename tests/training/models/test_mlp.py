@@ -30,9 +30,11 @@ def test_preprocessing_takes_the_manifest_statistics_and_vocabularies() -> None:
     parts = build_models(MANIFEST, ModelConfig(one_hot_max_vocab=16, embedding_max_dim=6))
     pre, model = parts.preprocess, parts.core
     stats = MANIFEST.statistics
-    norm = pre.get_layer("norm_distance")
-    assert np.allclose(norm.mean, stats.numeric["distance"].mean)
-    assert np.allclose(norm.variance, stats.numeric["distance"].var)
+    # every numeric feature normalized in one layer, in name order, with its own statistics
+    numeric = sorted(n for n, f in fx.FEATURES.items() if f["kind"] == "numeric")
+    norm = pre.get_layer("norm_numeric")
+    assert np.allclose(np.ravel(norm.mean), [stats.numeric[n].mean for n in numeric])
+    assert np.allclose(np.ravel(norm.variance), [stats.numeric[n].var for n in numeric])
     carrier = pre.get_layer("lookup_carrier").get_vocabulary()
     assert carrier[1:] == stats.vocabularies["carrier"]  # index 0: out of vocabulary
     days = pre.get_layer("lookup_day_of_week").get_vocabulary()
@@ -54,7 +56,17 @@ def test_full_model_is_core_of_preprocess_and_shares_its_weights() -> None:
     assert not parts.preprocess.trainable_weights  # statistics are fixed, not learned
     prepared = parts.preprocess.output
     assert prepared["carrier"].dtype == "int64" and tuple(prepared["carrier"].shape) == (None,)
-    assert prepared["temp"].dtype == "float32" and tuple(prepared["temp"].shape) == (None, 1)
+    # the numeric features reach the core as one matrix, not one input each (wide tables)
+    numeric = [n for n, f in fx.FEATURES.items() if f["kind"] == "numeric"]
+    assert "temp" not in prepared and prepared["numeric"].dtype == "float32"
+    assert tuple(prepared["numeric"].shape) == (None, len(numeric))
+
+
+def test_a_feature_named_numeric_does_not_collide_with_the_numeric_matrix() -> None:
+    from training.models.mlp import numeric_key
+
+    assert numeric_key({"a": {}, "numeric": {}, "numeric_": {}}) == "numeric__"
+    assert numeric_key(fx.FEATURES) == "numeric"
 
 
 def test_raw_values_in_probabilities_out_with_unknown_categories() -> None:
@@ -92,7 +104,7 @@ def test_mixed_precision_keeps_preprocessing_and_output_in_float32() -> None:
         parts = build_models(MANIFEST)
     finally:
         keras.mixed_precision.set_global_policy(previous)
-    assert parts.preprocess.get_layer("norm_temp").compute_dtype == "float32"  # fp16 overflows
+    assert parts.preprocess.get_layer("norm_numeric").compute_dtype == "float32"  # fp16 overflows
     assert parts.core.get_layer("dense_0").compute_dtype == "float16"
     assert parts.full.output.dtype == "float32"
 

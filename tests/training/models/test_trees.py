@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +17,8 @@ import tensorflow as tf
 
 from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
-from training.models.trees import Forest, booster_params, compile_forest, fit_booster
+from training.models.forest import Forest, compile_forest
+from training.models.trees import Progress, booster_params, fit_booster
 from training.run.train import train
 
 fx_make_rows = fx.make_rows
@@ -70,6 +73,20 @@ def _splits(dump: dict) -> list[dict]:
             out.append(node)
             todo += [node["left_child"], node["right_child"]]
     return out
+
+
+def test_a_long_fit_says_where_it_is(caplog) -> None:
+    x, y = _table("regression", n=3000)
+    config = ModelConfig(max_rounds=300, early_stopping_rounds=300)
+    params = booster_params(config, "regression", 2, 2000, 7)
+    with caplog.at_level(logging.INFO, logger="training.models.trees"):
+        fit_booster((x[:2000], y[:2000]), (x[2000:], y[2000:]), params, [1], config,
+                    progress=Progress(rounds=50, seconds=3600.0))
+    lines = [r.getMessage() for r in caplog.records if r.name == "training.models.trees"]
+    assert [line.split(",")[0] for line in lines] == [
+        f"trees: round {r} of at most 300" for r in (50, 100, 150, 200, 250, 300)]
+    assert all(re.search(r"eval l2 [\d.e+-]+, \d+ s elapsed, at most \d+ s left$", line)
+               for line in lines), lines
 
 
 def test_forest_survives_keras_save_and_load(tmp_path) -> None:

@@ -372,7 +372,7 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
 
     from fastapi.testclient import TestClient
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "plugins"))
     from pipeline_ui.app import create_app
 
     root = _root(landed, tmp_path)
@@ -399,7 +399,7 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
 
 def test_unlisted_classes_are_learned_once_and_an_unpartitioned_source_is_one_segment(
         tmp_path: Path) -> None:
-    """wine without `classes`: the first run learns the train split's classes before encoding;
+    """wine without `classes`: the first run learns the classes of all splits before encoding;
     the next run inherits them from that version and reuses the one segment (no event time)."""
     from etl.kinds.tabular.land import land as land_dataset
 
@@ -465,3 +465,25 @@ def test_the_build_records_what_importing_gx_cost_it_once_per_process() -> None:
     assert seen["before"] is False and seen["after"] is True
     assert seen["first"] > 0.0
     assert seen["second"] == 0.0
+
+
+def test_a_wider_window_after_a_narrow_version_names_no_late_day_and_no_history_drift(
+        landed: Path, tmp_path: Path, caplog) -> None:
+    """Issue 41 item 3: the recovery run a refusal suggests (the whole window, after a narrow
+    version) reads older days for the first time. None landed late, and drift compares only
+    the new days that follow the narrow version's window start, never the history before it."""
+    root = _root(landed, tmp_path)
+    narrow = pipeline.run("flights", root, "2013-01-03", "2013-01-02", run_id="narrow")
+    caplog.set_level("INFO", logger="etl")
+    whole = pipeline.run("flights", root, "2013-01-03", run_id="whole")
+    said = [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if m.startswith("re-delivery")], said
+    assert (f"drift flights: not measured: the 1 new segment(s) (2013-01-01T00:00:00Z to "
+            f"2013-01-02T00:00:00Z) lie before the window of version {narrow['version']} "
+            "(from 2013-01-02T00:00:00Z), history it never held, not data that follows "
+            "it") in said, said
+    assert versions.read_manifest(whole["version_uri"]).verdict.drift is None
+    caplog.clear()
+    later = pipeline.run("flights", root, "2013-01-04", run_id="later")  # one day follows
+    report = versions.read_manifest(later["version_uri"]).verdict.drift
+    assert [s[:8] for s in report["segments"]] == ["20130103"], report["segments"]

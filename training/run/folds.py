@@ -1,0 +1,160 @@
+"""Small tables judged on more than one split: repeated k-fold over train and eval.
+
+Below ``training.run.families.SMALL_TABLE_ROWS`` rows one small test split is all the evidence the choice of family
+and the verdict would get: a 214-row table left 44 test rows, where two rows moved accuracy by
+5%. There (``training.run.families.choose`` calls ``cross_validate``) every candidate family
+is fitted ``REPEATS`` times over ``FOLDS`` stratified folds of the train and eval rows, each
+fold's rows predicted by a model that never saw them. The family with the better mean
+out-of-fold figure is kept, and the gate judges the out-of-fold answers (averaged over the
+repeats, one per row) instead of the test split alone; the test split stays held out, is
+scored once by the kept family refitted on train (early stopping on eval), and is what the
+current-model comparison uses. The figures, per repeat and with intervals, go in
+metrics.json's ``cross_validation``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from training.data.tabular import feature_map, make_dataset
+from training.judge.evaluate import predictions
+from training.judge.gate import example_losses, gate_scores, metric_intervals
+from training.models.heads import BINARY, REGRESSION
+
+# ``run`` below is a ``training.run.families.FitRun`` and a fit returns its ``Fitted``; families
+# imports this module (for small tables only), so this one names them without importing them.
+FitRun = Any
+Fitted = Any
+
+log = logging.getLogger(__name__)
+
+FOLDS = 5
+REPEATS = 2
+SEED = 0
+
+
+@dataclass(frozen=True)
+class FoldRows:
+    """The train and eval rows in memory (parsed columns, the label among them), and which
+    of them one fold trains on and holds out."""
+
+    columns: dict[str, np.ndarray]
+    train: np.ndarray
+    held: np.ndarray
+
+    def datasets(self, run: FitRun, preprocess: keras.Model,
+                 train_once: bool) -> tuple[Any, Any, Any]:
+        """Train, held-out and (the held-out again, unused) batches, as ``make_dataset``
+        yields them: the label split off with the task's target, ``preprocess`` applied."""
+        config = run.config.input
+        mapped = feature_map(run.manifest, preprocess,
+                             run.task.target(run.manifest.schema.label))
+
+        def batches(idx: np.ndarray, training: bool) -> tf.data.Dataset:
+            ds = tf.data.Dataset.from_tensor_slices({k: v[idx] for k, v in self.columns.items()})
+            if training:
+                ds = ds.shuffle(len(idx), seed=config.seed).repeat()
+            return ds.batch(config.batch_size).map(mapped)
+
+        held = batches(self.held, False)
+        return batches(self.train, not train_once), held, held
+
+
+def read_rows(run: FitRun) -> dict[str, np.ndarray]:
+    """The train then eval rows' stored columns (features and label), in split order."""
+    label = run.manifest.schema.label.name
+    parts: dict[str, list[np.ndarray]] = {}
+    for split in ("train", "eval"):
+        for features, y in make_dataset(run.version_uri, split, run.manifest, run.config.input,
+                                        training=False):
+            for name, value in {**features, label: tf.reshape(y, [-1])}.items():
+                parts.setdefault(name, []).append(value.numpy())
+    return {name: np.concatenate(values) for name, values in parts.items()}
+
+
+def fold_ids(labels: np.ndarray, classified: bool, repeat: int) -> np.ndarray:
+    """Each row's fold in one repeat: shuffled, then dealt round-robin within each class (a
+    classifier's folds hold every class in its share), or over all rows (a regression)."""
+    rng = np.random.default_rng(SEED + repeat)
+    order = rng.permutation(len(labels))
+    out = np.empty(len(labels), np.int64)
+    groups = [order[labels[order] == c] for c in np.unique(labels)] if classified else [order]
+    start = 0
+    for rows in groups:  # continue the deal where the last class stopped: folds stay even
+        out[rows] = (start + np.arange(len(rows))) % FOLDS
+        start += len(rows)
+    return out
+
+
+def _figure(task: str, manifest: Any, y: np.ndarray, out: np.ndarray) -> float:
+    """The family choice's figure of out-of-fold answers: AUC for a binary label (higher is
+    better), else the mean loss (log loss, or squared error in the learned space)."""
+    if task == BINARY:
+        return gate_scores(task, manifest, y, out)["auc"]
+    if task == REGRESSION:
+        return float(np.mean((out[:, 0] - y) ** 2))
+    return float(example_losses(task, manifest, y, out)[1].mean())
+
+
+def cross_validate(run: FitRun,
+                   fits: dict[str, Callable[[FitRun], Fitted]]) -> tuple[str, dict[str, Any]]:
+    """Fit each family over ``REPEATS`` x ``FOLDS`` folds of train + eval; (the kept family,
+    metrics.json's ``cross_validation`` with the verdict's evidence under ``evidence``:
+    labels and out-of-fold answers averaged over the repeats, learned space)."""
+    columns = read_rows(run)
+    raw = columns[run.manifest.schema.label.name]
+    task, n = run.task.name, len(raw)
+    classified = task != REGRESSION
+    folds = [fold_ids(raw.astype(np.int64) if classified else raw, classified, r)
+             for r in range(REPEATS)]
+    config = dataclasses.replace(run.config, measure_stall_batches=0)
+    families: dict[str, dict[str, Any]] = {}
+    answers: dict[str, np.ndarray] = {}
+    y_learned = np.zeros(n)
+    for family, fit in fits.items():
+        per_repeat, outs = [], []
+        for r, ids in enumerate(folds):
+            out = None
+            for f in range(FOLDS):
+                held, train = np.flatnonzero(ids == f), np.flatnonzero(ids != f)
+                work = Path(run.work_dir) / "folds" / f"{family}-{r}-{f}"
+                steps = max(1, math.ceil(len(train) / config.input.batch_size))
+                fold = run._replace(
+                    rows=FoldRows(columns, train, held), callbacks=(),
+                    run_uri=work.joinpath("run").as_uri(), work_dir=work,
+                    config=dataclasses.replace(config, steps_per_epoch=steps))
+                fitted = fit(fold)
+                y, o = predictions(fitted.model, fitted.eval_ds)
+                out = np.zeros((n, o.shape[1])) if out is None else out
+                out[held], y_learned[held] = o, y
+            outs.append(out)
+            per_repeat.append(_figure(task, run.manifest, y_learned, out))
+        answers[family] = np.mean(outs, axis=0)
+        families[family] = {"per_repeat": per_repeat, "mean": float(np.mean(per_repeat)),
+                            "range": [float(min(per_repeat)), float(max(per_repeat))]}
+    metric = "auc" if task == BINARY else "loss"
+    sign = -1.0 if metric == "auc" else 1.0
+    chosen = min(families, key=lambda k: (math.isnan(families[k]["mean"]),
+                                          sign * families[k]["mean"]))
+    out = answers[chosen]
+    scores = gate_scores(task, run.manifest, y_learned, out)
+    scores["intervals"] = metric_intervals(run.manifest, run.task.gate, y_learned, out)
+    figures = ", ".join(f"{k} {v['mean']:.4f} (repeats {', '.join(f'{x:.4f}' for x in v['per_repeat'])})"
+                        for k, v in families.items())
+    why = (f"{chosen} has the better mean out-of-fold {metric} over {REPEATS} x {FOLDS}-fold "
+           f"cross-validation of the {n} train and eval rows: {figures} "
+           f"({'higher' if metric == 'auc' else 'lower'} is better)")
+    log.info("train %s: %s", run.manifest.dataset, why)
+    return chosen, {"rows": n, "folds": FOLDS, "repeats": REPEATS, "metric": metric,
+                    "families": families, "chosen": chosen, "why": why,
+                    "out_of_fold": scores, "evidence": (y_learned, out)}
