@@ -64,16 +64,22 @@ def test_bad_settings_name_the_field(raw: dict, message: str) -> None:
 
 
 def test_the_tune_block_fills_its_defaults_and_training_reads_it_from_the_manifest() -> None:
+    from etl.versions.segment import Schema
     from training.outputs import TuneConfig
 
     assert parse_settings({}, "x").tune == {}  # no block: the manifest carries none
     s = parse_settings({"tune": {"trials": 5, "families": ["trees"]}}, "x")
     assert s.tune == {"trials": 5, "minutes": 30, "families": ["trees"]}
 
-    carried = type("Carried", (), {"schema": {"tune": s.tune}})  # a manifest from that spec
+    def manifest(**schema: object) -> object:  # a manifest from that spec: its typed schema
+        return type("Carried", (), {"schema": Schema.from_json(
+            {"label": {"name": "late"}, **schema}, "manifest.json", "schema")})
+
+    carried = manifest(tune=s.tune)
     assert TuneConfig.of(carried) == TuneConfig(trials=5, minutes=30.0, families=("trees",))
     assert TuneConfig.of(carried, minutes=2).minutes == 2  # a flag wins
-    assert TuneConfig.of(type("Bare", (), {"schema": {}})) == TuneConfig()
+    assert TuneConfig.of(manifest()) == TuneConfig()
+    assert TuneConfig.of(type("Bare", (), {"schema": None})) == TuneConfig()
 
 
 def test_every_training_key_is_a_train_config_override() -> None:
