@@ -54,7 +54,7 @@ def _binary(positives: float, n_train: int = 20000) -> Manifest:
         "dataset": "rare", "version": "v",
         "splits": {s: {"num_examples": n} for s, n in
                    {"train": n_train, "eval": 2000, "test": 2000}.items()},
-        "schema": {"label": {"task": "binary", "names": ["no", "yes"], "classes": 2}},
+        "schema": {"label": {"name": "y", "task": "binary", "names": ["no", "yes"], "classes": 2}},
         "statistics": {"label_counts": {"0": n_train - pos, "1": pos}}}, "test")
 
 
