@@ -242,6 +242,7 @@ def _metrics(manifest: Manifest, version_uri: str, setup: DeviceSetup, config: T
         "code_version": code_version(),  # the same stamp the ETL puts in manifests
         "hyperparameters": dataclasses.asdict(config),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "tuned": None,  # ``train`` sets it; written null when no tuned settings were used
     }, f"{version_uri}: the run's record")
 
 
