@@ -76,8 +76,8 @@ def test_a_two_valued_label_serves_the_probability_of_its_positive_class(
     result = json.loads(_etl("run", "--json", "--root", root.as_uri(), "--dataset",
                              str(spec_file), "--interval-end", "2026-01-01"))
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest.schema["label"]["positive"] == [positive]
-    counts = manifest.statistics["label_counts"]
+    assert manifest.schema.label.positive == (positive,)
+    counts = manifest.statistics.label_counts
     share = counts["1"] / (counts["0"] + counts["1"])
     assert 0.5 < share < 0.7, counts  # class 1 is the positive value (60% of rows)
 
@@ -133,8 +133,8 @@ def test_a_class_seen_only_in_test_is_published_and_trained(tmp_path: Path,
     result = json.loads(_etl("run", "--json", "--root", root.as_uri(), "--dataset",
                              str(spec_file), "--interval-end", "2026-01-01"))
     manifest = versions.read_manifest(result["version_uri"])
-    assert manifest.schema["label"]["names"] == ["a", "b", "z"]
-    assert manifest.statistics["label_counts"]["2"] == 0  # not in train
+    assert manifest.schema.label.names == ("a", "b", "z")
+    assert manifest.statistics.label_counts["2"] == 0  # not in train
     config = TrainConfig(input=InputConfig(batch_size=32, shuffle_buffer=256, seed=1),
                          epochs=3, steps_per_execution=1, min_margin=0.0,
                          min_eval_examples=10, model=ModelConfig(family="mlp"))

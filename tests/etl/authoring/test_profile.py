@@ -293,11 +293,11 @@ def test_a_daily_table_gets_the_day_of_the_week_and_whole_float_classes(tmp_path
     assert "when_hour_of_day" not in derived
     assert spec["split"]["fractions"] == {"train": 0.5, "eval": 0.25, "test": 0.25}
     manifest = _published_clean("daily", f"file://{tmp_path / 'data'}")
-    assert manifest.schema["label"]["names"] == ["1", "2", "3"]
+    assert manifest.schema.label.names == ("1", "2", "3")
     for split in ("eval", "test"):  # a quarter of 105 rows, within a row or two
         assert manifest.splits[split].num_examples >= 22, manifest.splits
-    weekday = manifest.statistics["numeric"]["when_day_of_week"]
-    assert weekday["min"] == 0.0 and weekday["max"] == 6.0  # Monday 0 .. Sunday 6
+    weekday = manifest.statistics.numeric["when_day_of_week"]
+    assert weekday.min == 0.0 and weekday.max == 6.0  # Monday 0 .. Sunday 6
 
 
 def test_an_hourly_table_gets_the_hour_of_the_day(tmp_path, specs, capsys) -> None:
@@ -311,8 +311,8 @@ def test_an_hourly_table_gets_the_hour_of_the_day(tmp_path, specs, capsys) -> No
     assert derived == {"when_year": "year", "when_day_of_year": "day_of_year",
                        "when_day_of_week": "day_of_week", "when_hour_of_day": "hour_of_day"}
     manifest = _published_clean("hourly", f"file://{tmp_path / 'data'}")
-    hour = manifest.statistics["numeric"]["when_hour_of_day"]
-    assert hour["min"] == 0.0 and hour["max"] == 23.0
+    hour = manifest.statistics.numeric["when_hour_of_day"]
+    assert hour.min == 0.0 and hour.max == 23.0
 
 
 def test_a_monthly_table_gets_no_day_of_the_week(tmp_path, specs, capsys) -> None:
