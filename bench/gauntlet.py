@@ -280,11 +280,27 @@ def run_all(work: Path, names: list[str] | None = None,
     return gauntlet
 
 
+def table_names(parser: Any, text: str) -> list[str] | None:
+    """``--tables a,b`` as names of ``TABLES`` (None: every table); an unknown one is a usage
+    error naming it."""
+    names = [n for n in text.split(",") if n] or None
+    if unknown := set(names or ()) - set(TABLES):
+        parser.error(f"--tables: unknown {sorted(unknown)}")
+    return names
+
+
+def json_saver(out: Path) -> Any:
+    """A ``save(result)`` that rewrites ``out`` whole with the result so far."""
+    import json
+
+    return lambda result: out.write_text(
+        json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
+
+
 def main() -> int:
     """``python -m bench.gauntlet [--tables a,b] [--out FILE]``: the gauntlet alone, stored as
     JSON (``make bench`` runs the same as its ``gauntlet`` part, into bench/results.json)."""
     import argparse
-    import json
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--tables", default="", help=f"comma-separated, of {','.join(TABLES)}")
@@ -292,12 +308,8 @@ def main() -> int:
     parser.add_argument("--out", default="bench/gauntlet.json")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    names = [n for n in args.tables.split(",") if n] or None
-    if unknown := set(names or ()) - set(TABLES):
-        parser.error(f"--tables: unknown {sorted(unknown)}")
-    out = Path(args.out)
-    gauntlet = run_all(Path(args.work).resolve(), names, lambda g: out.write_text(
-        json.dumps(g, indent=2, sort_keys=True, default=str) + "\n"))
+    gauntlet = run_all(Path(args.work).resolve(), table_names(parser, args.tables),
+                       json_saver(Path(args.out)))
     for name, r in gauntlet["tables"].items():
         v = r["verdict"]
         print(f"{name:16} {v['status']:12} {r.get('ratios', '')} {v.get('message') or ''}")

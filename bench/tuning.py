@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.gauntlet import TIMEOUT_S, _env, run_table, step
+from bench.gauntlet import TIMEOUT_S, _env, json_saver, run_table, step, table_names
 from bench.references import compare
 from bench.tables import TABLES
 
@@ -111,7 +111,6 @@ def run_all(work: Path, names: list[str] | None = None, save: Any = None,
 def main() -> int:
     """``python -m bench.tuning [--tables a,b] [--trials N] [--minutes M] [--out FILE]``."""
     import argparse
-    import json
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--tables", default="", help=f"comma-separated, of {','.join(TABLES)}")
@@ -121,12 +120,8 @@ def main() -> int:
     parser.add_argument("--out", default="bench/tuning.json")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    names = [n for n in args.tables.split(",") if n] or None
-    if unknown := set(names or ()) - set(TABLES):
-        parser.error(f"--tables: unknown {sorted(unknown)}")
-    out = Path(args.out)
-    run_all(Path(args.work).resolve(), names, lambda r: out.write_text(
-        json.dumps(r, indent=2, sort_keys=True, default=str) + "\n"), args.trials, args.minutes)
+    run_all(Path(args.work).resolve(), table_names(parser, args.tables),
+            json_saver(Path(args.out)), args.trials, args.minutes)
     return 0
 
 
