@@ -51,7 +51,7 @@ def image_feature(manifest: Manifest) -> tuple[str, FeatureSchema] | None:
 
 
 def augment_config(manifest: Manifest) -> Augment:
-    hints = dict(image_feature(manifest)[1].get("augment") or {})
+    hints = dict(image_feature(manifest)[1].augment or {})
     for k in ("contrast_range", "saturation_range"):
         if k in hints:
             hints[k] = tuple(hints[k])
