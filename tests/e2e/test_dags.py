@@ -1,4 +1,5 @@
-"""End to end: the ETL DAG then the training DAG through ``dag.test()``, as ``make demo`` does.
+"""End to end: the ETL DAG, the training DAG (as ``make demo`` runs them), then the scoring DAG
+through ``dag.test()``.
 
 Runs in a cold interpreter with its own Airflow home (SQLite) and storage root, on three
 days of 2013, so it neither sees nor changes the Airflow settings of other test modules.
@@ -39,6 +40,8 @@ t0 = time.monotonic()
 train = bag.dags["train_flights"].test(logical_date=None, run_conf={**train_conf, "version": version})
 out["train_s"] = round(time.monotonic() - t0, 1)
 out["train"] = {ti.task_id: ti.state for ti in train.get_task_instances()}
+score = bag.dags["score_flights"].test(logical_date=None, run_conf={"version": version})
+out["score"] = {ti.task_id: ti.state for ti in score.get_task_instances()}
 print("E2E_RESULT=" + json.dumps(out, default=str))
 """
 
@@ -60,13 +63,17 @@ def test_etl_then_training_end_to_end_with_dag_test(tmp_path: Path) -> None:
     assert [{k: e[k] for k in ("version", "version_uri")} for e in out["events"]] == [
         {"version": version, "version_uri": version_uri}]
     assert out["events"][0]["verdict"] in ("passed", "passed_with_quarantine"), out["events"]
-    assert out["queued"] == ["train_flights"]  # the scheduler would start training now
+    assert sorted(out["queued"]) == ["score_flights", "train_flights"]  # both start on it now
     # A re-run of the interval publishes nothing new: publish skipped, no second event.
     assert out["etl_again"]["publish"] == "skipped" and out["events_after_rerun"] == 1, out
     manifest = json.loads(
         (tmp_path / "data" / "datasets" / "flights" / version / "manifest.json").read_text())
     assert manifest["layout"] == "segments" and manifest["segments"], manifest.keys()
     assert out["train"] == {"resolve_version": "success", "train": "success"}, out
+    # The blessed model scores the version's rows: one predictions folder, manifest last.
+    assert out["score"] == {"score": "success"}, out
+    (scored,) = (tmp_path / "data" / "predictions" / "flights").glob("*/*/manifest.json")
+    assert json.loads(scored.read_text())["rows"] > 0
     runs = list((tmp_path / "data" / "models" / "flights" / version).glob("*/metrics.json"))
     assert len(runs) == 1
     metrics = json.loads(runs[0].read_text())

@@ -1,5 +1,5 @@
-"""A dataset whose spec lives outside the repo, drafted by ``etl spec init``, gets its two DAGs
-and runs both through ``dag.test()`` with the spec's own training settings; its ETL DAG builds
+"""A dataset whose spec lives outside the repo, drafted by ``etl spec init``, gets its three DAGs
+(ETL, training, scoring) and runs the first two through ``dag.test()`` with the spec's own training settings; its ETL DAG builds
 the window's segments and publishes a version composed of them."""
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def test_drafted_spec_outside_the_repo_runs_through_both_dags(tmp_path: Path) ->
     proc = _run([sys.executable, "-c", SCRIPT, str(DAGS)], env, 800)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("E2E_RESULT=")][-1]
     out = json.loads(line.removeprefix("E2E_RESULT="))
-    assert out["errors"] == {} and out["dags"] == ["etl_flights_day", "train_flights_day"]
+    assert out["errors"] == {} and out["dags"] == ["etl_flights_day", "score_flights_day",
+                                                    "train_flights_day"]
     assert out["tags"] == ["drafted", "etl", "flights_day"] and out["owner"] == "ml-team"
     assert out["etl"] == {"wait_for_data": "success", "build": "success", "publish": "success"}, out
     (version,) = (tmp_path / "data" / "datasets" / "flights_day").glob("*/manifest.json")

@@ -24,7 +24,7 @@ from etl import pipeline, versions
 from etl.errors import ValidationFailed
 from etl.kinds.tabular.land import sklearn_frame
 from etl.spec import SPECS_DIR, load_spec
-from training.config import InputConfig, TrainConfig
+from training.config import InputConfig, ModelRecord, TrainConfig
 from training.data.tabular import make_dataset
 from training.run.train import train
 from training.tasks import TASKS
@@ -224,7 +224,8 @@ def test_ui_model_page_shows_the_tasks_metrics_and_plots(root: str, runs: dict, 
     assert html.status_code == 200
     for plot in plots:
         assert f"/models/run-1/files/plots/{plot}" in html.text
-    keys = [k for k, _ in present.key_metrics(runs[name])]
+    record = ModelRecord.from_json(runs[name], f"{name}'s metrics.json")
+    keys = [k for k, _ in present.key_metrics(record)]
     assert all(f"test.{m}" in keys for m in shown), keys
 
 

@@ -234,7 +234,9 @@ def test_a_hole_older_than_the_wait_is_overdue_and_window_days_skips_it(root: st
     assert "trigger with Param window_days=1;" in arrival.overdue_reason(END, SIX_H)
 
 
-def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch) -> None:
+def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch, caplog) -> None:
+    """The reason is the log's one ERROR line; the exception Airflow logs again points at it."""
+    import logging
     from types import SimpleNamespace
 
     from airflow.sdk.exceptions import AirflowFailException
@@ -246,6 +248,14 @@ def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch)
                           start_date=datetime(2026, 11, 25, tzinfo=UTC))
     context = {"params": {}, "data_interval_end": datetime(2026, 11, 25, tzinfo=UTC),
                "dag_run": run}
-    with pytest.raises(AirflowFailException, match="overdue, not late; the newest landed "
-                       "partition is 2013-01-02"):
-        task.execute(context)  # no defer: a deferral would raise TaskDeferred instead
+    task_log = logging.getLogger("airflow.task")
+    task_log.addHandler(caplog.handler)
+    try:
+        with pytest.raises(AirflowFailException, match="refused the window of flights: its missing "
+                           "partitions are overdue, not late .the ERROR line above"):
+            task.execute(context)  # no defer: a deferral would raise TaskDeferred instead
+    finally:
+        task_log.removeHandler(caplog.handler)
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "overdue, not late; the newest landed partition is 2013-01-02" \
+        in errors[0], errors
