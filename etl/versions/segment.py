@@ -101,6 +101,11 @@ def strings(kind: type | tuple[type, ...] = str) -> Codec:
     return Codec(load, list)
 
 
+def json_array() -> Codec:
+    """A JSON array of plain JSON values (numbers, strings, objects), held as a tuple."""
+    return Codec(lambda value, where, at: tuple(_check(value, list, where, at)), list)
+
+
 def pairs() -> Codec:
     """A JSON array of arrays (a segment's partitions: ``[key, digest]`` each), held as
     tuples; an item that is no array is kept as it is (``etl.versions.diff`` compares it)."""
@@ -216,15 +221,26 @@ class SplitInfo(JsonObject):
     shards: tuple[Shard, ...] = key(list, list_of(Shard), default=())
 
 
-@dataclass(frozen=True, kw_only=True)
-class RowPartial(JsonObject):
-    """What one segment says about one row-level expectation (``etl.validation.rows.RowCounts``)."""
+ROW_COUNT_KEYS = ("element_count", "missing_count", "unexpected_count", "values", "examples",
+                  "error")
 
+
+@dataclass(frozen=True, kw_only=True)
+class RowCounts(JsonObject):
+    """What one segment's rows say about one row-level expectation: rows considered, nulls,
+    rows that failed, a few of their values (as they arrived) and example rows, the error GX
+    raised. ``etl.validation.rows`` makes them (its values and examples already plain JSON) and
+    sums them over a window's segments (``summed``) when it is judged or compacted.
+
+    A new one writes all six keys (``error`` as null too), as every build has; one read from
+    a file writes back the keys it was read with."""
+
+    json_order: tuple[str, ...] = field(default=ROW_COUNT_KEYS, repr=False, compare=False)
     element_count: int = key(int, default=0)
     missing_count: int = key(int, default=0)
     unexpected_count: int = key(int, default=0)
-    values: list | None = key(list)
-    examples: list | None = key(list)
+    values: tuple[Any, ...] = key(list, json_array(), default=())
+    examples: tuple[Any, ...] = key(list, json_array(), default=())
     error: str | None = key(str)
 
 
@@ -237,7 +253,7 @@ class SegmentChecks(JsonObject):
     misfiled_rows: int | None = key(int)
     quarantine_files: tuple[str, ...] = key(list, strings(), default=())
     reasons: Mapping[str, Any] | None = key(dict)  # images: rejected files per reason
-    row_partials: tuple[RowPartial, ...] = key(list, list_of(RowPartial), default=())
+    row_partials: tuple[RowCounts, ...] = key(list, list_of(RowCounts), default=())
     metric_partials: list | None = key(list)  # etl.validation.metrics.metric_partials_to_json entries
     metric_arrays: str | None = key(str)  # the side file holding their arrays
     keys: bool | None = key(bool)  # the side file holds the key columns
