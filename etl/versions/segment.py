@@ -92,18 +92,13 @@ def list_of(cls: type[JsonObject]) -> Codec:
 
 
 def strings(kind: type | tuple[type, ...] = str) -> Codec:
-    """A JSON array of strings (or of ``kind``: class names, a shape), held as a tuple."""
+    """A JSON array of strings (or of ``kind``: class names, a shape, any value), as a tuple."""
     def load(value: Any, where: str, at: str) -> tuple[Any, ...]:
         items = _check(value, list, where, at)
         for i, item in enumerate(items):
             _check(item, kind, where, f"{at}[{i}]")
         return tuple(items)
     return Codec(load, list)
-
-
-def json_array() -> Codec:
-    """A JSON array of plain JSON values (numbers, strings, objects), held as a tuple."""
-    return Codec(lambda value, where, at: tuple(_check(value, list, where, at)), list)
 
 
 def pairs() -> Codec:
@@ -221,27 +216,18 @@ class SplitInfo(JsonObject):
     shards: tuple[Shard, ...] = key(list, list_of(Shard), default=())
 
 
-ROW_COUNT_KEYS = ("element_count", "missing_count", "unexpected_count", "values", "examples",
-                  "error")
-
-
 @dataclass(frozen=True, kw_only=True)
 class RowCounts(JsonObject):
-    """What one segment's rows say about one row-level expectation: rows considered, nulls,
-    rows that failed, a few of their values (as they arrived) and example rows, the error GX
-    raised. ``etl.validation.rows`` makes them (its values and examples already plain JSON) and
-    sums them over a window's segments (``summed``) when it is judged or compacted.
+    """One segment's rows against one row-level expectation (made, summed: etl.validation.rows)."""
 
-    A new one writes all six keys (``error`` as null too), as every build has; one read from
-    a file writes back the keys it was read with."""
-
-    json_order: tuple[str, ...] = field(default=ROW_COUNT_KEYS, repr=False, compare=False)
+    json_order: tuple[str, ...] = field(repr=False, compare=False, default=(  # a new one's keys
+        "element_count", "missing_count", "unexpected_count", "values", "examples", "error"))
     element_count: int = key(int, default=0)
     missing_count: int = key(int, default=0)
     unexpected_count: int = key(int, default=0)
-    values: tuple[Any, ...] = key(list, json_array(), default=())
-    examples: tuple[Any, ...] = key(list, json_array(), default=())
-    error: str | None = key(str)
+    values: tuple[Any, ...] = key(list, strings(object), default=())  # as they arrived
+    examples: tuple[Any, ...] = key(list, strings(object), default=())  # key and checked columns
+    error: str | None = key(str)  # what GX raised
 
 
 @dataclass(frozen=True, kw_only=True)
