@@ -48,7 +48,6 @@ import pandas as pd
 from etl import statistics, storage
 from etl.errors import PipelineError
 from etl.validation import (
-    RowCounts,
     merge_metric_partials,
     metric_partials_from_json,
     metric_partials_to_json,
@@ -61,7 +60,6 @@ from etl.versions.segment import (
     FeatureSchema,
     Interval,
     LabelSchema,
-    RowPartial,
     Schema,
     SegmentChecks,
     SegmentMeta,
@@ -150,14 +148,6 @@ def read_keys(uri: str, meta: SegmentMeta) -> pd.DataFrame:
     if keys is None:
         raise PipelineError(f"{uri}: the segment stored no keys")
     return keys
-
-
-def row_counts(stored: RowPartial) -> RowCounts:
-    """One expectation's row counts as ``segment.json`` stores them, back in validation's type
-    (summed when a window is judged or segments are compacted)."""
-    return RowCounts(element_count=stored.element_count, missing_count=stored.missing_count,
-                     unexpected_count=stored.unexpected_count, values=tuple(stored.values or ()),
-                     examples=tuple(stored.examples or ()), error=stored.error)
 
 
 def feature_json(feature: FeatureSchema | LabelSchema) -> dict[str, Any]:
@@ -380,11 +370,6 @@ def _merged_checks(uri: str, uris: list[str], run: list[SegmentMeta]) -> Segment
     return SegmentChecks.of(
         rows=sum(m.checks.rows for m in run),
         quarantined_rows=sum(m.checks.quarantined_rows for m in run),
-        row_partials=tuple(_sum_row(list(p)) for p in zip(*(m.checks.row_partials
-                                                             for m in run))),
+        row_partials=tuple(summed(p) for p in zip(*(m.checks.row_partials for m in run))),
         metric_partials=entries, metric_arrays=PARTIALS_NPZ, keys=keyed,
         quarantine_files=tuple(quarantined))
-
-
-def _sum_row(counts: list[RowPartial]) -> RowPartial:
-    return RowPartial.of(**summed([row_counts(p) for p in counts]).to_json())

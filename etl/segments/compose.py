@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from etl.errors import ValidationFailed
 from etl.provenance import code_version
-from etl.segments.build import read_keys, read_partials, row_counts
+from etl.segments.build import read_keys, read_partials
 from etl.spec import DatasetSpec, Spec
 from etl.validation import (
     DatasetChecks,
-    RowCounts,
     SplitSuite,
     failure_message,
     finish,
@@ -44,7 +43,6 @@ from etl.versions.segment import (
     LabelSchema,
     Metas,
     Schema,
-    SegmentMeta,
     SplitInfo,
     Statistics,
     json_digest,
@@ -55,10 +53,6 @@ if TYPE_CHECKING:
 
 
 # --- the window judged ------------------------------------------------------------------------
-
-def _row_partials(meta: SegmentMeta) -> list[RowCounts]:
-    return [row_counts(p) for p in meta.checks.row_partials]
-
 
 def _examples(metas: Metas) -> Any:
     """A function giving the window's stored keys as one frame (read only on a duplicate)."""
@@ -84,7 +78,7 @@ def judge_from_partials(spec: Spec, suite: SplitSuite, checks: DatasetChecks, me
             totals, or a dataset-level one (row count, key uniqueness across segments, ...).
     """
     results, levels = judge_window(suite, checks, spec.key, mode,
-                                   [_row_partials(m) for _, m in metas],
+                                   [m.checks.row_partials for _, m in metas],
                                    [read_partials(uri, m)[0] for uri, m in metas],
                                    _examples(metas) if checks.key_columns else None)
     built = [m for _, m in metas]

@@ -2,7 +2,10 @@
 
 ``check_rows`` takes the frames of one or more segments and gives each its valid rows and a
 ``RowReport`` (the segment's ``RowCounts`` per expectation, which rows were rejected, the
-quarantine file written with them and why). GX costs about a second per validation call
+quarantine file written with them and why). ``RowCounts`` is the type ``segment.json`` stores
+them as (``etl.versions.segment``, re-exported here); their values and examples are made plain
+JSON (``jsonable``) where they are taken from the frame, and ``summed`` is how a window's
+segments add up. GX costs about a second per validation call
 whatever the rows (it builds a metric graph per expectation), so the frames of a batch are
 validated as one frame and every expectation's counts, example values and rejected rows are
 split back by row position: each segment gets the report it would have got alone. Where that
@@ -20,7 +23,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +34,7 @@ from pandas.api import types as ptypes
 
 from etl.validation.report import columns_of, describe, jsonable, write_parquet
 from etl.validation.suite import KEPT_EXAMPLES, TYPE_EXPECTATION, SplitSuite, ValidationSpec
+from etl.versions.segment import RowCounts
 
 NUMERIC_KINDS = ("int", "float")
 
@@ -157,30 +161,9 @@ REASON_COLUMN = "quarantine_reason"
 QUARANTINE_FILE = "part-00000.parquet"
 
 
-@dataclass(frozen=True)
-class RowCounts:
-    """What one segment's rows say about one row-level expectation: rows considered, nulls,
-    rows that failed, and a few of their values and example rows (stored in segment.json as
-    ``row_partials``, summed over a window's segments when it is judged)."""
-
-    element_count: int = 0
-    missing_count: int = 0
-    unexpected_count: int = 0
-    values: tuple = ()
-    examples: tuple = ()
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return jsonable(asdict(self))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RowCounts:
-        return cls(**{**data, "values": tuple(data["values"]),
-                      "examples": tuple(data["examples"])})
-
-
 def summed(counts: Sequence[RowCounts]) -> RowCounts:
-    """One expectation's counts over several segments (the first error, if any, kept)."""
+    """One expectation's counts over several segments (the first error, if any, kept, and at
+    most KEPT_EXAMPLES values and examples): how a window is judged and a compaction stores."""
     errors = [c.error for c in counts if c.error]
     return RowCounts(element_count=sum(c.element_count for c in counts),
                      missing_count=sum(c.missing_count for c in counts),
@@ -327,11 +310,12 @@ def _condensed(res: Any, pdf: pd.DataFrame, cfg: dict, key: Sequence[str]
     if "unexpected_count" not in r:  # aggregate verdict (in_type_list on a typed column)
         missing = int(pdf[cfg["kwargs"]["column"]].isna().sum())
         if res.success:
-            return RowCounts(len(pdf), missing), np.empty(0, np.int64)
+            return RowCounts(element_count=len(pdf), missing_count=missing), np.empty(0, np.int64)
         pos = np.arange(len(pdf), dtype=np.int64)
         observed = f"dtype {r.get('observed_value')}"
-        return RowCounts(len(pdf), missing, len(pdf), (observed,),
-                         examples(pdf, pos, cfg, key)), pos
+        return RowCounts(element_count=len(pdf), missing_count=missing,
+                         unexpected_count=len(pdf), values=(observed,),
+                         examples=examples(pdf, pos, cfg, key)), pos
     pos = np.asarray(r.get("unexpected_index_list") or [], dtype=np.int64)
     # the values as they arrived ("2475", "12a"), not GX's parsed view of them
     col = cfg["kwargs"].get("column")
@@ -374,7 +358,8 @@ def _cleanly_typed(pdf: pd.DataFrame, type_cfgs: Sequence[dict], clean: Mapping[
         col = cfg["kwargs"]["column"]
         if clean.get(col) in (cfg["kwargs"].get("type_list") or ()):
             i = cfg["meta"][ordinal]
-            counts[i] = RowCounts(len(pdf), int(pdf[col].isna().sum()))
+            counts[i] = RowCounts(element_count=len(pdf),
+                                  missing_count=int(pdf[col].isna().sum()))
             rejected[i] = np.empty(0, np.int64)
     return counts, rejected
 
@@ -454,14 +439,16 @@ def _one(ev: Evaluation, i: int, cfg: dict, part: _Rows, na: np.ndarray, type_ba
     if res is None or "unexpected_count" not in result:  # settled by type, or aggregate
         missing = int(na.sum())
         if not len(mine):
-            return RowCounts(n, missing)
-        return RowCounts(n, missing, n, whole.values[:1], examples(part.frame, mine, cfg, key))
+            return RowCounts(element_count=n, missing_count=missing)
+        return RowCounts(element_count=n, missing_count=missing, unexpected_count=n,
+                         values=whole.values[:1], examples=examples(part.frame, mine, cfg, key))
     evaluated = np.ones(n, dtype=bool)
     if cfg["type"] != TYPE_EXPECTATION:
         evaluated[type_bad] = False  # value checks saw only the rows the type checks passed
     missing = int((na & evaluated).sum()) if "missing_count" in result else 0
     if not len(mine):
-        return RowCounts(int(evaluated.sum()), missing, 0, (), ())
+        return RowCounts(element_count=int(evaluated.sum()), missing_count=missing)
     values = tuple(jsonable(v) for v in part.frame[col].iloc[mine[:KEPT_EXAMPLES]])
-    return RowCounts(int(evaluated.sum()), missing, len(mine), values,
-                     examples(part.frame, mine, cfg, key))
+    return RowCounts(element_count=int(evaluated.sum()), missing_count=missing,
+                     unexpected_count=len(mine), values=values,
+                     examples=examples(part.frame, mine, cfg, key))

@@ -92,7 +92,7 @@ def list_of(cls: type[JsonObject]) -> Codec:
 
 
 def strings(kind: type | tuple[type, ...] = str) -> Codec:
-    """A JSON array of strings (or of ``kind``: class names, a shape), held as a tuple."""
+    """A JSON array of strings (or of ``kind``: class names, a shape, any value), as a tuple."""
     def load(value: Any, where: str, at: str) -> tuple[Any, ...]:
         items = _check(value, list, where, at)
         for i, item in enumerate(items):
@@ -217,15 +217,17 @@ class SplitInfo(JsonObject):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RowPartial(JsonObject):
-    """What one segment says about one row-level expectation (``etl.validation.rows.RowCounts``)."""
+class RowCounts(JsonObject):
+    """One segment's rows against one row-level expectation (made, summed: etl.validation.rows)."""
 
+    json_order: tuple[str, ...] = field(repr=False, compare=False, default=(  # a new one's keys
+        "element_count", "missing_count", "unexpected_count", "values", "examples", "error"))
     element_count: int = key(int, default=0)
     missing_count: int = key(int, default=0)
     unexpected_count: int = key(int, default=0)
-    values: list | None = key(list)
-    examples: list | None = key(list)
-    error: str | None = key(str)
+    values: tuple[Any, ...] = key(list, strings(object), default=())  # as they arrived
+    examples: tuple[Any, ...] = key(list, strings(object), default=())  # key and checked columns
+    error: str | None = key(str)  # what GX raised
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,7 +239,7 @@ class SegmentChecks(JsonObject):
     misfiled_rows: int | None = key(int)
     quarantine_files: tuple[str, ...] = key(list, strings(), default=())
     reasons: Mapping[str, Any] | None = key(dict)  # images: rejected files per reason
-    row_partials: tuple[RowPartial, ...] = key(list, list_of(RowPartial), default=())
+    row_partials: tuple[RowCounts, ...] = key(list, list_of(RowCounts), default=())
     metric_partials: list | None = key(list)  # etl.validation.metrics.metric_partials_to_json entries
     metric_arrays: str | None = key(str)  # the side file holding their arrays
     keys: bool | None = key(bool)  # the side file holds the key columns

@@ -84,7 +84,6 @@ from etl.validation.report import write_parquet
 from etl.versions import Manifest, lease, segment
 from etl.versions.segment import (
     Interval,
-    RowPartial,
     Schema,
     SegmentChecks,
     SegmentMeta,
@@ -406,7 +405,7 @@ def _segment_json(task: SegmentTask, ctx: BuildContext, checked: Checked, prepar
             quarantined_rows=len(report.bad_positions) + misfiled, misfiled_rows=misfiled,
             quarantine_files=tuple(f"quarantine/{name}" for name in (
                 MISFILED if misfiled else None, report.quarantine_file) if name),
-            row_partials=tuple(RowPartial.of(**c.to_json()) for c in report.counts),
+            row_partials=report.counts,
             metric_partials=entries, metric_arrays=PARTIALS_NPZ,
             keys=bool(ctx.key_columns),
         ),

@@ -68,9 +68,11 @@ def test_row_counts_round_trip_and_sum() -> None:
     compaction's) sum keeps the first error and at most KEPT_EXAMPLES values."""
     from etl.validation import KEPT_EXAMPLES, RowCounts, summed
 
-    a = RowCounts(10, 1, 2, ("12a", "x"), ({"flight": 1},))
-    b = RowCounts(5, 0, 30, tuple(str(i) for i in range(30)), (), error="boom")
-    assert RowCounts.from_json(json.loads(json.dumps(a.to_json()))) == a
+    a = RowCounts(element_count=10, missing_count=1, unexpected_count=2, values=("12a", "x"),
+                  examples=({"flight": 1},))
+    b = RowCounts(element_count=5, unexpected_count=30, values=tuple(str(i) for i in range(30)),
+                  error="boom")
+    assert RowCounts.from_json(json.loads(json.dumps(a.to_json())), "segment.json") == a
     total = summed([a, b])
     assert (total.element_count, total.missing_count, total.unexpected_count) == (15, 1, 32)
     assert total.values[:3] == ("12a", "x", "0") and len(total.values) == KEPT_EXAMPLES

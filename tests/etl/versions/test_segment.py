@@ -9,7 +9,15 @@ import pytest
 
 from etl import storage
 from etl.versions import segment
-from etl.versions.segment import LabelSchema, Schema, SegmentMeta, Shard, SplitInfo, Statistics
+from etl.versions.segment import (
+    LabelSchema,
+    RowCounts,
+    Schema,
+    SegmentMeta,
+    Shard,
+    SplitInfo,
+    Statistics,
+)
 
 SHARD = {"file": "flights-train.tfrecord-00000-of-00001", "records": 3, "bytes": 120,
          "sha256": "ab" * 32}
@@ -80,6 +88,31 @@ def test_a_writer_names_exactly_the_keys_it_writes() -> None:
     assert meta.to_json() == {"format_version": 2, "splits": {"train": info.to_json()},
                               "compression": None}
 
+
+def test_row_counts_write_all_six_keys_and_an_older_file_keeps_its_own() -> None:
+    """A new RowCounts (a build's, a compaction's sum) writes the six keys every segment.json
+    has held, ``error`` as null too; one read from an older file writes back what it read."""
+    fresh = RowCounts(element_count=4, unexpected_count=1, values=("9999",),
+                      examples=({"flight": 1545, "arr_delay": "9999"},))
+    assert fresh.to_json() == {"element_count": 4, "missing_count": 0, "unexpected_count": 1,
+                               "values": ["9999"],
+                               "examples": [{"flight": 1545, "arr_delay": "9999"}],
+                               "error": None}
+    assert list(fresh.to_json()) == ["element_count", "missing_count", "unexpected_count",
+                                     "values", "examples", "error"]
+    assert list(RowCounts().to_json().values()) == [0, 0, 0, [], [], None]
+    checks = segment.SegmentChecks.of(row_partials=(fresh,))
+    assert checks.to_json()["row_partials"] == [fresh.to_json()]
+    assert RowCounts.from_json(fresh.to_json(), "segment.json") == fresh  # tuples back
+    assert RowCounts.from_json(fresh.to_json(), "segment.json").values == ("9999",)
+    older = {"element_count": 4, "missing_count": 0, "unexpected_count": 0}  # no lists, no error
+    read = RowCounts.from_json(older, "segment.json")
+    assert (read.values, read.examples, read.error) == ((), (), None)
+    assert read.to_json() == older and read == RowCounts(element_count=4)
+    nulls = {**older, "values": None, "examples": None, "error": None}
+    assert RowCounts.from_json(nulls, "segment.json").to_json() == nulls
+    with pytest.raises(ValueError, match=r"key 'values': expected an array, got '9999'"):
+        RowCounts.from_json({**older, "values": "9999"}, "segment.json")
 
 @pytest.mark.parametrize(("body", "message"), [
     ({**FORMAT_1, "splits": {"train": {"num_examples": "3"}}},
