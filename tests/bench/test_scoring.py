@@ -28,10 +28,10 @@ def test_the_ceiling_counts_every_row_of_one_timed_pass() -> None:
     model = _Model()
     batches = [{"x": np.zeros(n, np.float32)} for n in (8, 8, 3)]
     top = scoring.ceiling(model, batches)
-    assert model.calls == [8, 8, 8, 3]  # a warm-up, then each batch once
+    assert model.calls == [8, 8, 3] * 2  # an untimed pass, then the timed one
     assert top["rows"] == 19 and top["batches"] == 3
     assert top["rows_per_s"] == pytest.approx(19 / top["seconds"])
-    assert 19 / 0.2 < top["rows_per_s"] < 19 / 0.03
+    assert 19 / 0.1 < top["rows_per_s"] < 19 / 0.03
 
 
 @pytest.mark.e2e
