@@ -47,6 +47,10 @@ def test_the_part_scores_each_scale_beside_its_ceiling(tmp_path: Path) -> None:
         assert score["rows_per_s"] == pytest.approx(score["scored"] / score["wall_s"])
         assert score["wall_s"] > 0 and score["cpu_s"] > 0 and score["peak_rss_mb"] > 100
         assert run["ratio"] == pytest.approx(score["rows_per_s"] / top["rows_per_s"])
+    marginal = result["score_marginal"]
+    if marginal["rows_per_s"] is not None:  # the 2x run's wall above the 1x run's
+        wall = two["score"]["wall_s"] - one["score"]["wall_s"]
+        assert marginal["rows_per_s"] == pytest.approx(one["version_rows"] / wall)
     targets = result["targets"]
     assert targets["score_over_ceiling"]["value"] == two["ratio"]
     assert targets["score_over_ceiling"]["met"] == (two["ratio"] >= scoring.RATE_TARGET)
