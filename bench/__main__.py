@@ -4,7 +4,8 @@ builds cost on one-row partitions, per night and on a bucket (issue 25, bench/se
 the gauntlet of public tables, each from its raw files to a model scored against a
 HistGradientBoosting reference (issue 33, bench/gauntlet.py); the drawn gauntlet, two seeded
 draws of 100 (table, label) pairs each from about 1,000 R datasets run the same way (issue 39,
-bench/drawn.py).
+bench/drawn.py); ``training score`` on the scaled flights against the same SavedModel's
+serving signature on the same rows in memory (issue 41, bench/scoring.py).
 
 Every ratio compares figures measured side by side in this run on this machine; the targets
 are checked and a missed one is reported as missed, never hidden. ``--quick`` checks the
@@ -33,7 +34,7 @@ QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instea
 
 
 PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet", "drawn",
-         "serving", "training", "tuning")
+         "serving", "training", "scoring", "tuning")
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -206,6 +207,17 @@ def _training(results: dict[str, Any], work: Path, days: tuple[str, str] | None)
     results["training"] = training.measure_all(work / "training", scales, days)
 
 
+def _scoring(results: dict[str, Any], work: Path, days: tuple[str, str] | None) -> None:
+    """``training score`` at 4x and 16x (``--quick``: one week at 1x and 2x) beside the same
+    SavedModel's serving signature on the same rows in memory (issue 41)."""
+    from bench import scoring
+
+    scales = (1, 2) if days else scoring.SCALES
+    log.info("scoring at %s against the serving signature on the same rows in memory",
+             ", ".join(f"{s}x" for s in scales))
+    results["scoring"] = scoring.measure_all(work / "scoring", scales, days)
+
+
 def _tuning(results: dict[str, Any], work: Path, out: Path) -> None:
     """The picked tables tuned against untuned (figures only), saved after each table."""
     def save(t: dict[str, Any]) -> None:
@@ -268,6 +280,7 @@ def run(work: Path, scales: list[int], out: Path, peers: list[str], quick: bool,
         "drawn": lambda: _drawn(results, work, out),
         "serving": lambda: _serving(results, work, QUICK_DAYS if quick else None),
         "training": lambda: _training(results, work, QUICK_DAYS if quick else None),
+        "scoring": lambda: _scoring(results, work, QUICK_DAYS if quick else None),
         "tuning": lambda: _tuning(results, work, out)}
     for part in (p for p in PARTS if p in parts):
         began = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "load": os.getloadavg(),

@@ -1,0 +1,218 @@
+"""`make bench` part `scoring` (issue 41): `training score` on the scaled flights beside its
+ceiling, the same SavedModel's serving signature on the same rows held in memory.
+
+One model is trained at 1x (``python -m training train``, the spec's defaults, on the
+``flights_grouped`` copy of the flights spec that the `training` part uses, so that the
+copies of a flight share its split) and must be blessed: it is the dataset's current model
+under that root's ``models/``. Then for each scale (default 4x and 16x) the flights are
+landed ``scale`` times into a fresh root and built (``etl run``), and ``python -m training
+score --models-root <the 1x root's models>`` runs as a child process as an operator runs it,
+measured from outside (wall, CPU-s, peak RSS and PSS of its process tree). Its rows/s is the
+rows its predictions' manifest says it scored over the child's whole wall time: interpreter
+start, imports, loading the model, reading the shards, the model's own test-split reference
+for the drift verdict and writing the Parquet parts all count.
+
+The ceiling, in the same run: this process loads the same current model the way score does
+(``training.score.model.served_model``), reads the same version's rows into memory as arrays
+first (every split and shard in the manifest's order, cut in score's batches of
+``BATCH_SIZE`` rows), and times one pass of ``ServedModel.outputs`` (the serving signature,
+arrays in and out) over them after an untimed pass.
+
+Targets: score at >= 0.5x the ceiling's rows/s at the largest scale, and the score tree's peak
+RSS flat with the data: largest scale over smallest <= 1.25x. ``python -m bench.scoring
+[--scales 4,16] [--days first,last]`` runs it alone into ``bench/scoring.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import measure, training
+from bench.proctree import run_child
+
+log = logging.getLogger("bench")
+REPO = Path(__file__).resolve().parent.parent
+DATASET = training.DATASET
+SCALES = (4, 16)
+BATCH_SIZE = 8192  # training score's default --batch-size
+RATE_TARGET = 0.5  # score's rows/s over the ceiling's, at the largest scale
+RSS_TARGET = 1.25  # the score tree's peak RSS, largest scale over smallest
+RUN = "bench"
+
+
+def _env(work: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO),
+           "PIPELINE_SPECS_PATH": str(training.grouped_spec(work / "specs"))}
+    env.pop("PIPELINE_STORAGE_ROOT", None)
+    return env
+
+
+def _window(days: tuple[str, str] | None) -> tuple[str, str | None]:
+    return (f"{days[1]}T00:00:00Z", f"{days[0]}T00:00:00Z") if days else (measure.YEAR_END,
+                                                                          None)
+
+
+def train_model(work: Path, days: tuple[str, str] | None, env: dict[str, str]) -> dict[str, Any]:
+    """Land and build 1x, train there; the models root (its current model: this run's)."""
+    from etl import storage
+    from training.judge.gate import read_current
+
+    root = measure.fresh_flights_root(work, "scoring-model", 1, days)
+    etl = measure.etl_cli(root, *_window(days), DATASET, env=env)
+    child = run_child([sys.executable, "-m", "training", "train", "--root", root, "--dataset",
+                       DATASET, "--run", RUN], cwd=REPO, env=env, timeout_s=4 * 3600)
+    models = storage.join(root, "models")
+    current = read_current(models, DATASET)[0] if child.returncode == 0 else None
+    if current is None:
+        raise RuntimeError(f"training at 1x left no current model (exit {child.returncode}): "
+                           f"{(child.stderr or child.stdout)[-1500:]}")
+    return {"models_root": models, "model_uri": current.model_uri,
+            "trained_rows": sum(etl["splits"].values()), "training": child.figures()}
+
+
+def in_memory_batches(model: Any, version_uri: str,
+                      batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
+    """The version's rows as score reads them (every split's shards in the manifest's order,
+    ``batch_size`` rows a batch), as numpy arrays of the model's features."""
+    import tensorflow as tf
+
+    from etl import versions
+    from training.data.tabular import compression_type, local_or_remote_path, parse_batch
+
+    manifest = versions.read_manifest(version_uri)
+    batches = []
+    for split in manifest.splits:
+        for entry in manifest.splits[split].shards:
+            path = local_or_remote_path(versions.shard_uri(version_uri, entry))
+            ds = (tf.data.TFRecordDataset(path, compression_type=compression_type(manifest))
+                  .batch(batch_size).map(parse_batch(manifest)))
+            batches += [{n: b[n].numpy() for n in model.features} for b in ds]
+    return batches
+
+
+def ceiling(model: Any, batches: list[dict[str, Any]]) -> dict[str, Any]:
+    """One timed pass of the serving signature over ``batches``, after an untimed one (the
+    first calls of a process, and the first of each batch shape, pay the runtime's set-up:
+    at 1600 rows a cold pass ran 60x slower than a warm one)."""
+    rows = sum(len(next(iter(b.values()))) for b in batches)
+    for batch in batches:
+        model.outputs(batch)
+    start, cpu = time.perf_counter(), time.process_time()
+    for batch in batches:
+        model.outputs(batch)
+    seconds = time.perf_counter() - start
+    return {"rows": rows, "batches": len(batches), "seconds": seconds,
+            "cpu_s": time.process_time() - cpu, "rows_per_s": rows / seconds}
+
+
+def score_child(root: str, models_root: str, env: dict[str, str]) -> dict[str, Any]:
+    """``python -m training score`` on the root's latest version, measured from outside; the
+    rows its predictions' manifest says it scored."""
+    from training.score.publish import read_published
+
+    child = run_child([sys.executable, "-m", "training", "score", "--root", root, "--dataset",
+                       DATASET, "--models-root", models_root, "--batch-size", str(BATCH_SIZE),
+                       "--run-id", RUN], cwd=REPO, env=env, timeout_s=4 * 3600)
+    found = [line.split(":", 1)[1].split(" (")[0].strip() for line in child.stdout.splitlines()
+             if line.startswith("predictions:")]
+    manifest = read_published(found[0]) if child.returncode == 0 and found else None
+    if manifest is None:
+        raise RuntimeError(f"training score failed (exit {child.returncode}): "
+                           f"{(child.stderr or child.stdout)[-1500:]}")
+    whole = child.figures()
+    return {"rows": manifest["rows"], "scored": manifest["scored"],
+            "rows_per_s": manifest["scored"] / whole["wall_s"], **whole,
+            "publish_s": manifest.get("seconds"), "predictions_uri": found[0]}
+
+
+def one_scale(work: Path, scale: int, days: tuple[str, str] | None, model: Any,
+              models_root: str, env: dict[str, str]) -> dict[str, Any]:
+    """Land and build ``scale``x, score it as a child, then the ceiling on the same rows."""
+    name = f"scoring-{scale}x"
+    root = measure.fresh_flights_root(work, name, scale, days)
+    etl = measure.etl_cli(root, *_window(days), DATASET, env=env)
+    log.info("scoring at %dx: %d rows, training score as a child", scale,
+             sum(etl["splits"].values()))
+    scored = score_child(root, models_root, env)
+    log.info("scoring at %dx: %.0f rows/s, peak RSS %.0f MB; the ceiling", scale,
+             scored["rows_per_s"], scored["peak_rss_mb"])
+    began = time.perf_counter()
+    batches = in_memory_batches(model, etl["version_uri"])
+    read_s = time.perf_counter() - began  # what score's parse costs; not in the ceiling
+    top = {**ceiling(model, batches), "read_s": read_s}
+    del batches
+    if top["rows"] != scored["scored"]:
+        raise RuntimeError(f"{scale}x: score scored {scored['scored']} rows, the ceiling "
+                           f"read {top['rows']}")
+    shutil.rmtree(work / name, ignore_errors=True)
+    return {"scale": scale, "version_rows": sum(etl["splits"].values()), "score": scored,
+            "ceiling": top, "ratio": scored["rows_per_s"] / top["rows_per_s"]}
+
+
+def measure_all(work: Path, scales: tuple[int, ...] = SCALES,
+                days: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The model, every scale, then the targets (at the largest scale; RSS against the
+    smallest)."""
+    from training.score.model import served_model
+
+    work.mkdir(parents=True, exist_ok=True)
+    env = _env(work)
+    log.info("scoring: training the model at 1x")
+    trained = train_model(work, days, env)
+    model = served_model(trained["models_root"], DATASET)
+    figures = {f"{s}x": one_scale(work, s, days, model, trained["models_root"], env)
+               for s in sorted(scales)}
+    shutil.rmtree(work / "scoring-model", ignore_errors=True)
+    low, top = figures[f"{min(scales)}x"], figures[f"{max(scales)}x"]
+    growth = top["score"]["peak_rss_mb"] / low["score"]["peak_rss_mb"] \
+        if top is not low else None
+    added = top["score"]["scored"] - low["score"]["scored"]
+    marginal = added / (top["score"]["wall_s"] - low["score"]["wall_s"]) \
+        if top is not low and top["score"]["wall_s"] > low["score"]["wall_s"] else None
+    return {"window": list(days) if days else "the flights year", "dataset": DATASET,
+            "batch_size": BATCH_SIZE, "model": {k: v for k, v in trained.items()
+                                                if k != "models_root"},
+            "scales": figures,
+            # score's wall as fixed + rows / rate, from the smallest and largest scales: the
+            # rate its per-row work runs at once start-up and model loading are paid
+            "score_marginal": {
+                "rows_per_s": marginal,
+                "fixed_s": None if marginal is None else
+                low["score"]["wall_s"] - low["score"]["scored"] / marginal},
+            "targets": {
+                "score_over_ceiling": {
+                    "value": top["ratio"], "target": RATE_TARGET, "op": ">=",
+                    "at": f"{max(scales)}x", "met": top["ratio"] >= RATE_TARGET},
+                "peak_rss_growth": {
+                    "value": growth, "target": RSS_TARGET, "op": "<=",
+                    "of": f"{max(scales)}x / {min(scales)}x",
+                    "met": None if growth is None else growth <= RSS_TARGET}}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scales", default=",".join(map(str, SCALES)))
+    parser.add_argument("--days", default="", help="first,last day (default: the year)")
+    parser.add_argument("--work", default=".bench/scoring")
+    parser.add_argument("--out", default="bench/scoring.json")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    days = tuple(args.days.split(",")) if args.days else None
+    result = measure_all(Path(args.work).resolve(),
+                         tuple(int(s) for s in args.scales.split(",")), days)  # type: ignore[arg-type]
+    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(result["targets"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
