@@ -131,8 +131,14 @@ def when(value: Any) -> str:
 
 
 def when_span(value: Any) -> Markup:
-    """``when`` in a span that never wraps: Chrome breaks a date after its hyphens."""
-    return Markup('<span class="when">{}</span>').format(when(value))
+    """``when`` as the date and the time, each in a span that never wraps (Chrome breaks a
+    date after its hyphens): a narrow column wraps between the two, never inside either."""
+    text = when(value)
+    date, _, time = text.partition(" ")
+    if not time or not re.fullmatch(r"\d{4}-\d\d-\d\d", date):
+        return Markup('<span class="when">{}</span>').format(text)
+    return Markup('<span class="when-pair"><span class="when">{}</span> '
+                  '<span class="when">{}</span></span>').format(date, time)
 
 
 def flatten(obj: Any, prefix: str = "", limit: int = MAX_FLAT_ROWS) -> list[tuple[str, Any]]:

@@ -132,7 +132,14 @@ def _fits(frame) -> None:
     """Item 3: nothing wider than the frame (a cut-off column is a horizontal overflow)."""
     wide = frame.evaluate("[document.documentElement.scrollWidth, "
                           "document.documentElement.clientWidth]")
-    assert wide[0] <= wide[1], (frame.url, wide)
+    # the innermost elements past the right edge, named, so that a failure says what is wide
+    past = frame.evaluate("""() => { const w = document.documentElement.clientWidth;
+        return [...document.querySelectorAll('body *')].filter(e =>
+            e.getBoundingClientRect().right > w + 1 && ![...e.children].some(c =>
+                c.getBoundingClientRect().right > w + 1)).slice(0, 5).map(e =>
+            `${e.tagName.toLowerCase()}.${e.className} ${Math.round(e.getBoundingClientRect().width)}px: `
+            + e.textContent.trim().slice(0, 80)); }""")
+    assert wide[0] <= wide[1], (frame.url, wide, past)
 
 
 def _model_page(frame, expect) -> None:

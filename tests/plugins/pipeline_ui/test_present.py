@@ -28,3 +28,15 @@ def test_ids_wrap_only_between_pieces_never_inside_a_number() -> None:
                     '<wbr>+00:00</span>'), html
     assert str(present.breakable("20140101T000000Z_20131225T000000Z")).count("<wbr>") == 1
     assert "&lt;b&gt;" in str(present.breakable("<b>_x"))  # escaped
+
+
+def test_a_timestamp_wraps_between_its_date_and_time_never_inside_either() -> None:
+    """A narrow column (the dataset page at 1280 px inside Airflow's frame) may put the time
+    under the date; Chrome would break a date after its hyphens, so each half is kept whole."""
+    from pipeline_ui.present import when_span
+
+    html = str(when_span("2013-12-25T00:00:00+00:00"))
+    assert html == ('<span class="when-pair"><span class="when">2013-12-25</span> '
+                    '<span class="when">00:00 UTC</span></span>')
+    assert str(when_span("not a date")) == '<span class="when">not a date</span>'
+    assert str(when_span(None)) == f'<span class="when">{present.fmt(None)}</span>'
