@@ -47,19 +47,22 @@ class EtlOptions:
 
 
 class ParamError(AirflowFailException, ValueError):
-    """A refused Param, said in one sentence: which field, what it allows, what it got.
+    """A refused Param. ``reason`` says it in one sentence (which field, what it allows, what
+    it got) and is the task log's ERROR line; the exception, which Airflow logs again with its
+    traceback, only points at that line, so the log says the reason once.
 
     An ``AirflowFailException``: the task fails at once, without retries (a retry would
     meet the same value)."""
 
     def __init__(self, name: str, value: Any, allowed: str) -> None:
-        super().__init__(f"Param {name}={value!r} refused: {name} must be {allowed}.")
+        self.reason = f"Param {name}={value!r} refused: {name} must be {allowed}."
+        super().__init__(f"Param {name} refused (the ERROR line above says what it allows)")
 
 
 def _refuse(name: str, value: Any, allowed: str) -> NoReturn:
     """Log the refusal as the task's first line of its own, then fail the task for good."""
     error = ParamError(name, value, allowed)
-    _LOG.error("%s", error)
+    _LOG.error("%s", error.reason)
     raise error
 
 

@@ -237,3 +237,5 @@ def test_what_only_code_can_check_fails_the_first_task_once(dags_test_env, conf:
     own = first[next(i for i, ln in enumerate(first) if "::endgroup::" in ln) + 1:]
     assert reason in own[0] and "error" in own[0], "\n".join(first)
     assert own[1].find("Task failed with exception") >= 0, "\n".join(first)
+    # issue 41 item 8: the reason once; the exception Airflow logs again points at it
+    assert sum(reason in ln for ln in first) == 1, "\n".join(first)
