@@ -179,3 +179,27 @@ def build_manifest(dataset: str, version: str, splits: dict, train: list[dict]) 
 def close(a: float, b: float) -> bool:
     """float32 round-trip comparison for parsed values."""
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
+
+
+def drafted_iris(tmp_path: Path, per_class: int | None = None) -> tuple[Path, Path]:
+    """scikit-learn's iris (``per_class`` rows of each species, all 150 when None) as a CSV
+    with plain column names, landed under ``tmp_path/data`` and given the spec ``etl spec
+    init`` drafts for a multiclass ``species`` label, no hand edit. Returns (data, spec folder);
+    set ``PIPELINE_SPECS_PATH`` to the spec folder's parent to run it."""
+    from sklearn.datasets import load_iris
+
+    from etl.__main__ import main as etl_main
+
+    iris = load_iris()
+    names = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+    rows = [i for c in range(3) for i in np.flatnonzero(iris.target == c)[:per_class]]
+    data, out = tmp_path / "data", tmp_path / "specs" / "iris"
+    path = data / "raw" / "iris" / "iris.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(",".join(["id", *names, "species"]) + "\n" + "".join(
+        f"{i},{','.join(f'{v:.1f}' for v in iris.data[i])},{iris.target_names[iris.target[i]]}\n"
+        for i in rows))
+    assert etl_main(["spec", "init", "--name", "iris", "--source", "raw/iris/iris.csv",
+                     "--root", data.as_uri(), "--label", "species", "--task", "multiclass",
+                     "--out", str(out)]) == 0
+    return data, out

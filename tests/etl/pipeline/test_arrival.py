@@ -234,7 +234,7 @@ def test_a_hole_older_than_the_wait_is_overdue_and_window_days_skips_it(root: st
     assert "trigger with Param window_days=1;" in arrival.overdue_reason(END, SIX_H)
 
 
-def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch, caplog) -> None:
+def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch) -> None:
     """The reason is the log's one ERROR line; the exception Airflow logs again points at it."""
     import logging
     from types import SimpleNamespace
@@ -248,14 +248,17 @@ def test_wait_for_data_refuses_an_overdue_window_at_once(root: str, monkeypatch,
                           start_date=datetime(2026, 11, 25, tzinfo=UTC))
     context = {"params": {}, "data_interval_end": datetime(2026, 11, 25, tzinfo=UTC),
                "dag_run": run}
+    records: list[logging.LogRecord] = []  # the task logger's own, whether it propagates or not
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
     task_log = logging.getLogger("airflow.task")
-    task_log.addHandler(caplog.handler)
+    task_log.addHandler(handler)
     try:
         with pytest.raises(AirflowFailException, match="refused the window of flights: its missing "
                            "partitions are overdue, not late .the ERROR line above"):
             task.execute(context)  # no defer: a deferral would raise TaskDeferred instead
     finally:
-        task_log.removeHandler(caplog.handler)
-    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        task_log.removeHandler(handler)
+    errors = [r.getMessage() for r in records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "overdue, not late; the newest landed partition is 2013-01-02" \
         in errors[0], errors

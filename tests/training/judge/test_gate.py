@@ -224,28 +224,10 @@ def test_fail_unblessed_fails_after_writing_and_the_cli_exit_codes(tmp_path: Pat
     assert "Nothing was trained" in message and "Traceback" not in message
 
 
-def _iris_csv(path: Path, per_class: int = 40) -> None:
-    """120 rows of scikit-learn's iris (40 per class), with plain column names."""
-    from sklearn.datasets import load_iris
-
-    iris = load_iris()
-    names = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
-    rows = [i for c in range(3) for i in np.flatnonzero(iris.target == c)[:per_class]]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(",".join(["id", *names, "species"]) + "\n" + "".join(
-        f"{i},{','.join(f'{v:.1f}' for v in iris.data[i])},{iris.target_names[iris.target[i]]}\n"
-        for i in rows))
-
-
 @pytest.mark.timeout(600)
 def test_a_120_row_table_is_trained_and_evaluated_with_intervals(tmp_path: Path,
                                                                 monkeypatch) -> None:
-    data = tmp_path / "data"
-    _iris_csv(data / "raw" / "iris" / "iris.csv")
-    out = tmp_path / "specs" / "iris"
-    assert etl_main(["spec", "init", "--name", "iris", "--source", "raw/iris/iris.csv",
-                     "--root", data.as_uri(), "--label", "species", "--task", "multiclass",
-                     "--out", str(out)]) == 0
+    data, out = fx.drafted_iris(tmp_path, per_class=40)  # 120 rows
     split = yaml.safe_load((out / "spec.yaml").read_text())["split"]  # no hand edit: the draft
     assert split["stratify"] and split["fractions"]["test"] >= 0.15, split  # sizes the shares
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))

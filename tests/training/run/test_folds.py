@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from etl import pipeline
-from etl.__main__ import main as etl_main
+from tests.support.training_fixtures import drafted_iris
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.run.families import SMALL_TABLE_ROWS
 from training.run.folds import FOLDS, REPEATS, fold_ids
@@ -31,26 +31,9 @@ def test_folds_are_stratified_even_and_differ_between_repeats() -> None:
     assert sorted(np.bincount(plain)) == [10] * FOLDS
 
 
-def _iris(path: Path) -> None:
-    """scikit-learn's 150-row iris, with plain column names."""
-    from sklearn.datasets import load_iris
-
-    iris = load_iris()
-    names = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(",".join(["id", *names, "species"]) + "\n" + "".join(
-        f"{i},{','.join(f'{v:.1f}' for v in row)},{iris.target_names[t]}\n"
-        for i, (row, t) in enumerate(zip(iris.data, iris.target, strict=True))))
-
-
 @pytest.mark.timeout(600)
 def test_a_150_row_table_is_judged_by_repeated_k_fold(tmp_path: Path, monkeypatch) -> None:
-    data = tmp_path / "data"
-    _iris(data / "raw" / "iris" / "iris.csv")
-    out = tmp_path / "specs" / "iris"
-    assert etl_main(["spec", "init", "--name", "iris", "--source", "raw/iris/iris.csv",
-                     "--root", data.as_uri(), "--label", "species", "--task", "multiclass",
-                     "--out", str(out)]) == 0
+    data, out = drafted_iris(tmp_path)  # all 150 rows
     assert yaml.safe_load((out / "spec.yaml").read_text())["split"]["stratify"]
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")
