@@ -218,3 +218,27 @@ def dag_parse_times(airflow_home: str) -> dict[str, dict[str, Any]]:
             raise RuntimeError(f"parsing {path} failed:\n{proc.stderr[-3000:]}")
         results[path.name] = json.loads(proc.stdout.strip().splitlines()[-1])
     return results
+
+
+def scaled_main(doc: str, measure_all: Any, scales: tuple[int, ...], part: str) -> int:
+    """The command line of a part taken at several scales of the flights (``training``,
+    ``scoring``): ``--scales``, ``--days first,last`` (default: the year), ``--work`` and
+    ``--out`` (``bench/<part>.json``); ``measure_all(work, scales, days)`` gives the result,
+    whose targets are printed."""
+    import argparse
+    import logging
+
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scales", default=",".join(map(str, scales)))
+    parser.add_argument("--days", default="", help="first,last day (default: the year)")
+    parser.add_argument("--work", default=f".bench/{part}")
+    parser.add_argument("--out", default=f"bench/{part}.json")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    days = tuple(args.days.split(",")) if args.days else None
+    result = measure_all(Path(args.work).resolve(),
+                         tuple(int(s) for s in args.scales.split(",")), days)
+    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(result["targets"], indent=2))
+    return 0

@@ -25,8 +25,6 @@ RSS flat with the data: largest scale over smallest <= 1.25x. ``python -m bench.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import shutil
@@ -198,20 +196,7 @@ def measure_all(work: Path, scales: tuple[int, ...] = SCALES,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scales", default=",".join(map(str, SCALES)))
-    parser.add_argument("--days", default="", help="first,last day (default: the year)")
-    parser.add_argument("--work", default=".bench/scoring")
-    parser.add_argument("--out", default="bench/scoring.json")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    days = tuple(args.days.split(",")) if args.days else None
-    result = measure_all(Path(args.work).resolve(),
-                         tuple(int(s) for s in args.scales.split(",")), days)  # type: ignore[arg-type]
-    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    print(json.dumps(result["targets"], indent=2))
-    return 0
+    return measure.scaled_main(__doc__, measure_all, SCALES, "scoring")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ eval AUC within 0.01 of the 1x one. ``python -m bench.training --scales 1`` runs
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import shutil
@@ -100,20 +98,7 @@ def measure_all(work: Path, scales: tuple[int, ...] = SCALES,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scales", default=",".join(map(str, SCALES)))
-    parser.add_argument("--days", default="", help="first,last day (default: the year)")
-    parser.add_argument("--work", default=".bench/training")
-    parser.add_argument("--out", default="bench/training.json")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    days = tuple(args.days.split(",")) if args.days else None
-    result = measure_all(Path(args.work).resolve(),
-                         tuple(int(s) for s in args.scales.split(",")), days)  # type: ignore[arg-type]
-    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    print(json.dumps(result["targets"], indent=2))
-    return 0
+    return measure.scaled_main(__doc__, measure_all, SCALES, "training")
 
 
 if __name__ == "__main__":
