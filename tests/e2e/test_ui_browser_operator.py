@@ -318,7 +318,8 @@ def _day_of_runs(server: Server, tmp: Path) -> dict[str, str]:
     from etl import pipeline
 
     dags = Path(server.env["AIRFLOW__CORE__DAGS_FOLDER"])
-    for name in ("dataset_etl.py", "dataset_training.py", "flightpipe_dags", ".airflowignore"):
+    for name in ("dataset_etl.py", "dataset_training.py", "dataset_scoring.py", "flightpipe_dags",
+                 ".airflowignore"):
         if (REPO / "dags" / name).exists() and not (dags / name).exists():
             (dags / name).symlink_to(REPO / "dags" / name)
     root = server.env["PIPELINE_STORAGE_ROOT"]
@@ -359,12 +360,20 @@ def _day_of_runs(server: Server, tmp: Path) -> dict[str, str]:
     [trained] = [d for d in models.iterdir() if d.is_dir()]
     stored = json.loads((trained / "metrics.json").read_text())
     assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_id), stored
+    # the blessed model scores the version (issue 41): its run's button opens the predictions
+    scored = _airflow(server, ["dags", "test", "score_flights", "--conf", json.dumps(
+        {"version": FIRST_VERSION})], tmp)
+    assert scored.returncode == 0, (scored.stdout + scored.stderr)[-4000:]
+    [score_run] = _runs(server, "score_flights")
+    predictions_url = _links(server, "score_flights", score_run["dag_run_id"],
+                             "score")["Predictions page"]
+    assert f"/predictions/{FIRST_VERSION}/" in predictions_url, predictions_url
     asset = models / ASSET_RUN_FOLDER
     shutil.copytree(trained, asset)
     (asset / "metrics.json").write_text(json.dumps({**stored, "run_id": ASSET_RUN_ID,
                                                     "run": ASSET_RUN_FOLDER}))
     return {"version": version_url, "model": model_url, "train_run": train_id,
-            "refused_run": refused_id, "first_run": first_id,
+            "refused_run": refused_id, "first_run": first_id, "predictions": predictions_url,
             "asset_model": model_url.replace(trained.name, ASSET_RUN_FOLDER)}
 
 
@@ -375,7 +384,9 @@ def test_operator_day_first_ui_run_publishes_and_links_both_ways(
     run before it failed; the extra links open the version and model pages; the model of a run
     whose id has Airflow's random suffix (as asset-triggered ones have) names and links it; the
     dataset page lists the runs, failed ones too; a dataset with DAGs but no version is listed;
-    no token breaks mid-word; at 1280 and 1024 px, light and dark."""
+    no token breaks mid-word; at 1280 and 1024 px, light and dark. Issue 41: a score run of the
+    version opens its predictions page from its own button, the training run's model page and
+    the version page."""
     from playwright.sync_api import expect, sync_playwright
 
     sys.path.insert(0, str(REPO / "scripts"))
@@ -413,6 +424,15 @@ def _framed(page, url: str, expect):
     return frame
 
 
+def _opens_predictions(frame, expect) -> None:
+    """The page's predictions list links the score run's predictions page, which opens."""
+    link = frame.locator("a.predictions-link").first
+    expect(link).to_be_visible()
+    link.click()
+    expect(frame.locator("main > h1")).to_contain_text("Predictions of")
+    _fits(frame)
+
+
 def _walk_the_day(page, server: Server, day: dict[str, str], expect, shot: str) -> None:
     # the publish task's "Version page" button, in the Details tab of Airflow's task view
     page.goto(f"{server.base}/dags/etl_flights/runs/{quote(day['first_run'], safe='')}"
@@ -428,6 +448,12 @@ def _walk_the_day(page, server: Server, day: dict[str, str], expect, shot: str) 
     expect(frame.locator("a.dagrun")).to_have_attribute(
         "href", f"/dags/train_flights/runs/{quote(day['train_run'], safe='')}")
     page.screenshot(path=str(SHOTS / f"{shot}-model-from-link.png"))
+    _opens_predictions(frame, expect)  # from the training run's model page
+    frame = _framed(page, day["predictions"], expect)  # the score run's own button
+    expect(frame.locator("main > h1")).to_contain_text("Predictions of")
+    frame = _framed(page, day["version"], expect)
+    _opens_predictions(frame, expect)  # ... and from the version page
+    page.screenshot(path=str(SHOTS / f"{shot}-predictions-from-version.png"))
     frame = _framed(page, day["asset_model"], expect)  # an asset-triggered run's model
     expect(frame.locator("main > h1")).to_contain_text(ASSET_RUN_ID)
     expect(frame.locator("a.dagrun")).to_have_attribute(
