@@ -26,7 +26,6 @@ RSS flat with the data: largest scale over smallest <= 1.25x. ``python -m bench.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sys
 import time
@@ -46,25 +45,13 @@ RSS_TARGET = 1.25  # the score tree's peak RSS, largest scale over smallest
 RUN = "bench"
 
 
-def _env(work: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO),
-           "PIPELINE_SPECS_PATH": str(training.grouped_spec(work / "specs"))}
-    env.pop("PIPELINE_STORAGE_ROOT", None)
-    return env
-
-
-def _window(days: tuple[str, str] | None) -> tuple[str, str | None]:
-    return (f"{days[1]}T00:00:00Z", f"{days[0]}T00:00:00Z") if days else (measure.YEAR_END,
-                                                                          None)
-
-
 def train_model(work: Path, days: tuple[str, str] | None, env: dict[str, str]) -> dict[str, Any]:
     """Land and build 1x, train there; the models root (its current model: this run's)."""
     from etl import storage
     from training.judge.gate import read_current
 
     root = measure.fresh_flights_root(work, "scoring-model", 1, days)
-    etl = measure.etl_cli(root, *_window(days), DATASET, env=env)
+    etl = measure.etl_cli(root, *training.window(days), DATASET, env=env)
     child = run_child([sys.executable, "-m", "training", "train", "--root", root, "--dataset",
                        DATASET, "--run", RUN], cwd=REPO, env=env, timeout_s=4 * 3600)
     models = storage.join(root, "models")
@@ -136,7 +123,7 @@ def one_scale(work: Path, scale: int, days: tuple[str, str] | None, model: Any,
     """Land and build ``scale``x, score it as a child, then the ceiling on the same rows."""
     name = f"scoring-{scale}x"
     root = measure.fresh_flights_root(work, name, scale, days)
-    etl = measure.etl_cli(root, *_window(days), DATASET, env=env)
+    etl = measure.etl_cli(root, *training.window(days), DATASET, env=env)
     log.info("scoring at %dx: %d rows, training score as a child", scale,
              sum(etl["splits"].values()))
     scored = score_child(root, models_root, env)
@@ -162,7 +149,7 @@ def measure_all(work: Path, scales: tuple[int, ...] = SCALES,
     from training.score.model import served_model
 
     work.mkdir(parents=True, exist_ok=True)
-    env = _env(work)
+    env = training.grouped_env(work)
     log.info("scoring: training the model at 1x")
     trained = train_model(work, days, env)
     model = served_model(trained["models_root"], DATASET)

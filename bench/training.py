@@ -54,15 +54,25 @@ def grouped_spec(folder: Path) -> Path:
     return folder
 
 
-def one_scale(work: Path, scale: int, days: tuple[str, str] | None) -> dict[str, Any]:
-    """Land, build and train at ``scale``x; the figures."""
-    root = measure.fresh_flights_root(work, f"training-{scale}x", scale, days)
+def grouped_env(work: Path) -> dict[str, str]:
+    """The environment of the CLIs run on ``flights_grouped`` (its spec under ``work``)."""
     env = {**os.environ, "PYTHONPATH": str(REPO),
            "PIPELINE_SPECS_PATH": str(grouped_spec(work / "specs"))}
     env.pop("PIPELINE_STORAGE_ROOT", None)
-    end, start = (f"{days[1]}T00:00:00Z", f"{days[0]}T00:00:00Z") if days else \
-        (measure.YEAR_END, None)
-    etl = measure.etl_cli(root, end, start, DATASET, env=env)
+    return env
+
+
+def window(days: tuple[str, str] | None) -> tuple[str, str | None]:
+    """``etl run``'s interval end and start: the days given (first, last), else the year."""
+    return (f"{days[1]}T00:00:00Z", f"{days[0]}T00:00:00Z") if days else (measure.YEAR_END,
+                                                                          None)
+
+
+def one_scale(work: Path, scale: int, days: tuple[str, str] | None) -> dict[str, Any]:
+    """Land, build and train at ``scale``x; the figures."""
+    root = measure.fresh_flights_root(work, f"training-{scale}x", scale, days)
+    env = grouped_env(work)
+    etl = measure.etl_cli(root, *window(days), DATASET, env=env)
     child = run_child([sys.executable, "-m", "training", "train", "--root", root, "--dataset",
                        DATASET, "--run", RUN], cwd=REPO, env=env, timeout_s=4 * 3600)
     version = etl["version_uri"].rstrip("/").rsplit("/", 1)[-1]
