@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from etl import storage, versions
 from etl.errors import VersionExistsError
@@ -73,22 +74,21 @@ def part_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
 
 
-def write_part(uri: str, index: int, frame: pd.DataFrame) -> Part:
+def write_part(uri: str, index: int, table: pa.Table) -> Part:
     """One Parquet part, visible whole or not at all."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), buf)
+    pq.write_table(table, buf)
     data = buf.getvalue()
     name = part_name(index)
     storage.write_bytes_atomic(storage.join(uri, name), data)
-    return Part(name, len(frame), len(data), hashlib.sha256(data).hexdigest())
+    return Part(name, table.num_rows, len(data), hashlib.sha256(data).hexdigest())
 
 
-def publish(uri: str, owner: str, frames: Iterable[pd.DataFrame],
+def publish(uri: str, owner: str, tables: Iterable[pa.Table],
             manifest_of: Callable[[list[Part]], dict[str, Any]]) -> Published:
-    """Write ``frames`` as parts of ``uri`` and publish ``manifest_of(parts)`` last; the
+    """Write ``tables`` as parts of ``uri`` and publish ``manifest_of(parts)`` last; the
     published manifest, untouched, when the folder is already published.
 
     Raises:
@@ -104,7 +104,7 @@ def publish(uri: str, owner: str, frames: Iterable[pd.DataFrame],
     beat = versions.Heartbeat(lock).start()
     try:
         storage.clear_dir(uri, keep=versions.WRITER_LOCK)  # a killed run's parts
-        parts = [write_part(uri, i, frame) for i, frame in enumerate(frames)]
+        parts = [write_part(uri, i, table) for i, table in enumerate(tables)]
         body = manifest_of(parts)
         beat.check()
     except BaseException:

@@ -1,10 +1,12 @@
 """One score run: the current model over a published version's rows, or over raw files.
 
 ``score(options)`` picks the rows (``ScoreOptions.raw`` empty: the version's window, every
-split, read through tf.data shard by shard in the manifest's order; else those raw files,
-read and checked by the spec, ``etl.kinds.tabular.unlabelled``), runs each batch through
-the SavedModel's serving signature (``training.score.model``) and publishes one Parquet part
-per shard (raw: per file batch) with the manifest last (``training.score.publish``). The
+split's shards in the manifest's order through one tf.data pipeline that parses each batch
+and runs it through the SavedModel's serving signature (``training.score.model``) in
+parallel, in order; else those raw files, read and checked by the spec,
+``etl.kinds.tabular.unlabelled``, batch by batch through the same signature) and publishes one
+Parquet part per shard (raw: per batch), built as Arrow columns, with the manifest last
+(``training.score.publish``). The
 model's own predictions on its test split are the reference of the drift verdict
 (``training.score.drift``).
 
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from etl import storage, versions
 from etl.provenance import code_version
@@ -77,18 +79,17 @@ def score(options: ScoreOptions) -> Published:
     _check_features(model, manifest, vuri)
     uri = predictions_uri(options.root, options.dataset, manifest.version, model.model_id)
     tally = _Tally()
+    constant = {"model_run": model.run, "version": manifest.version}
 
-    def frames() -> Iterator[pd.DataFrame]:
-        for split in manifest.splits:
-            for entry in manifest.splits[split].shards:
-                frame = _shard_frame(model, vuri, manifest, split, entry, options.batch_size)
-                frame = frame.assign(model_run=model.run, version=manifest.version)
-                tally.predicted.append(frame["prediction"].to_numpy())
-                tally.rows += len(frame)
-                yield frame
+    def parts() -> Iterator[pa.Table]:
+        for shard in _scored_shards(model, vuri, manifest, list(manifest.splits),
+                                    options.batch_size):
+            tally.predicted.append(shard.prediction)
+            tally.rows += shard.rows
+            yield shard.table(model, constant)
 
     source = {"kind": "version", "version": manifest.version, "version_uri": vuri}
-    return _publish(options, model, uri, frames(), tally, source)
+    return _publish(options, model, uri, parts(), tally, source)
 
 
 def _score_raw(options: ScoreOptions, model: ServedModel) -> Published:
@@ -101,7 +102,7 @@ def _score_raw(options: ScoreOptions, model: ServedModel) -> Published:
     uri = predictions_uri(options.root, options.dataset, window, model.model_id)
     tally = _Tally()
 
-    def frames() -> Iterator[pd.DataFrame]:
+    def parts() -> Iterator[pa.Table]:
         checked = check_unlabelled(options.root, spec, list(options.raw),
                                    storage.join(uri, QUARANTINE_DIR))
         tally.rows, tally.quarantined = checked.rows, checked.quarantined
@@ -111,21 +112,23 @@ def _score_raw(options: ScoreOptions, model: ServedModel) -> Published:
         for lo in range(0, len(checked.features), options.batch_size):
             feats = checked.features.iloc[lo:lo + options.batch_size]
             keys = checked.keys.iloc[lo:lo + options.batch_size].reset_index(drop=True)
-            out = _answers(model, {n: feats[n].to_numpy() for n in model.features})
-            frame = pd.concat([keys, pd.DataFrame(out)], axis=1).assign(
-                model_run=model.run, version=window)
-            tally.predicted.append(frame["prediction"].to_numpy())
-            yield frame
+            answers = model.columns(model.outputs({n: feats[n].to_numpy()
+                                                   for n in model.features}))
+            tally.predicted.append(answers["prediction"])
+            n = len(feats)
+            yield pa.table({
+                    **{c: pa.Array.from_pandas(keys[c]) for c in keys.columns}, **answers,
+                    "model_run": _repeat(model.run, n), "version": _repeat(window, n)})
 
     source = {"kind": "raw", "files": files, "spec": spec.name}
-    return _publish(options, model, uri, frames(), tally, source, window)
+    return _publish(options, model, uri, parts(), tally, source, window)
 
 
-def _publish(options: ScoreOptions, model: ServedModel, uri: str, frames: Iterator[pd.DataFrame],
+def _publish(options: ScoreOptions, model: ServedModel, uri: str, parts: Iterator[pa.Table],
              tally: _Tally, source: dict[str, Any], window: str | None = None) -> Published:
     t0 = time.monotonic()
 
-    def manifest_of(parts: list[Part]) -> dict[str, Any]:
+    def manifest_of(written: list[Part]) -> dict[str, Any]:
         predicted = np.concatenate(tally.predicted) if tally.predicted else np.zeros(0)
         reference = reference_predictions(model, options.batch_size)
         return {
@@ -133,9 +136,9 @@ def _publish(options: ScoreOptions, model: ServedModel, uri: str, frames: Iterat
             "window": window or source["version"], "source": source,
             "model": {"version": model.version, "run": model.run, "model_uri": model.model_uri,
                       "task": model.task, "classes": list(model.classes)},
-            "rows": tally.rows, "scored": int(sum(p.rows for p in parts)),
+            "rows": tally.rows, "scored": int(sum(p.rows for p in written)),
             "quarantined": tally.quarantined, "quarantine": tally.quarantine_file,
-            "parts": [p.to_json() for p in parts],
+            "parts": [p.to_json() for p in written],
             "distribution": drift.distribution(predicted, reference, model.classes),
             "run_id": options.run_id, "code_version": code_version(),
             "seconds": round(time.monotonic() - t0, 3),
@@ -143,7 +146,7 @@ def _publish(options: ScoreOptions, model: ServedModel, uri: str, frames: Iterat
         }
 
     owner = f"score:{options.dataset}:{uri.rsplit('/', 2)[-2]}:{model.model_id}"
-    done = publish(uri, owner, frames, manifest_of)
+    done = publish(uri, owner, parts, manifest_of)
     m = done.manifest
     log.info("%s %s: %s rows scored by %s (%s quarantined), PSI %.3f against its test split%s",
              "published" if done.created else "already published", uri, m.get("scored"),
@@ -157,53 +160,112 @@ def reference_predictions(model: ServedModel, batch_size: int) -> np.ndarray:
     manifest = model.manifest
     if "test" not in manifest.splits:
         return np.zeros(0)
-    frames = [_shard_frame(model, model.version_uri, manifest, "test", e, batch_size)
-              for e in manifest.splits["test"].shards]
-    return np.concatenate([f["prediction"].to_numpy() for f in frames]) if frames else np.zeros(0)
+    found = [s.prediction for s in _scored_shards(model, model.version_uri, manifest, ["test"],
+                                                   batch_size)]
+    return np.concatenate(found) if found else np.zeros(0)
 
 
-def _shard_frame(model: ServedModel, vuri: str, manifest: Manifest, split: str, entry: Any,
-                 batch_size: int) -> pd.DataFrame:
-    """One shard's rows scored, in record order."""
+@dataclass(frozen=True)
+class _ScoredShard:
+    """One shard's rows scored, in record order: its key columns and stored label as read,
+    and the model's answers (``training.score.model.ServedModel.columns``)."""
+
+    split: str
+    file: str
+    read: dict[str, np.ndarray]
+    answers: dict[str, np.ndarray]
+
+    @property
+    def rows(self) -> int:
+        return len(self.prediction)
+
+    @property
+    def prediction(self) -> np.ndarray:
+        return self.answers["prediction"]
+
+    def table(self, model: ServedModel, constant: dict[str, str]) -> pa.Table:
+        """split, shard, record, the key columns and label, the answers, then ``constant``."""
+        n = self.rows
+        label = model.manifest.schema.label.name if model.manifest.schema else None
+        cols: dict[str, Any] = {"split": _repeat(self.split, n), "shard": _repeat(self.file, n),
+                                "record": np.arange(n, dtype=np.int64)}
+        cols.update({name: _label_values(v, model) if name == label else _arrow(v)
+                     for name, v in self.read.items()})
+        cols.update(self.answers)
+        cols.update({k: _repeat(v, n) for k, v in constant.items()})
+        return pa.table(cols)
+
+
+def _scored_shards(model: ServedModel, vuri: str, manifest: Manifest, splits: list[str],
+                   batch_size: int) -> Iterator[_ScoredShard]:
+    """Every shard of ``splits`` (the manifest's order) scored through one tf.data pipeline:
+    the shards read one after another, cut in batches that never cross a shard, each batch
+    parsed and run through the serving signature inside the pipeline, in parallel and in
+    order, so this loop only gathers the answers."""
     import tensorflow as tf
 
     from training.data.tabular import compression_type, local_or_remote_path, parse_batch
 
-    path = local_or_remote_path(versions.shard_uri(vuri, entry))
-    ds = (tf.data.TFRecordDataset(path, compression_type=compression_type(manifest))
-          .batch(batch_size).map(parse_batch(manifest), num_parallel_calls=tf.data.AUTOTUNE)
-          .prefetch(tf.data.AUTOTUNE))
+    shards = [(split, entry) for split in splits for entry in manifest.splits[split].shards]
+    if not shards:
+        return
     label = manifest.schema.label.name if manifest.schema else None
-    keys = [k for k in (manifest.schema.key_columns if manifest.schema else ())
-            if k in model.features]
-    frames, start = [], 0
-    for batch in ds:
-        n = int(next(iter(batch.values())).shape[0])
-        cols: dict[str, Any] = {"split": split, "shard": entry.file,
-                                "record": np.arange(start, start + n, dtype=np.int64)}
-        cols.update({k: _plain(batch[k].numpy()) for k in keys})
-        if label in batch:
-            cols[label] = _label_values(batch[label].numpy(), model)
-        cols.update(_answers(model, {n_: batch[n_] for n_ in model.features}))
-        frames.append(pd.DataFrame(cols))
-        start += n
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    read = [k for k in (manifest.schema.key_columns if manifest.schema else ())
+            if k in model.features] + ([label] if label else [])
+    parse, signature, compression = parse_batch(manifest), model.signature, \
+        compression_type(manifest)
+    paths = [local_or_remote_path(versions.shard_uri(vuri, e)) for _, e in shards]
+
+    def run(records: Any, index: Any) -> dict[str, Any]:
+        batch = parse(records)
+        args = {model.keys[n]: tf.cast(batch[n], d) for n, d in model.features.items()}
+        out = signature(**args)
+        kept = {n: batch[n] for n in read if n in batch}
+        return {"index": index, "out": next(iter(out.values())) if isinstance(out, dict)
+                else out, **kept}
+
+    ds = (tf.data.Dataset.from_tensor_slices((paths, tf.range(len(paths), dtype=tf.int64)))
+          .flat_map(lambda path, index: tf.data.TFRecordDataset(path, compression)
+                    .batch(batch_size).map(lambda records: (records, index)))
+          .map(run, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+          .prefetch(tf.data.AUTOTUNE))
+    current, outs, cols = -1, [], {}  # the shard being gathered, its batches
+
+    def done() -> _ScoredShard:
+        split, entry = shards[current]
+        return _ScoredShard(split, entry.file, {n: np.concatenate(v) for n, v in cols.items()},
+                            model.columns(np.concatenate(outs)))
+
+    for batch in ds.as_numpy_iterator():
+        if int(batch["index"]) != current:
+            if outs:
+                yield done()
+            current, outs, cols = int(batch["index"]), [], {}
+        out = np.asarray(batch["out"], dtype=np.float64)
+        outs.append(out.reshape(len(out), -1))
+        for name in read:
+            if name in batch:
+                cols.setdefault(name, []).append(batch[name])
+    if outs:
+        yield done()
 
 
-def _answers(model: ServedModel, features: dict[str, Any]) -> dict[str, np.ndarray]:
-    return model.columns(model.outputs(features))
+def _repeat(value: str, n: int) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), [value]).dictionary_decode()
 
 
-def _plain(values: np.ndarray) -> np.ndarray:
-    return np.array([v.decode() for v in values], dtype=object) if values.dtype == object \
-        else values
+def _arrow(values: np.ndarray) -> pa.Array:
+    """A read column as Arrow: strings decoded from the records' bytes (as UTF-8)."""
+    if values.dtype == object:
+        return pa.array(values, type=pa.binary()).cast(pa.string())
+    return pa.array(values)
 
 
 def _label_values(values: np.ndarray, model: ServedModel) -> np.ndarray:
     """The stored label as the model names its answers: a class name, or the value."""
     if not model.classes:
         return values.astype(np.float64)
-    return np.asarray(model.classes, dtype=object)[values.astype(np.int64)].astype(str)
+    return np.asarray(model.classes, dtype=str)[values.astype(np.int64)]
 
 
 def _check_features(model: ServedModel, manifest: Manifest, where: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import pyarrow as pa
 import pytest
 
 from etl.errors import VersionLockedError
@@ -16,8 +16,8 @@ from training.score.publish import (
 )
 
 
-def _frames(n: int = 2) -> list[pd.DataFrame]:
-    return [pd.DataFrame({"id": [i * 10 + j for j in range(3)], "prediction": ["a", "b", "a"]})
+def _frames(n: int = 2) -> list[pa.Table]:
+    return [pa.table({"id": [i * 10 + j for j in range(3)], "prediction": ["a", "b", "a"]})
             for i in range(n)]
 
 
