@@ -242,7 +242,7 @@ def run_tune(args: argparse.Namespace) -> None:
     tuned = tune(vuri, models_root(args, vuri), budget)
     print(f"tuned {tuned.dataset} on {tuned.version}: {len(tuned.trials)} trials in "
           f"{tuned.seconds:.0f} s")
-    print(f"  best: {tuned.family}, eval {tuned.metric} {tuned.eval:.4f}; at defaults: "
+    print(f"  best: {tuned.family}, {tuned.metric} {tuned.eval:.4f} by {tuned.judged}; at defaults: "
           + (", ".join(f"{f} {v:.4f}" for f, v in tuned.default_eval.items()) or "not run"))
     for key, value in tuned.settings.items():
         print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")

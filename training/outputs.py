@@ -377,7 +377,7 @@ class Tuned:
     later training of the dataset until it is tuned again (``training.config.tuned_overrides``).
 
     ``settings`` are flat ``TrainConfig.with_overrides`` names of the best ``family``;
-    ``eval`` its eval figure (``metric``: auc for a binary label, higher is better, else the
+    ``eval`` its figure as ``judged`` (the eval split, or a small table's repeated k-fold) (``metric``: auc for a binary label, higher is better, else the
     loss, lower is better) against ``default_eval``, each family's figure at its default
     settings (the first trials); ``trials`` one entry per trial run.
     """
@@ -395,6 +395,7 @@ class Tuned:
     budget: dict[str, Any]
     seconds: float
     trials: list[dict[str, Any]] = field(default_factory=list)
+    judged: str = "eval"  # or a small table's repeated k-fold (``training.run.tune``)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -407,7 +408,8 @@ class Tuned:
         """What metrics.json and the model page carry: where the settings came from."""
         return {"tuned_at": self.tuned_at, "version": self.version, "family": self.family,
                 "settings": self.settings, "metric": self.metric, "eval": self.eval,
-                "default_eval": self.default_eval, "trials": len(self.trials)}
+                "default_eval": self.default_eval, "trials": len(self.trials),
+                "judged": self.judged}
 
 
 def tuned_uri(models_root: str, dataset: str) -> str:

@@ -127,15 +127,17 @@ def tuned_rows(tuned: Any) -> list[tuple[str, Any]] | None:
     if not isinstance(tuned, dict):
         return None
     settings = tuned.get("settings") if isinstance(tuned.get("settings"), dict) else {}
-    metric = tuned.get("metric", "eval")
+    judged = tuned.get("judged") or "eval"
+    metric = tuned.get("metric", "")
+    figure = f"Eval {metric}" if judged == "eval" else f"{metric} by {judged}"
     defaults = tuned.get("default_eval") if isinstance(tuned.get("default_eval"), dict) else {}
     rows: list[tuple[str, Any]] = [
         ("Tuned", (f"{tuned.get('tuned_at', '?')} on version {tuned.get('version', '?')}, "
                   f"{tuned.get('trials', '?')} trials")),
         ("Family", tuned.get("family")),
         *((label(k), v) for k, v in settings.items()),
-        (f"Eval {metric}", tuned.get("eval")),
-        *((f"Eval {metric} at {f} defaults", v) for f, v in defaults.items()),
+        (figure, tuned.get("eval")),
+        *((f"{figure} at {f} defaults", v) for f, v in defaults.items()),
     ]
     overridden = tuned.get("overridden") or []
     if overridden:

@@ -220,8 +220,7 @@ def choose(run: FitRun, done: dict[str, Fitted] | None = None
     families already fitted on this run (``choose_target``'s), not fitted again."""
     wanted, done = run.config.model.family, done or {}
     fits = FAMILIES if wanted == "auto" else {wanted: FAMILIES[wanted]}
-    rows = sum(run.manifest.splits[s].num_examples for s in ("train", EVAL_SPLIT, TEST_SPLIT))
-    if rows < SMALL_TABLE_ROWS:
+    if small_table(run.manifest):
         from training.run.folds import cross_validate  # small tables only
 
         chosen, cv = cross_validate(run, fits)
@@ -243,6 +242,13 @@ def choose(run: FitRun, done: dict[str, Fitted] | None = None
                f"{others}; {'higher' if metric == 'auc' else 'lower'} is better)")
     log.info("train %s: model family %s: %s", run.manifest.dataset, best.family, why)
     return best, {"chosen": best.family, "metric": metric, "eval": scores, "why": why}, None
+
+
+def small_table(manifest: Manifest) -> bool:
+    """Fewer than ``SMALL_TABLE_ROWS`` rows in train, eval and test: the family choice, the
+    verdict and tuning's trials are judged by repeated k-fold (``training.run.folds``)."""
+    return sum(manifest.splits[s].num_examples if s in manifest.splits else 0
+               for s in ("train", EVAL_SPLIT, TEST_SPLIT)) < SMALL_TABLE_ROWS
 
 
 def eval_metric(task: Task) -> str:

@@ -1,8 +1,12 @@
-"""Tuning: a budgeted search over both families' main settings, judged on the eval split.
+"""Tuning: a budgeted search over both families' main settings, judged on the eval split
+(on a small table, by repeated k-fold over train and eval).
 
 ``python -m training tune`` fits the trees and the MLP with settings drawn by Optuna's TPE
-sampler (seeded), each fit judged on the eval split by the figure ``family: auto`` compares
-(``training.run.families.eval_metric``); the test split is never looked at. The first trials
+sampler (seeded), each fit judged by the figure ``family: auto`` compares
+(``training.run.families.eval_metric``) the way training judges it: on the eval split, or,
+below ``training.run.families.SMALL_TABLE_ROWS`` rows, as the mean out-of-fold figure of
+``training.run.folds.cross_validate`` (one small eval split would pick settings by luck); the
+test split is never looked at. The first trials
 are each family's defaults, so the best found is never worse on eval than what an untuned
 training fits. The search stops at the budget's trials or minutes, whichever comes first (no
 trial starts after the minutes; the one running finishes). The best settings are written to
@@ -51,6 +55,7 @@ class _Search(NamedTuple):
     work: Path
     metric: str
     budget: TuneConfig
+    folds: bool  # a small table: each trial judged by repeated k-fold, not the eval split
 
 
 def tune(version_uri: str, models_root: str, budget: TuneConfig,
@@ -72,14 +77,16 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
                             for s in (families.EVAL_SPLIT, families.TEST_SPLIT)},
                  config.min_eval_examples)
     metric, setup = families.eval_metric(task), setup_device(config.precision, config.devices)
-    log.info("tune %s on %s: up to %d trials or %g min over %s, judged on eval %s",
+    folds = families.small_table(manifest)
+    judged = _judged(folds)
+    log.info("tune %s on %s: up to %d trials or %g min over %s, judged by %s %s",
              manifest.dataset, manifest.version, budget.trials, budget.minutes,
-             ", ".join(budget.families), metric)
+             ", ".join(budget.families), judged, metric)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tune-", dir=config.work_dir) as work, \
             precision_policy(setup.precision):
         trials = _search(_Search(version_uri, manifest, config, setup, Path(work), metric,
-                                 budget))
+                                 budget, folds))
     done = [t for t in trials if math.isfinite(t["eval"])]
     if not done:
         raise ValueError(f"tune {manifest.dataset}: no trial finished within {budget.minutes:g} "
@@ -93,11 +100,11 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
         default_eval={t["family"]: t["eval"] for t in done if t["defaults"]},
         budget={"trials": budget.trials, "minutes": budget.minutes,
                 "families": list(budget.families)},
-        seconds=round(time.perf_counter() - start, 1), trials=trials)
+        seconds=round(time.perf_counter() - start, 1), trials=trials, judged=judged)
     uri = outputs.write_tuned(models_root, tuned)
-    log.info("tune %s: best of %d trials: %s %s, eval %s %.4f (defaults: %s) -> %s",
+    log.info("tune %s: best of %d trials: %s %s, %s %s %.4f (defaults: %s) -> %s",
              manifest.dataset, len(trials), tuned.family, _text(tuned.settings) or "defaults",
-             metric, tuned.eval, _text(tuned.default_eval), uri)
+             judged, metric, tuned.eval, _text(tuned.default_eval), uri)
     return tuned
 
 
@@ -130,17 +137,23 @@ def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
     keras.utils.set_random_seed(planned.seed)
     trial_dir = search.work / f"trial-{trial.number}"
     began = time.perf_counter()
-    fitted = families.FAMILIES[family](families.FitRun(
-        search.version_uri, manifest, str(trial_dir / "run"), search.setup, planned,
-        trial_dir, task_of(manifest), (), weights))
-    score = float(fitted.eval.get(search.metric, math.nan))
+    run = families.FitRun(search.version_uri, manifest, str(trial_dir / "run"), search.setup,
+                          planned, trial_dir, task_of(manifest), (), weights)
+    if search.folds:
+        from training.run.folds import cross_validate  # small tables only
+
+        _, cv = cross_validate(run, {family: families.FAMILIES[family]})
+        score = float(cv["families"][family]["mean"])
+    else:
+        score = float(families.FAMILIES[family](run).eval.get(search.metric, math.nan))
     keras.backend.clear_session()
     trials.append({"number": trial.number, "family": family, "defaults": defaults,
                    "settings": settings, "eval": score,
                    "seconds": round(time.perf_counter() - began, 2)})
-    log.info("tune %s: trial %d/%d %s %s: eval %s %.4f, %.1f s", manifest.dataset,
+    log.info("tune %s: trial %d/%d %s %s: %s %s %.4f, %.1f s", manifest.dataset,
              trial.number + 1, search.budget.trials, family,
-             "defaults" if defaults else _text(settings), search.metric, score,
+             "defaults" if defaults else _text(settings), _judged(search.folds), search.metric,
+             score,
              trials[-1]["seconds"])
     return score
 
@@ -159,6 +172,15 @@ def _suggest(trial: Any, family: str, n_train: int) -> dict[str, Any]:
     return {"learning_rate": trial.suggest_float("learning_rate", 1e-4, 1e-2, log=True),
             "hidden_units": list(HIDDEN_UNITS[shape]),
             "dropout": trial.suggest_float("dropout", 0.0, 0.5)}
+
+
+def _judged(folds: bool) -> str:
+    """What a trial's figure is, as the log, the CLI and the model page say it."""
+    if not folds:
+        return "eval"
+    from training.run.folds import FOLDS, REPEATS
+
+    return f"{REPEATS} x {FOLDS}-fold cross-validation of train and eval, mean"
 
 
 def _text(values: dict[str, Any]) -> str:

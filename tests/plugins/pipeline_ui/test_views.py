@@ -240,6 +240,13 @@ def test_a_tuned_models_page_shows_its_tuned_settings_and_an_untuned_one_says_so
     assert "Set by the spec or a flag instead min_data_in_leaf" in text
     plain = client.get(f"/datasets/flights/versions/{version}/models/run-plain").text
     assert "Not tuned: the defaults and the spec" in plain
+    metrics["tuned"]["judged"] = "2 x 5-fold cross-validation of train and eval, mean"
+    (tuned / "metrics.json").write_text(json.dumps(metrics))  # a small table's search
+    page = client.get(f"/datasets/flights/versions/{version}/models/run-tuned").text
+    section = re.sub(r"<[^>]+>", " ", page.split('id="tuned"', 1)[1].split("</section>")[0])
+    text = " ".join(unescape(section).split())
+    assert "auc by 2 x 5-fold cross-validation of train and eval, mean 0.8123" in text
+    assert "Eval auc" not in text
 
 
 def _judged(rdir: Path, version: str, blessed: bool, reason: str) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,25 @@ def test_the_minutes_budget_stops_the_search_after_the_running_trial(store, tmp_
     tuned = tune(store.uri, models, TuneConfig(trials=50, minutes=1e-4), QUICK)
     assert len(tuned.trials) == 1  # no trial starts once the minutes are spent
     assert tuned.budget == {"trials": 50, "minutes": 1e-4, "families": ["trees", "mlp"]}
+
+
+def test_a_small_tables_trials_are_judged_by_repeated_k_fold(tmp_path, caplog) -> None:
+    small = fx.write_version(tmp_path / "small", n=300, seed=2)  # under SMALL_TABLE_ROWS
+    caplog.set_level(logging.INFO, logger="training")
+    tuned = tune(small.uri, f"{small.root.as_uri()}/models", TuneConfig(trials=2, minutes=30),
+                 QUICK)
+    assert tuned.judged == "2 x 5-fold cross-validation of train and eval, mean"
+    # each trial's figure is its family's mean out-of-fold AUC over the repeats, as the
+    # cross-validation logged it (one search of one family per trial)
+    logged = [re.search(r"over 2 x 5-fold cross-validation of the (\d+) train and eval rows: "
+                        r"(trees|mlp) ([0-9.]+) \(repeats", r.getMessage())
+              for r in caplog.records]
+    logged = [m for m in logged if m]
+    assert [(m[2], float(m[3])) for m in logged] == [
+        (t["family"], pytest.approx(t["eval"], abs=1e-4)) for t in tuned.trials]
+    assert int(logged[0][1]) == sum(small.manifest["splits"][s]["num_examples"]
+                                    for s in ("train", "eval"))
+    assert any("judged by 2 x 5-fold" in r.getMessage() for r in caplog.records)
 
 
 def _record(store: fx.WrittenVersion, **changes) -> Tuned:
