@@ -8,7 +8,8 @@ triggered by hand for a version or for raw files with no label yet.
 | --- | --- | --- | --- |
 | `score` | `gpu` queue, `gpu` pool | the newest version the triggering Asset events carry, else the `version` Param (or the `raw` Param's files, read and checked by the spec, the rows that fail quarantined): the current blessed model's SavedModel scores every row through tf.data and its serving signature; the predictions are published under `predictions/<name>/<window>/<model>/` manifest-last (a second run of the same window and model reports the published one); its "Predictions page" button opens them | `{uri, window, model, rows, scored, quarantined, psi, drifted}` |
 
-A dataset with no blessed model yet fails the task saying so. The run's OpenLineage event has
+A dataset with no blessed model yet: a run an ETL publish started skips, saying so (its
+first versions publish while the first training runs); a run triggered by hand fails saying so. The run's OpenLineage event has
 the version and the model in, the predictions out.
 """
 
@@ -63,6 +64,7 @@ def build_scoring_dag(name: str, settings: DagSettings) -> DAG:
 
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             logs.import_quietly("tensorflow")
+            from training.score.model import NoBlessedModelError
             from training.score.run import ScoreOptions
             from training.score.run import score as run_score
 
@@ -71,8 +73,14 @@ def build_scoring_dag(name: str, settings: DagSettings) -> DAG:
             raw = tuple(params.get("raw") or ()) if not events else ()
             if version_uri is not None:
                 version = version_uri.rstrip("/").rsplit("/", 1)[-1]
-            done = run_score(ScoreOptions(root=storage_root(), dataset=name, version=version,
-                                             raw=raw, run_id=run_id or run_name("manual")))
+            try:
+                done = run_score(ScoreOptions(root=storage_root(), dataset=name,
+                                              version=version, raw=raw,
+                                              run_id=run_id or run_name("manual")))
+            except NoBlessedModelError as err:
+                if not events:
+                    raise  # asked for by hand: the operator reads why it failed
+                choice.skip_unscored(name, version, err)
             m = done.manifest
             window, model = done.uri.rstrip("/").rsplit("/", 2)[-2:]
             links.remember(links.PredictionsPageLink, links.predictions_url(name, window, model))

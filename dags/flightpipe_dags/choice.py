@@ -24,7 +24,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 _LOG = logging.getLogger("airflow.task")
 
@@ -152,3 +152,15 @@ def settle(dataset: str, version: str, events: Sequence[Any], root: str, own_run
               "carry%s", dataset, version, len(others) + 1,
               f" (superseded by it, not trained separately: {', '.join(others)})"
               if others else "")
+
+
+def skip_unscored(dataset: str, version: str, why: Exception) -> NoReturn:
+    """An Asset-triggered score run of a dataset with no blessed model yet (its first
+    versions, while the first training runs beside it): skip it saying why and what to do."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    reason = (f"Not scoring {dataset} version {version}: {why}. When a train_{dataset} run "
+              f"blesses a model, the next publish is scored; to score this version, trigger "
+              f"score_{dataset} with version {version}.")
+    _LOG.warning("%s", reason)
+    raise AirflowSkipException(reason)

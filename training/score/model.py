@@ -30,6 +30,10 @@ class NoModelError(PipelineError):
     """The dataset has no current (blessed) model, or its files cannot be read."""
 
 
+class NoBlessedModelError(NoModelError):
+    """No training run of the dataset has been blessed yet: nothing can score it."""
+
+
 @dataclass(frozen=True)
 class ServedModel:
     """A loaded SavedModel and what its answers mean."""
@@ -79,7 +83,7 @@ def served_model(models_root: str, dataset: str) -> ServedModel:
     """The dataset's current model, loaded from its SavedModel."""
     current, _ = read_current(models_root, dataset)
     if current is None:
-        raise NoModelError(f"{dataset}: no current model under {models_root} (no training run "
+        raise NoBlessedModelError(f"{dataset}: no current model under {models_root} (no training run "
                            f"has been blessed yet); train one with python -m training train")
     record = read_model_record(current.model_uri)
     if record is None:

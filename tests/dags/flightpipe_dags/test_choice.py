@@ -184,3 +184,30 @@ def test_a_manual_run_or_an_event_without_a_version_trains_the_param(resolve) ->
     assert resolve([]) == window  # latest, by the one order, trained or not
     assert resolve([], version=demo) == demo
     assert resolve([_event(resolve.root, None)]) == window
+
+
+def test_a_score_run_an_event_started_skips_while_no_model_is_blessed(
+        tmp_path: Path, monkeypatch, caplog) -> None:
+    """The first publish queues train_ and score_ together: before the first model is
+    blessed the score run skips, saying what to do; a run asked for by hand fails instead."""
+    import dataset_scoring
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from training.score.model import NoBlessedModelError
+
+    root = tmp_path / "root"
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", root.as_uri())
+    version = write_version(root, "flights", END)
+    task = dataset_scoring.build_scoring_dag("flights", fd.DagSettings()).get_task("score")
+    events = {fd.dataset_asset("flights"): [_event(root, version)]}
+    caplog.set_level(logging.WARNING, logger="airflow.task")
+    with pytest.raises(AirflowSkipException) as skipped:
+        task.python_callable(params={"version": "latest", "raw": []}, run_id="r1",
+                             triggering_asset_events=events)
+    reason = str(skipped.value)
+    assert reason.startswith(f"Not scoring flights version {version}: flights: no current model")
+    assert reason.endswith(f"trigger score_flights with version {version}.")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [reason]
+    with pytest.raises(NoBlessedModelError, match="no training run has been blessed yet"):
+        task.python_callable(params={"version": version, "raw": []}, run_id="r2",
+                             triggering_asset_events={})
