@@ -215,7 +215,8 @@ def _scoring(results: dict[str, Any], work: Path, days: tuple[str, str] | None) 
     scales = (1, 2) if days else scoring.SCALES
     log.info("scoring at %s against the serving signature on the same rows in memory",
              ", ".join(f"{s}x" for s in scales))
-    results["scoring"] = scoring.measure_all(work / "scoring", scales, days)
+    results["scoring"] = scoring.measure_all(work / "scoring", scales, days,
+                                             days or scoring.MODEL_DAYS)
 
 
 def _tuning(results: dict[str, Any], work: Path, out: Path) -> None:

@@ -37,7 +37,9 @@ def test_the_ceiling_counts_every_row_of_one_timed_pass() -> None:
 @pytest.mark.e2e
 @pytest.mark.timeout(1800)
 def test_the_part_scores_each_scale_beside_its_ceiling(tmp_path: Path) -> None:
-    result = scoring.measure_all(tmp_path, (1, 2), ("2013-01-01", "2013-01-03"))
+    days = ("2013-01-01", "2013-01-03")
+    result = scoring.measure_all(tmp_path, (1, 2), days, model_days=days)
+    assert result["model_days"] == list(days)
     json.dumps(result)  # what bench/scoring.json holds
     one, two = result["scales"]["1x"], result["scales"]["2x"]
     assert two["version_rows"] == 2 * one["version_rows"] > 1000
