@@ -216,7 +216,7 @@ def _scoring(results: dict[str, Any], work: Path, days: tuple[str, str] | None) 
     log.info("scoring at %s against the serving signature on the same rows in memory",
              ", ".join(f"{s}x" for s in scales))
     results["scoring"] = scoring.measure_all(work / "scoring", scales, days,
-                                             days or scoring.MODEL_DAYS)
+                                             None if days else scoring.SMALL_DAYS)
 
 
 def _tuning(results: dict[str, Any], work: Path, out: Path) -> None:

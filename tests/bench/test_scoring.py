@@ -30,6 +30,9 @@ def test_the_ceiling_counts_every_row_of_one_timed_pass() -> None:
     top = scoring.ceiling(model, batches)
     assert model.calls == [8, 8, 3] * 2  # an untimed pass, then the timed one
     assert top["rows"] == 19 and top["batches"] == 3
+    model.calls.clear()  # at most the batches that hold max_rows: the first two here
+    assert scoring.ceiling(model, batches, max_rows=9)["rows"] == 16
+    assert model.calls == [8, 8] * 2
     assert top["rows_per_s"] == pytest.approx(19 / top["seconds"])
     assert 19 / 0.1 < top["rows_per_s"] < 19 / 0.03
 
@@ -38,14 +41,18 @@ def test_the_ceiling_counts_every_row_of_one_timed_pass() -> None:
 @pytest.mark.timeout(1800)
 def test_the_part_scores_each_scale_beside_its_ceiling(tmp_path: Path) -> None:
     days = ("2013-01-01", "2013-01-03")
-    result = scoring.measure_all(tmp_path, (1, 2), days, model_days=days)
-    assert result["model_days"] == list(days)
+    result = scoring.measure_all(tmp_path, (1, 2), days, small_days=("2013-01-01", "2013-01-02"))
+    assert result["model"]["days"] == list(days) and result["model"]["family"]
     json.dumps(result)  # what bench/scoring.json holds
     one, two = result["scales"]["1x"], result["scales"]["2x"]
     assert two["version_rows"] == 2 * one["version_rows"] > 1000
-    for run in (one, two):
+    assert "small_model" not in one and result["small_model"]["days"] == ["2013-01-01",
+                                                                            "2013-01-02"]
+    for run, rows in ((one, one["version_rows"]), (two, two["version_rows"]),
+                      (two["small_model"], two["version_rows"])):
         score, top = run["score"], run["ceiling"]
-        assert score["scored"] == score["rows"] == top["rows"] == run["version_rows"]
+        assert score["scored"] == score["rows"] == top["read_rows"] == rows
+        assert 0 < top["rows"] <= rows
         assert score["rows_per_s"] == pytest.approx(score["scored"] / score["wall_s"])
         assert score["wall_s"] > 0 and score["cpu_s"] > 0 and score["peak_rss_mb"] > 100
         assert run["ratio"] == pytest.approx(score["rows_per_s"] / top["rows_per_s"])
