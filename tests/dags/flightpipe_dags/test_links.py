@@ -80,7 +80,7 @@ def test_asset_triggered_run_folders_and_metrics_name_their_run() -> None:
 
 def test_the_predictions_url_opens_the_plugins_predictions_page(tmp_path: Path) -> None:
     import numpy as np
-    import pandas as pd
+    import pyarrow as pa
 
     from training.score.drift import distribution
     from training.score.publish import predictions_uri, publish
@@ -89,7 +89,7 @@ def test_the_predictions_url_opens_the_plugins_predictions_page(tmp_path: Path) 
     version = built.versions[-1]
     model = f"{version}--{built.runs[version][0]}"
     publish(predictions_uri(built.uri, uf.DATASET, version, model), "t",
-            [pd.DataFrame({"prediction": ["0", "1"]})],
+            [pa.table({"prediction": ["0", "1"]})],
             lambda parts: {"distribution": distribution(np.array(["0", "1"]), np.array(["0"]),
                                                         ("0", "1")),
                            "source": {"kind": "version", "version": version},

@@ -11,7 +11,7 @@ from html import unescape
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
 
@@ -30,8 +30,7 @@ def _publish(root: Path, window: str, model: str, predicted: list[str], source: 
              quarantined: int = 0) -> str:
     uri = predictions_uri(root.as_uri(), uf.DATASET, window, model)
     reference = np.array(["0"] * 80 + ["1"] * 20)
-    frame = pd.DataFrame({"prediction": predicted})
-    publish(uri, "test", [frame], lambda parts: {
+    publish(uri, "test", [pa.table({"prediction": predicted})], lambda parts: {
         "window": window, "source": source, "rows": len(predicted) + quarantined,
         "scored": len(predicted), "quarantined": quarantined,
         "quarantine": "quarantine/part-00000.parquet" if quarantined else None,
