@@ -77,10 +77,8 @@ def build_scoring_dag(name: str, settings: DagSettings) -> DAG:
                 done = run_score(ScoreOptions(root=storage_root(), dataset=name,
                                               version=version, raw=raw,
                                               run_id=run_id or run_name("manual")))
-            except NoBlessedModelError as err:
-                if not events:
-                    raise  # asked for by hand: the operator reads why it failed
-                choice.skip_unscored(name, version, err)
+            except NoBlessedModelError as err:  # by hand: fails; after a publish: skips
+                choice.skip_unscored(name, version, err, events)
             m = done.manifest
             window, model = done.uri.rstrip("/").rsplit("/", 2)[-2:]
             links.remember(links.PredictionsPageLink, links.predictions_url(name, window, model))

@@ -154,10 +154,15 @@ def settle(dataset: str, version: str, events: Sequence[Any], root: str, own_run
               if others else "")
 
 
-def skip_unscored(dataset: str, version: str, why: Exception) -> NoReturn:
+def skip_unscored(dataset: str, version: str, why: Exception,
+                  events: Sequence[Any]) -> NoReturn:
     """An Asset-triggered score run of a dataset with no blessed model yet (its first
-    versions, while the first training runs beside it): skip it saying why and what to do."""
+    versions, while the first training runs beside it): skip it saying why and what to do.
+    A run triggered by hand (no ``events``) fails with ``why``: the operator asked for it."""
     from airflow.sdk.exceptions import AirflowSkipException
+
+    if not events:
+        raise why
 
     reason = (f"Not scoring {dataset} version {version}: {why}. When a train_{dataset} run "
               f"blesses a model, the next publish is scored; to score this version, trigger "
