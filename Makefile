@@ -51,8 +51,10 @@ browser:
 	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: browser tests will skip"; }
 
+# TEST_WORKERS: pytest-xdist processes (default 2, what CI has); a file's tests run in one of them.
+TEST_WORKERS ?= 2
 test: install browser
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)
