@@ -70,18 +70,3 @@ def client():
                       dashboard_address=None) as cluster, Client(cluster) as c:
         yield c
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding end-to-end tests first, then those with integration tests, then the rest.
-
-    ``make test`` runs files in two processes (pytest-xdist, ``--dist loadfile``), handed out in
-    this order as each process frees up: the long files start first and the many short ones fill
-    in at the end, instead of one long file running alone while the other process idles. The
-    order within a file is kept.
-    """
-    weight: dict[Path, int] = {}
-    for item in items:
-        rank = 0 if item.get_closest_marker("e2e") else \
-            1 if item.get_closest_marker("integration") else 2
-        weight[item.path] = min(weight.get(item.path, 2), rank)
-    items.sort(key=lambda item: weight[item.path])
