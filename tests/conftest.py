@@ -69,4 +69,3 @@ def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         yield c
-
