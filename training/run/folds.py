@@ -1,15 +1,15 @@
 """Small tables judged on more than one split: repeated k-fold over train and eval.
 
-Below ``training.run.families.SMALL_TABLE_ROWS`` rows one small test split is all the evidence the choice of family
-and the verdict would get: a 214-row table left 44 test rows, where two rows moved accuracy by
-5%. There (``training.run.families.choose`` calls ``cross_validate``) every candidate family
-is fitted ``REPEATS`` times over ``FOLDS`` stratified folds of the train and eval rows, each
-fold's rows predicted by a model that never saw them. The family with the better mean
-out-of-fold figure is kept, and the gate judges the out-of-fold answers (averaged over the
-repeats, one per row) instead of the test split alone; the test split stays held out, is
-scored once by the kept family refitted on train (early stopping on eval), and is what the
-current-model comparison uses. The figures, per repeat and with intervals, go in
-metrics.json's ``cross_validation``.
+Below ``training.run.families.SMALL_TABLE_ROWS`` rows one small test split is all the evidence
+the choice of family and the verdict would get: a 214-row table left 44 test rows, where two
+rows moved accuracy by 5%. There (``training.run.families.choose`` calls ``cross_validate``)
+every candidate family is fitted ``REPEATS`` times over ``FOLDS`` stratified folds of the train
+and eval rows, each fold's rows predicted by a model that never saw them. The family is chosen
+on the out-of-fold answers (``training.run.families.keep``: trees, unless another is better
+beyond noise), and the gate judges them (averaged over the repeats, one per row) instead of the test
+split alone; the test split stays held out, is scored once by the kept family refitted on
+train (early stopping on eval), and is what the current-model comparison uses. The figures,
+per repeat and with intervals, go in metrics.json's ``cross_validation``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,15 @@ import numpy as np
 import tensorflow as tf
 
 from training.data.tabular import feature_map, make_dataset
-from training.judge.evaluate import predictions
-from training.judge.gate import example_losses, gate_scores, metric_intervals
+from training.judge.gate import gate_scores, metric_intervals
 from training.models.heads import BINARY, REGRESSION
+from training.run.families import figure, keep
 
-# ``run`` below is a ``training.run.families.FitRun`` and a fit returns its ``Fitted``; families
-# imports this module (for small tables only), so this one names them without importing them.
+# ``run`` below is a ``training.run.families.FitRun`` and ``families`` its ``Family`` objects;
+# families imports this module (for small tables only), so this one names them without
+# importing them.
 FitRun = Any
-Fitted = Any
+Family = Any
 
 log = logging.getLogger(__name__)
 
@@ -96,18 +96,7 @@ def fold_ids(labels: np.ndarray, classified: bool, repeat: int) -> np.ndarray:
     return out
 
 
-def _figure(task: str, manifest: Any, y: np.ndarray, out: np.ndarray) -> float:
-    """The family choice's figure of out-of-fold answers: AUC for a binary label (higher is
-    better), else the mean loss (log loss, or squared error in the learned space)."""
-    if task == BINARY:
-        return gate_scores(task, manifest, y, out)["auc"]
-    if task == REGRESSION:
-        return float(np.mean((out[:, 0] - y) ** 2))
-    return float(example_losses(task, manifest, y, out)[1].mean())
-
-
-def cross_validate(run: FitRun,
-                   fits: dict[str, Callable[[FitRun], Fitted]]) -> tuple[str, dict[str, Any]]:
+def cross_validate(run: FitRun, families: dict[str, Family]) -> tuple[str, dict[str, Any]]:
     """Fit each family over ``REPEATS`` x ``FOLDS`` folds of train + eval; (the kept family,
     metrics.json's ``cross_validation`` with the verdict's evidence under ``evidence``:
     labels and out-of-fold answers averaged over the repeats, learned space)."""
@@ -117,44 +106,42 @@ def cross_validate(run: FitRun,
     classified = task != REGRESSION
     folds = [fold_ids(raw.astype(np.int64) if classified else raw, classified, r)
              for r in range(REPEATS)]
-    config = dataclasses.replace(run.config, measure_stall_batches=0)
-    families: dict[str, dict[str, Any]] = {}
+    # every fold trains on about (FOLDS - 1) / FOLDS of the rows: one epoch length for all,
+    # so a family readied once (``Family.folds``) fits each fold the same way
+    steps = max(1, math.ceil(n * (FOLDS - 1) / FOLDS / run.config.input.batch_size))
+    run = run._replace(callbacks=(), config=dataclasses.replace(
+        run.config, measure_stall_batches=0, steps_per_epoch=steps))
+    figures: dict[str, dict[str, Any]] = {}
     answers: dict[str, np.ndarray] = {}
     y_learned = np.zeros(n)
-    for family, fit in fits.items():
+    for family, kind in families.items():
+        fit = kind.folds(run, columns)
         per_repeat, outs = [], []
         for r, ids in enumerate(folds):
             out = None
             for f in range(FOLDS):
                 held, train = np.flatnonzero(ids == f), np.flatnonzero(ids != f)
                 work = Path(run.work_dir) / "folds" / f"{family}-{r}-{f}"
-                steps = max(1, math.ceil(len(train) / config.input.batch_size))
-                fold = run._replace(
-                    rows=FoldRows(columns, train, held), callbacks=(),
-                    run_uri=work.joinpath("run").as_uri(), work_dir=work,
-                    config=dataclasses.replace(config, steps_per_epoch=steps))
-                fitted = fit(fold)
-                y, o = predictions(fitted.model, fitted.eval_ds)
+                y, o = fit(run._replace(rows=FoldRows(columns, train, held),
+                                        run_uri=work.joinpath("run").as_uri(), work_dir=work))
                 out = np.zeros((n, o.shape[1])) if out is None else out
                 out[held], y_learned[held] = o, y
             outs.append(out)
-            per_repeat.append(_figure(task, run.manifest, y_learned, out))
+            per_repeat.append(figure(task, run.manifest, y_learned, out))
         answers[family] = np.mean(outs, axis=0)
-        families[family] = {"per_repeat": per_repeat, "mean": float(np.mean(per_repeat)),
-                            "range": [float(min(per_repeat)), float(max(per_repeat))]}
+        figures[family] = {"per_repeat": per_repeat, "mean": float(np.mean(per_repeat)),
+                           "range": [float(min(per_repeat)), float(max(per_repeat))]}
     metric = "auc" if task == BINARY else "loss"
-    sign = -1.0 if metric == "auc" else 1.0
-    chosen = min(families, key=lambda k: (math.isnan(families[k]["mean"]),
-                                          sign * families[k]["mean"]))
+    chosen, how = keep(task, run.manifest, y_learned, answers)  # on the repeats' mean answers
     out = answers[chosen]
     scores = gate_scores(task, run.manifest, y_learned, out)
     scores["intervals"] = metric_intervals(run.manifest, run.task.gate, y_learned, out)
-    figures = ", ".join(f"{k} {v['mean']:.4f} (repeats {', '.join(f'{x:.4f}' for x in v['per_repeat'])})"
-                        for k, v in families.items())
-    why = (f"{chosen} has the better mean out-of-fold {metric} over {REPEATS} x {FOLDS}-fold "
-           f"cross-validation of the {n} train and eval rows: {figures} "
-           f"({'higher' if metric == 'auc' else 'lower'} is better)")
+    text = ", ".join(f"{k} {v['mean']:.4f} (repeats {', '.join(f'{x:.4f}' for x in v['per_repeat'])})"
+                     for k, v in figures.items())
+    why = (f"{chosen} is kept: mean out-of-fold {metric} over {REPEATS} x {FOLDS}-fold "
+           f"cross-validation of the {n} train and eval rows: {text} "
+           f"({'higher' if metric == 'auc' else 'lower'} is better)" + (f"; {how}" if how else ""))
     log.info("train %s: %s", run.manifest.dataset, why)
     return chosen, {"rows": n, "folds": FOLDS, "repeats": REPEATS, "metric": metric,
-                    "families": families, "chosen": chosen, "why": why,
+                    "families": figures, "chosen": chosen, "why": why,
                     "out_of_fold": scores, "evidence": (y_learned, out)}

@@ -145,7 +145,7 @@ def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
         _, cv = cross_validate(run, {family: families.FAMILIES[family]})
         score = float(cv["families"][family]["mean"])
     else:
-        score = float(families.FAMILIES[family](run).eval.get(search.metric, math.nan))
+        score = float(families.FAMILIES[family].fit(run).eval.get(search.metric, math.nan))
     keras.backend.clear_session()
     trials.append({"number": trial.number, "family": family, "defaults": defaults,
                    "settings": settings, "eval": score,

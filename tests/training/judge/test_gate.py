@@ -177,6 +177,9 @@ def test_a_blessed_model_replaces_the_current_one_only_when_no_worse(
         input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1,
                           staging_dir=str(tmp_path / "ssd")), epochs=2, steps_per_execution=4,
         min_margin=0.02)
+    # the MLP's runs: a learning rate of 1e-6 makes the second one worse (auto would keep
+    # the trees for both, unchanged by it)
+    config = config.with_overrides(family="mlp")
     first = train(uri, models, "run-1", config)
     assert first["blessing"].blessed and first["promoted"]
     assert gate.read_current(models, fx.DATASET)[0].run == "run-1"

@@ -1,6 +1,7 @@
-"""``training.run.families``: decisions made on the data before the model family is chosen; a
+"""``training.run.families``: decisions made on the data before the model family is chosen (a
 skewed, non-negative regression target is fitted raw and through log1p, and the lower eval RMSE
-in the target's units keeps its target, recorded in metrics.json and the card."""
+in the target's units keeps its target, recorded in metrics.json and the card), and the choice
+(the first family, trees, is kept unless a later one is better beyond noise)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import tensorflow as tf
 
 from etl import pipeline
 from etl.__main__ import main as etl_main
+from etl.versions import Manifest
 from training.config import InputConfig, ModelConfig, TrainConfig
-from training.run.families import SKEWED, skewness
+from training.run.families import SKEWED, keep, lead, skewness
 from training.run.train import train
 
 TREES = TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees"))
@@ -77,3 +79,66 @@ def test_a_symmetric_target_stays_raw_and_says_why(tmp_path: Path, monkeypatch) 
     choice = m["target_choice"]
     assert choice["chosen"] == "raw" and "eval_rmse" not in choice
     assert f"is at most {SKEWED}" in choice["why"] and m["transform"] is None
+
+
+# --- the family kept: trees unless beaten beyond noise ---------------------------------------
+
+def _choice_manifest(task: str, classes: int = 2) -> Manifest:
+    label = {"name": "y", "task": task}
+    if task != "regression":
+        label.update(names=[f"c{i}" for i in range(classes)], classes=classes)
+    return Manifest.from_json({
+        "dataset": "d", "version": "v", "splits": {"train": {"num_examples": 400}},
+        "schema": {"label": label},
+        "statistics": {"label_counts": {str(i): 100 for i in range(classes)},
+                       "label": {"mean": 0.0}}}, "test")
+
+
+def _binary(n: int, signal: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    score = signal * (y - 0.5) + rng.normal(0, 1, n)
+    return y, (1 / (1 + np.exp(-score)))[:, None]
+
+
+def test_a_binary_challenger_replaces_the_trees_only_beyond_noise() -> None:
+    m = _choice_manifest("binary")
+    y, weak = _binary(300, 0.5, 1)
+    _, strong = _binary(300, 3.0, 1)  # same labels (same seed), far better ranking
+    kept, how = keep("binary", m, y, {"trees": weak, "mlp": strong})
+    assert kept == "mlp" and how.startswith("mlp replaces trees: lead +")
+    # a challenger a hair better: the same answers, one positive row ranked a little higher
+    nudged = weak.copy()
+    nudged[np.flatnonzero(y == 1)[0], 0] += 0.05
+    gained, bound = lead("binary", m, y, weak, nudged)
+    assert gained >= 0 and bound <= 0
+    kept, how = keep("binary", m, y, {"trees": weak, "mlp": nudged})
+    assert kept == "trees" and how.startswith("mlp does not replace trees: lead +")
+    assert how.endswith("(needs > 0)")
+
+
+def test_losses_decide_a_regression_and_a_multiclass_label() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.normal(0, 1, 200)
+    close, far = (y + rng.normal(0, 0.1, 200))[:, None], (y + rng.normal(0, 1, 200))[:, None]
+    reg = _choice_manifest("regression")
+    assert keep("regression", reg, y, {"trees": far, "mlp": close})[0] == "mlp"
+    assert keep("regression", reg, y, {"trees": close, "mlp": far})[0] == "trees"
+    # the same answers but one row: no lead beyond noise, the first family stays
+    one = close.copy()
+    one[0, 0] = y[0]
+    assert keep("regression", reg, y, {"trees": close, "mlp": one})[0] == "trees"
+    labels = rng.integers(0, 3, 200)
+    sure = np.full((200, 3), 0.05)
+    sure[np.arange(200), labels] = 0.9
+    flat = np.full((200, 3), 1 / 3)
+    multi = _choice_manifest("multiclass", 3)
+    assert keep("multiclass", multi, labels, {"trees": flat, "mlp": sure})[0] == "mlp"
+    kept, how = keep("multiclass", multi, labels, {"trees": sure, "mlp": flat})
+    assert kept == "trees" and how.startswith("mlp does not replace trees: lead -")
+
+
+def test_a_challenger_without_a_figure_never_replaces() -> None:
+    y, p = _binary(100, 2.0, 3)
+    answers = {"trees": p, "mlp": np.full_like(p, np.nan)}
+    assert keep("binary", _choice_manifest("binary"), y, answers)[0] == "trees"

@@ -3,18 +3,24 @@ its verdict by repeated k-fold over train and eval; the test split is scored onc
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 import yaml
 
 from etl import pipeline
+from etl.versions.manifest import read_manifest
 from tests.support.training_fixtures import drafted_iris
-from training.config import InputConfig, ModelConfig, TrainConfig
-from training.run.families import SMALL_TABLE_ROWS
-from training.run.folds import FOLDS, REPEATS, fold_ids
+from training.config import InputConfig, ModelConfig, TrainConfig, plan
+from training.judge.evaluate import predictions
+from training.run.families import SMALL_TABLE_ROWS, FitRun, fit_trees, mlp_folds, trees_folds
+from training.run.folds import FOLDS, REPEATS, FoldRows, fold_ids, read_rows
+from training.run.runtime import setup_device
 from training.run.train import train
+from training.tasks import task_of
 
 
 def test_folds_are_stratified_even_and_differ_between_repeats() -> None:
@@ -58,3 +64,51 @@ def test_a_150_row_table_is_judged_by_repeated_k_fold(tmp_path: Path, monkeypatc
         accuracy.detail
     assert m["test"]["examples"] == m["examples"]["test"] and "intervals" in m["test"]
     assert result["blessing"].blessed, result["blessing"].reasons
+
+
+def _fold_runs(tmp_path: Path, monkeypatch, model: ModelConfig) -> tuple[FitRun, dict, list]:
+    """The 150-row iris version as training readies it for its k-fold: (the run, its train
+    and eval rows in memory, two folds' runs)."""
+    data, out = drafted_iris(tmp_path)
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
+    version_uri = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")["version_uri"]
+    manifest = read_manifest(version_uri)
+    config, _ = plan(TrainConfig(input=InputConfig(seed=1), model=model), manifest)
+    keras.utils.set_random_seed(config.seed)
+    run = FitRun(version_uri, manifest, (tmp_path / "run").as_uri(), setup_device("float32"),
+                 replace(config, steps_per_epoch=8), tmp_path / "work", task_of(manifest))
+    columns = read_rows(run)
+    ids = fold_ids(columns[manifest.schema.label.name].astype(np.int64), True, 0)
+    folds = [run._replace(rows=FoldRows(columns, np.flatnonzero(ids != f),
+                                        np.flatnonzero(ids == f))) for f in (0, 1)]
+    return run, columns, folds
+
+
+@pytest.mark.timeout(600)
+def test_a_trees_fold_answers_as_its_forest_would(tmp_path: Path, monkeypatch) -> None:
+    # a fold answers with LightGBM's own predictions, not the compiled forest the kept model
+    # serves: the two must agree on the same fold's held-out rows
+    run, columns, (fold, _) = _fold_runs(tmp_path, monkeypatch, ModelConfig(family="trees"))
+    y, answers = trees_folds(run, columns)(fold)
+    fitted = fit_trees(fold)
+    y_kept, served = predictions(fitted.model, fitted.eval_ds)
+    assert len(y) == len(fold.rows.held) and answers.shape == (len(y), 3)
+    np.testing.assert_array_equal(y, y_kept)
+    np.testing.assert_allclose(answers, served, atol=1e-5)
+    assert (answers.argmax(1) == y).mean() > 0.7  # iris: chance is 1/3
+
+
+@pytest.mark.timeout(600)
+def test_the_mlp_starts_every_fold_afresh(tmp_path: Path, monkeypatch) -> None:
+    # one model serves every fold (traced once); each fold must start from the same weights
+    # and optimizer state, so a fold fitted twice answers the same both times, whatever the
+    # fold between them did
+    model = ModelConfig(family="mlp", dropout=0.0)
+    run, columns, (first, second) = _fold_runs(tmp_path, monkeypatch, model)
+    fit = mlp_folds(run, columns)
+    y, once = fit(first)
+    _, other = fit(second)
+    y_again, again = fit(first)
+    np.testing.assert_array_equal(y, y_again)
+    np.testing.assert_allclose(once, again, rtol=1e-5, atol=1e-6)
+    assert other.shape[1] == once.shape[1] == 3
