@@ -124,15 +124,23 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
         {"name": c.name, "passed": c.passed, "detail": c.detail} for c in checks]
 
 
+def _quotient(a: float, b: float) -> float:
+    """a / b of two errors: 1.0 when both are 0 (equally exact), infinite when only b is (an
+    exact target, say a column's square, fitted exactly by one side only); NaN stays NaN."""
+    if b == 0:
+        return 1.0 if a == 0 else math.inf
+    return a / b
+
+
 def compare(model: dict[str, Any], ref: dict[str, float], task: str) -> dict[str, Any]:
     """Model vs reference: ratios, whether the model is within ``TOLERANCE``, and ``ratio``:
     one figure per table where higher is better and 1.0 is the reference's level (RMSE:
     reference / model; binary: the lower of the accuracy and AUC ratios, both must hold;
     multi-class: the higher of the accuracy and macro-F1 ratios, either may hold)."""
     if task == "regression":
-        ratio = model["rmse"] / ref["rmse"]
+        ratio = _quotient(model["rmse"], ref["rmse"])
         return {"metric": "rmse", "ratios": {"rmse": ratio}, "met": ratio <= 1 + TOLERANCE,
-                "ratio": ref["rmse"] / model["rmse"] if model["rmse"] else float("nan")}
+                "ratio": _quotient(ref["rmse"], model["rmse"])}
     if task == "binary":
         ratios = {m: model[m] / ref[m] if ref[m] else float("nan") for m in ("accuracy", "auc")}
         return {"metric": "accuracy and auc", "ratios": ratios,

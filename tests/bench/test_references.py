@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from bench.references import compare, reference
@@ -41,6 +42,12 @@ def test_a_reference_on_a_label_of_noise_does_not_beat_the_baseline(tmp_path: Pa
 
 def test_one_ratio_per_table_is_higher_when_better() -> None:
     assert compare({"rmse": 2.0}, {"rmse": 1.0}, "regression")["ratio"] == 0.5
+    # an exact target (wooldridge's agesq, a column's square): errors of 0 compare, no NaN
+    exact = compare({"rmse": 0.0}, {"rmse": 0.0137}, "regression")
+    assert exact["ratio"] == math.inf and exact["met"]
+    assert compare({"rmse": 0.0}, {"rmse": 0.0}, "regression")["ratio"] == 1.0
+    behind = compare({"rmse": 0.01}, {"rmse": 0.0}, "regression")
+    assert behind["ratio"] == 0.0 and not behind["met"]
     ref = {"accuracy": 0.8, "macro_f1": 0.5, "auc": 0.8}
     assert compare({"accuracy": 0.8, "auc": 0.4}, ref, "binary")["ratio"] == 0.5
     assert compare({"accuracy": 0.4, "macro_f1": 0.5}, ref, "multiclass")["ratio"] == 1.0
