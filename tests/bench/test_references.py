@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bench.references import compare, reference
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import HistGradientBoostingRegressor
+
+from bench.references import MAX_CATEGORIES, aligned, compare, reference
 from tests.support import training_fixtures as fx
 
 
@@ -51,3 +55,20 @@ def test_one_ratio_per_table_is_higher_when_better() -> None:
     ref = {"accuracy": 0.8, "macro_f1": 0.5, "auc": 0.8}
     assert compare({"accuracy": 0.8, "auc": 0.4}, ref, "binary")["ratio"] == 0.5
     assert compare({"accuracy": 0.4, "macro_f1": 0.5}, ref, "multiclass")["ratio"] == 1.0
+
+
+def test_a_categorical_wider_than_histgradientboosting_takes_enters_as_codes() -> None:
+    # sandwich/InstInnovation's 'company' (801 values) failed the reference's fit
+    rng = np.random.default_rng(0)
+    names = [f"c{i}" for i in range(MAX_CATEGORIES + 45)]
+    train = pd.DataFrame({"company": pd.Categorical(rng.choice(names, 900)),
+                          "size": pd.Categorical(rng.choice(["s", "m", "l"], 900)),
+                          "x": rng.normal(size=900)})
+    test = pd.DataFrame({"company": pd.Categorical(["c3", "unseen"]),
+                         "size": pd.Categorical(["m", "xl"]), "x": [0.0, 1.0]})
+    x_train, x_test = aligned(train, test)
+    assert x_train["company"].dtype == np.float64 and x_train["size"].dtype == "category"
+    assert x_test["company"].iloc[0] == list(train["company"].cat.categories).index("c3")
+    assert np.isnan(x_test["company"].iloc[1]) and pd.isna(x_test["size"].iloc[1])
+    model = HistGradientBoostingRegressor(categorical_features="from_dtype", max_iter=5)
+    assert model.fit(x_train, rng.normal(size=900)).predict(x_test).shape == (2,)
