@@ -131,13 +131,24 @@ def _resolve_binary(label: Label, counts: dict[str, dict[str, int]], where: str
         train[key] = train.get(key, 0) + int(n)
     if label.positive and not (train.get("1") and train.get("0")):
         which = "no" if not train.get("1") else "every"
+        elsewhere = _held_out_rows(counts, "1" if which == "no" else "0")
+        if elsewhere:  # the class exists, too rarely to reach train
+            fix = (f"it holds {elsewhere} row(s) of eval and test only: too few to learn "
+                   f"from; gather more rows of that class, or choose another label")
+        else:
+            fix = (f"name a value the column holds (it is matched exactly, a boolean by its "
+                   f"spellings {list(BOOL_SPELLINGS[True])} in any case)")
         raise ValidationFailed(
             f"label {label.name!r} (column {label.source!r}): {where}.label.positive "
             f"{list(label.positive)} matches {which} row of the train split "
-            f"({sum(train.values())} rows); name a value the column holds (it is matched "
-            f"exactly, a boolean by its spellings {list(BOOL_SPELLINGS[True])} in any case)",
-            {"positive_rows": int(train.get("1", 0))})
+            f"({sum(train.values())} rows); {fix}", {"positive_rows": int(train.get("1", 0))})
     return label.schema()
+
+
+def _held_out_rows(counts: dict[str, dict[str, int]], klass: str) -> int:
+    """Rows of binary class ``klass`` ("1" the positive, "0" the rest) in eval and test."""
+    return sum(int(n) for split, seen in counts.items() if split != "train"
+               for value, n in seen.items() if str(int(float(value))) == klass)
 
 
 def _resolve_classes(label: Label, counts: dict[str, dict[str, int]],

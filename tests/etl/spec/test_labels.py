@@ -165,8 +165,15 @@ def test_a_positive_that_matches_no_train_row_fails_naming_it() -> None:
     from etl.spec.labels import TASKS
 
     label = _label(positive=("Yes",))
-    with pytest.raises(ValidationFailed, match=r"positive \['Yes'\] matches no row"):
+    with pytest.raises(ValidationFailed, match=r"positive \['Yes'\] matches no row.*name a "
+                       r"value the column holds"):
         TASKS["binary"].resolve(label, {"train": {"0": 40}, "test": {"0": 5}}, "spec.yaml")
+    # the class is there, too rare to reach train (a drawn table's 1 positive of 165 rows):
+    # naming another value would not help
+    with pytest.raises(ValidationFailed, match=r"matches no row of the train split \(98 rows\); "
+                       r"it holds 1 row\(s\) of eval and test only: too few to learn from"):
+        TASKS["binary"].resolve(label, {"train": {"0": 98}, "eval": {"0": 33},
+                                        "test": {"0": 33, "1": 1}}, "spec.yaml")
     schema = TASKS["binary"].resolve(label, {"train": {"0": 30, "1": 10}}, "spec.yaml")
     assert schema["positive"] == ["Yes"] and schema["task"] == "binary"
 
