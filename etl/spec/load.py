@@ -40,8 +40,8 @@ from etl.spec.model import (
     column_header,
     column_type,
     get_field,
+    parse_split,
     reject_unknown,
-    tabular_split,
 )
 from etl.spec.scheduling import (
     DEFAULT_SPECS_DIR,
@@ -331,7 +331,8 @@ def _parse_uses(raw: dict, path: Path, name: str, sources: dict[str, Source],
     expectations = check_relpath(get_field(raw, "expectations", w, str), f"{w}.expectations")
     return Spec(name=name, path=path, primary=primary, sources=sources, joins=tuple(joins),
                 key=key, label=label, features=tuple(features), exclude=exclude,
-                split=tabular_split(raw, w, sources[primary].columns, label.task),
+                split=parse_split(get_field(raw, "split", w, dict), f"{w}.split",
+                                  sources[primary].columns),
                 expectations=(path.parent / expectations).resolve(),
                 description=str(raw.get("description", "")), upstream=_upstream(raw, w),
                 training=dict(settings.training), tune=dict(settings.tune), drift=parse_drift(raw, w, {*seen, label.name}),

@@ -210,7 +210,8 @@ class Split:
     by: ``key`` (the spec's unique key) or ``row`` (the row's content plus an occurrence
     counter, for tables without a unique key); ``group_by``: columns whose rows share a split
     on purpose (leakage control; overrides ``by``); ``stratify``: spread each class over the
-    splits by the fractions (classification labels). See ``etl.write.writer``.
+    splits by the fractions (a regression's rows as one class: each split gets its share
+    within a row). See ``etl.write.writer``.
     """
 
     fractions: tuple[tuple[str, float], ...] = (("train", 0.8), ("eval", 0.1), ("test", 0.1))
@@ -415,13 +416,6 @@ def _split_identity(d: dict, where: str, columns: dict[str, str]) -> dict[str, A
         raise SpecError(f"{where}: group_by keeps each group in one split, so its classes cannot "
                         f"also be stratified; drop stratify or group_by")
     return {"by": by, "group_by": group_by, "stratify": stratify}
-
-
-def tabular_split(raw: dict, w: str, columns: dict[str, str], task: str) -> Split:
-    split = parse_split(get_field(raw, "split", w, dict), f"{w}.split", columns)
-    if split.stratify and task == REGRESSION:
-        raise SpecError(f"{w}.split.stratify: a regression label has no classes to stratify by")
-    return split
 
 
 def column_type(decl: Any, where: str) -> tuple[str, str | None]:

@@ -8,7 +8,7 @@ or the values of ``group_by`` columns (rows sharing them share a split, on purpo
 control). Stratified splits (``stratify: true``) rank the rows of each *unit* and class by
 identity hash and place the r-th at ``frac(offset + r / golden ratio)``; the low-discrepancy
 sequence gives every class the spec's fractions within a row or two, so a 23-row class
-reaches every split.
+reaches every split (a regression's rows are one class: each split gets its share).
 
 Why the result does not depend on how data is built (day by day, in bulk, any Dask
 partitioning): the unit is the row's event-time period for a partitioned source (computed from

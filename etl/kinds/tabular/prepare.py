@@ -23,6 +23,7 @@ from etl import statistics
 from etl.errors import ValidationFailed
 from etl.spec import Feature, Spec
 from etl.spec.labels import label_task
+from etl.spec.model import REGRESSION
 from etl.write.writer import (
     HASH_COL,
     SPLIT_COL,
@@ -188,6 +189,8 @@ def split_identity(raw: pd.DataFrame, spec: Spec,
         hashes = key_hash(raw, spec.key, split.salt)
     if not split.stratify:
         return hashes, None
+    if spec.label.task == REGRESSION:  # no classes: the rows spread evenly, as one class
+        labels = pd.Series("all", index=labels.index)
     return hashes, stratified_positions(hashes, labels, units, split.salt)
 
 

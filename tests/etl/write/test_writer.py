@@ -79,6 +79,30 @@ def split_like(spec, **changes):
     return replace(spec.split, stratify=False, **changes)
 
 
+def test_a_regression_spreads_its_rows_by_the_fractions(tmp_path):
+    # a hash split is a binomial draw: a drawn 125-row table expected 25 test rows and got 16,
+    # which training refused; drafted stratified, each split gets its share within a row
+    rng = np.random.default_rng(7)
+    raw = tmp_path / "data" / "raw" / "small" / "small.csv"
+    raw.parent.mkdir(parents=True)
+    raw.write_text("x,target\n" + "".join(f"{rng.normal():.4f},{rng.gamma(2.0):.4f}\n"
+                                            for _ in range(125)))
+    out = tmp_path / "specs" / "small"
+    assert main(["spec", "init", "--name", "small", "--source", "raw/small/small.csv", "--root",
+                 (tmp_path / "data").as_uri(), "--label", "target", "--task", "regression",
+                 "--out", str(out)]) == 0
+    doc = yaml.safe_load((out / "spec.yaml").read_text())
+    assert doc["split"]["stratify"] is True
+    spec = load_spec(out / "spec.yaml")
+    frame = read_source_file(raw.as_uri(), spec.primary_source)
+    counts = prepare_rows(frame, spec)["_split"].value_counts()
+    for name, share in doc["split"]["fractions"].items():
+        assert abs(counts[name] - 125 * share) <= 1, counts
+    plain = [prepare_rows(frame, spec.__class__(**{**spec.__dict__, "split": split_like(
+        spec, salt=f"s{i}")}))["_split"].value_counts()["test"] for i in range(12)]
+    assert max(plain) - min(plain) > 2  # the hash split's spread, for contrast
+
+
 def test_identical_rows_are_rows_of_their_own() -> None:
     frame = pd.DataFrame({"a": ["1", "1", "1", "2"], "b": ["x", "x", "x", "y"]})
     units = np.zeros(4, dtype=np.int64)
