@@ -555,6 +555,17 @@ def check_splits(manifest: Manifest, labels: dict[str, np.ndarray],
                   for s in ("eval", "test") if s in labels}
         missing = [names[i] for i in sorted(train) if i < len(counts["test"])
                    and counts["test"][i] == 0]
+        held = sum(counts.values())
+        rows = {names[i]: int(manifest.statistics.label_counts.get(str(i), 0)) + int(held[i])
+                for i in range(min(len(names), len(held)))}
+        share = sizes["test"] / max(total, 1)
+        rare = [name for name in missing if rows.get(name, 0) * share < 1]
+        if rare:  # under one row of each expected in test: not the split's fault
+            log.warning("%s/%s: test lacks class(es) %s, too rare to expect a row in test "
+                        "(%s rows in all, test holds %.0f%% of the rows): the test figures say "
+                        "nothing of them", manifest.dataset, manifest.version, rare,
+                        ", ".join(str(rows.get(name, 0)) for name in rare), 100 * share)
+        missing = [name for name in missing if name not in rare]
         if missing:
             problems.append(f"test lacks class(es) {missing} that train has")
             fixes.append("split.stratify: true spreads every class over the splits; split.by: "
