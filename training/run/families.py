@@ -37,7 +37,13 @@ from training import outputs
 from training.config import TrainConfig
 from training.data.tabular import make_dataset
 from training.judge.evaluate import evaluate_split, labels_of, predictions, regression_report
-from training.judge.gate import auc_lead_bound, example_losses, gate_scores, lower_bound
+from training.judge.gate import (
+    auc_lead_bound,
+    example_losses,
+    gate_scores,
+    lower_bound,
+    metric_intervals,
+)
 from training.models.heads import BINARY, REGRESSION, in_units
 from training.models.mlp import build_models, compile_model
 from training.models.tabular import TabularModel
@@ -316,9 +322,7 @@ def choose(run: FitRun, done: dict[str, Fitted] | None = None
     wanted, done = run.config.model.family, done or {}
     fits = FAMILIES if wanted == "auto" else {wanted: FAMILIES[wanted]}
     if small_table(run.manifest):
-        from training.run.folds import cross_validate  # small tables only
-
-        chosen, cv = cross_validate(run, fits)  # the choice: ``keep``
+        chosen, cv = cross_validated(run, fits)
         kept = done[chosen] if chosen in done else FAMILIES[chosen].fit(run)
         return kept, {"chosen": chosen, "metric": cv["metric"],
                       "eval": {chosen: float(kept.eval.get(cv["metric"], math.nan))},
@@ -372,7 +376,7 @@ def figure(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray) -> flo
 def lead(task: str, manifest: Manifest, y: np.ndarray, first: np.ndarray,
          second: np.ndarray) -> tuple[float, float]:
     """(``second``'s lead over ``first`` on the same rows: AUC gained, or mean loss saved; the
-    lead's one-sided ``CONFIDENCE`` paired-bootstrap lower bound)."""
+    lead's one-sided ``CONFIDENCE`` paired bootstrap lower bound)."""
     if task == BINARY:
         gained = figure(task, manifest, y, second) - figure(task, manifest, y, first)
         return gained, auc_lead_bound(y, first[:, 0], second[:, 0], CONFIDENCE)
@@ -390,10 +394,42 @@ def keep(task: str, manifest: Manifest, y: np.ndarray,
         gained, bound = lead(task, manifest, y, answers[kept], answers[name])
         replaces = bool(bound > 0)  # NaN (no figure) never replaces
         steps.append(f"{name} {'replaces' if replaces else 'does not replace'} {kept}: lead "
-                     f"{gained:+.4f}, {CONFIDENCE:.0%} one-sided paired-bootstrap lower bound "
-                     f"{bound:.4f} (needs > 0)")
+                     f"{gained:+.4f}, paired bootstrap lower bound {bound:.4f} "
+                     f"({CONFIDENCE:.0%} one-sided) needs > 0")
         kept = name if replaces else kept
     return kept, "; ".join(steps)
+
+
+def cross_validated(run: FitRun, fits: dict[str, Family]) -> tuple[str, dict[str, Any]]:
+    """A small table's choice: ``fits`` over repeated k-fold of train and eval
+    (``training.run.folds``), judged; (the family kept, metrics.json's ``cross_validation``,
+    the verdict's evidence under ``evidence``: labels and out-of-fold answers averaged over
+    the repeats, learned space)."""
+    from training.run.folds import FOLDS, REPEATS, cross_validate  # small tables only
+
+    oof = cross_validate(run, fits)
+    task, y, n = run.task.name, oof.labels, len(oof.labels)
+    figures = {}
+    for family, outs in oof.answers.items():
+        per_repeat = [figure(task, run.manifest, y, out) for out in outs]
+        figures[family] = {"per_repeat": per_repeat, "mean": float(np.mean(per_repeat)),
+                           "range": [float(min(per_repeat)), float(max(per_repeat))]}
+    answers = {family: np.mean(outs, axis=0) for family, outs in oof.answers.items()}
+    metric = eval_metric(run.task)
+    chosen, how = keep(task, run.manifest, y, answers)  # on the repeats' mean answers
+    out = answers[chosen]
+    scores = gate_scores(task, run.manifest, y, out)
+    scores["intervals"] = metric_intervals(run.manifest, run.task.gate, y, out)
+    text = ", ".join(f"{k} {v['mean']:.4f} (repeats "
+                     f"{', '.join(f'{x:.4f}' for x in v['per_repeat'])})"
+                     for k, v in figures.items())
+    why = (f"{chosen} is kept: mean out-of-fold {metric} over {REPEATS} x {FOLDS}-fold "
+           f"cross-validation of the {n} train and eval rows: {text} "
+           f"({'higher' if metric == 'auc' else 'lower'} is better)" + (f"; {how}" if how else ""))
+    log.info("train %s: %s", run.manifest.dataset, why)
+    return chosen, {"rows": n, "folds": FOLDS, "repeats": REPEATS, "metric": metric,
+                    "families": figures, "chosen": chosen, "why": why,
+                    "out_of_fold": scores, "evidence": (y, out)}
 
 
 def small_table(manifest: Manifest) -> bool:

@@ -2,14 +2,15 @@
 
 Below ``training.run.families.SMALL_TABLE_ROWS`` rows one small test split is all the evidence
 the choice of family and the verdict would get: a 214-row table left 44 test rows, where two
-rows moved accuracy by 5%. There (``training.run.families.choose`` calls ``cross_validate``)
-every candidate family is fitted ``REPEATS`` times over ``FOLDS`` stratified folds of the train
-and eval rows, each fold's rows predicted by a model that never saw them. The family is chosen
-on the out-of-fold answers (``training.run.families.keep``: trees, unless another is better
-beyond noise), and the gate judges them (averaged over the repeats, one per row) instead of the test
-split alone; the test split stays held out, is scored once by the kept family refitted on
-train (early stopping on eval), and is what the current-model comparison uses. The figures,
-per repeat and with intervals, go in metrics.json's ``cross_validation``.
+rows moved accuracy by 5%. There (``training.run.families.cross_validated`` calls
+``cross_validate``) every candidate family is fitted ``REPEATS`` times over ``FOLDS``
+stratified folds of the train and eval rows, each fold's rows predicted by a model that never
+saw them. ``cross_validated`` chooses the family on the out-of-fold answers (``keep``: trees,
+unless another is better beyond noise), and the gate judges them (averaged over the repeats,
+one per row) instead of the test split alone; the test split stays held out, is scored once
+by the kept family refitted on train (early stopping on eval), and is what the current-model
+comparison uses. The figures, per repeat and with intervals, go in metrics.json's
+``cross_validation``.
 """
 
 from __future__ import annotations
@@ -19,20 +20,18 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from training.data.tabular import feature_map, make_dataset
-from training.judge.gate import gate_scores, metric_intervals
-from training.models.heads import BINARY, REGRESSION
-from training.run.families import figure, keep
+from training.models.heads import REGRESSION
 
 # ``run`` below is a ``training.run.families.FitRun`` and ``families`` its ``Family`` objects;
-# families imports this module (for small tables only), so this one names them without
-# importing them.
+# families imports this module (for small tables only) and judges its answers, so this one
+# names them without importing them.
 FitRun = Any
 Family = Any
 
@@ -96,10 +95,17 @@ def fold_ids(labels: np.ndarray, classified: bool, repeat: int) -> np.ndarray:
     return out
 
 
-def cross_validate(run: FitRun, families: dict[str, Family]) -> tuple[str, dict[str, Any]]:
-    """Fit each family over ``REPEATS`` x ``FOLDS`` folds of train + eval; (the kept family,
-    metrics.json's ``cross_validation`` with the verdict's evidence under ``evidence``:
-    labels and out-of-fold answers averaged over the repeats, learned space)."""
+class OutOfFold(NamedTuple):
+    """Every train and eval row's label (learned space) and, per family, one answer per row
+    for each repeat, each from a model that never saw the row."""
+
+    labels: np.ndarray
+    answers: dict[str, list[np.ndarray]]
+
+
+def cross_validate(run: FitRun, families: dict[str, Family]) -> OutOfFold:
+    """Fit each family over ``REPEATS`` x ``FOLDS`` folds of train + eval; their out-of-fold
+    answers (judged by ``training.run.families.cross_validated``)."""
     columns = read_rows(run)
     raw = columns[run.manifest.schema.label.name]
     task, n = run.task.name, len(raw)
@@ -111,12 +117,11 @@ def cross_validate(run: FitRun, families: dict[str, Family]) -> tuple[str, dict[
     steps = max(1, math.ceil(n * (FOLDS - 1) / FOLDS / run.config.input.batch_size))
     run = run._replace(callbacks=(), config=dataclasses.replace(
         run.config, measure_stall_batches=0, steps_per_epoch=steps))
-    figures: dict[str, dict[str, Any]] = {}
-    answers: dict[str, np.ndarray] = {}
+    answers: dict[str, list[np.ndarray]] = {}
     y_learned = np.zeros(n)
     for family, kind in families.items():
         fit = kind.folds(run, columns)
-        per_repeat, outs = [], []
+        answers[family] = []
         for r, ids in enumerate(folds):
             out = None
             for f in range(FOLDS):
@@ -126,22 +131,5 @@ def cross_validate(run: FitRun, families: dict[str, Family]) -> tuple[str, dict[
                                         run_uri=work.joinpath("run").as_uri(), work_dir=work))
                 out = np.zeros((n, o.shape[1])) if out is None else out
                 out[held], y_learned[held] = o, y
-            outs.append(out)
-            per_repeat.append(figure(task, run.manifest, y_learned, out))
-        answers[family] = np.mean(outs, axis=0)
-        figures[family] = {"per_repeat": per_repeat, "mean": float(np.mean(per_repeat)),
-                           "range": [float(min(per_repeat)), float(max(per_repeat))]}
-    metric = "auc" if task == BINARY else "loss"
-    chosen, how = keep(task, run.manifest, y_learned, answers)  # on the repeats' mean answers
-    out = answers[chosen]
-    scores = gate_scores(task, run.manifest, y_learned, out)
-    scores["intervals"] = metric_intervals(run.manifest, run.task.gate, y_learned, out)
-    text = ", ".join(f"{k} {v['mean']:.4f} (repeats {', '.join(f'{x:.4f}' for x in v['per_repeat'])})"
-                     for k, v in figures.items())
-    why = (f"{chosen} is kept: mean out-of-fold {metric} over {REPEATS} x {FOLDS}-fold "
-           f"cross-validation of the {n} train and eval rows: {text} "
-           f"({'higher' if metric == 'auc' else 'lower'} is better)" + (f"; {how}" if how else ""))
-    log.info("train %s: %s", run.manifest.dataset, why)
-    return chosen, {"rows": n, "folds": FOLDS, "repeats": REPEATS, "metric": metric,
-                    "families": figures, "chosen": chosen, "why": why,
-                    "out_of_fold": scores, "evidence": (y_learned, out)}
+            answers[family].append(out)
+    return OutOfFold(y_learned, answers)

@@ -5,8 +5,8 @@
 sampler (seeded), each fit judged by the figure ``family: auto`` compares
 (``training.run.families.eval_metric``) the way training judges it: on the eval split, or,
 below ``training.run.families.SMALL_TABLE_ROWS`` rows, as the mean out-of-fold figure of
-``training.run.folds.cross_validate`` (one small eval split would pick settings by luck); the
-test split is never looked at. The first trials
+``training.run.families.cross_validated`` (one small eval split would pick settings by
+luck); the test split is never looked at. The first trials
 are each family's defaults, so the best found is never worse on eval than what an untuned
 training fits. The search stops at the budget's trials or minutes, whichever comes first (no
 trial starts after the minutes; the one running finishes). The best settings are written to
@@ -140,9 +140,7 @@ def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
     run = families.FitRun(search.version_uri, manifest, str(trial_dir / "run"), search.setup,
                           planned, trial_dir, task_of(manifest), (), weights)
     if search.folds:
-        from training.run.folds import cross_validate  # small tables only
-
-        _, cv = cross_validate(run, {family: families.FAMILIES[family]})
+        _, cv = families.cross_validated(run, {family: families.FAMILIES[family]})
         score = float(cv["families"][family]["mean"])
     else:
         score = float(families.FAMILIES[family].fit(run).eval.get(search.metric, math.nan))

@@ -114,7 +114,7 @@ def test_a_binary_challenger_replaces_the_trees_only_beyond_noise() -> None:
     assert gained >= 0 and bound <= 0
     kept, how = keep("binary", m, y, {"trees": weak, "mlp": nudged})
     assert kept == "trees" and how.startswith("mlp does not replace trees: lead +")
-    assert how.endswith("(needs > 0)")
+    assert how.endswith("(95% one-sided) needs > 0")
 
 
 def test_losses_decide_a_regression_and_a_multiclass_label() -> None:
