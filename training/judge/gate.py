@@ -220,20 +220,28 @@ def _auc_groups(y: np.ndarray, p: np.ndarray, weights: np.ndarray) -> np.ndarray
     return out
 
 
+def _auc_bound(y: np.ndarray, score: Callable[[np.ndarray], np.ndarray], confidence: float,
+               resamples: int) -> float:
+    """One-sided bootstrap lower bound of ``score(counts)``: an AUC figure of each row of
+    ``counts`` [r, n], the rows' bootstrap counts (NaN resamples dropped)."""
+    rng, samples = np.random.default_rng(SEED), []
+    for start in range(0, resamples if len(y) else 0, 100):  # 100 at a time bound the memory
+        idx = rng.integers(0, len(y), (min(100, resamples - start), len(y)))
+        counts = np.stack([np.bincount(row, minlength=len(y)) for row in idx]).astype(np.float64)
+        samples.append(score(counts))
+    clean = np.concatenate(samples) if samples else np.zeros(0)
+    clean = clean[np.isfinite(clean)]
+    return float(np.quantile(clean, 1 - confidence)) if len(clean) else float("nan")
+
+
 def auc_lead_bound(y: np.ndarray, first: np.ndarray, second: np.ndarray, confidence: float,
                    resamples: int = RESAMPLES) -> float:
     """One-sided paired-bootstrap lower bound of AUC(second) - AUC(first) on the same rows
     (each resample scores both on the same rows)."""
     y = y.astype(np.int64).reshape(-1)
     a, b = (np.asarray(x, np.float64).reshape(-1) for x in (first, second))
-    rng, leads = np.random.default_rng(SEED), []
-    for start in range(0, resamples if len(y) else 0, 100):  # 100 at a time bound the memory
-        idx = rng.integers(0, len(y), (min(100, resamples - start), len(y)))
-        counts = np.stack([np.bincount(row, minlength=len(y)) for row in idx]).astype(np.float64)
-        leads.append(_auc_groups(y, b, counts) - _auc_groups(y, a, counts))
-    clean = np.concatenate(leads) if leads else np.zeros(0)
-    clean = clean[np.isfinite(clean)]
-    return float(np.quantile(clean, 1 - confidence)) if len(clean) else float("nan")
+    return _auc_bound(y, lambda w: _auc_groups(y, b, w) - _auc_groups(y, a, w), confidence,
+                      resamples)
 
 
 def auc_check(y: np.ndarray, p: np.ndarray, margin: float, confidence: float,
@@ -242,14 +250,7 @@ def auc_check(y: np.ndarray, p: np.ndarray, margin: float, confidence: float,
     beyond resampling noise (one-sided bootstrap lower bound of the AUC above 0.5)?"""
     y, p = y.astype(np.int64).reshape(-1), np.asarray(p, np.float64).reshape(-1)
     got = float(_auc_groups(y, p, np.ones((1, len(y))))[0]) if len(y) else float("nan")
-    rng, samples = np.random.default_rng(SEED), []
-    for start in range(0, resamples if len(y) else 0, 100):  # 100 at a time bound the memory
-        idx = rng.integers(0, len(y), (min(100, resamples - start), len(y)))
-        counts = np.stack([np.bincount(row, minlength=len(y)) for row in idx]).astype(np.float64)
-        samples.append(_auc_groups(y, p, counts))
-    clean = np.concatenate(samples) if samples else np.zeros(0)
-    clean = clean[np.isfinite(clean)]
-    bound = float(np.quantile(clean, 1 - confidence)) if len(clean) else float("nan")
+    bound = _auc_bound(y, lambda w: _auc_groups(y, p, w), confidence, resamples)
     ok = got >= CHANCE_AUC + margin and bound > CHANCE_AUC  # NaN fails either way
     return Check("baseline:auc", bool(ok),
                  f"ranks better than chance beyond noise: auc {got:.4f} vs {CHANCE_AUC}, needs "
