@@ -35,6 +35,8 @@ QUICK_DAYS = ("2013-01-01", "2013-01-08")  # --quick: one week of flights instea
 
 PARTS = ("scaling", "overhead", "nightly", "segments", "input", "dags", "gauntlet", "drawn",
          "serving", "training", "scoring", "tuning")
+ETL_PARTS = ("scaling", "overhead", "nightly", "segments", "input")
+"""The parts whose figures time the ETL's code (``etl_code_commit`` names it)."""
 
 
 def _fresh_root(work: Path, name: str, scale: int = 1,
@@ -238,9 +240,11 @@ def _dags(results: dict[str, Any]) -> None:
 
 
 def _start(out: Path, quick: bool, parts: tuple[str, ...]) -> dict[str, Any]:
-    """A fresh result, or with only some ``parts`` the one in ``out`` if it was taken on the
-    same ETL code (``etl/`` at its last change; the other parts' figures are kept, each part
-    says when it was measured)."""
+    """A fresh result, or with only some ``parts`` the one in ``out`` with their figures to
+    be replaced (the other parts' figures are kept, each part says when it was measured under
+    ``measured``). The ETL's figures are one set: a run of an ``ETL_PARTS`` part on other ETL
+    code (``etl/`` at its last change) than the file's starts afresh, and so does another
+    ``--quick``; a run of other parts keeps the file's ETL figures and the commit they name."""
     from bench.segments import commit
 
     fresh = {"machine": measure.machine(), "commit": commit(), "etl_code_commit": commit("etl"),
@@ -250,7 +254,8 @@ def _start(out: Path, quick: bool, parts: tuple[str, ...]) -> dict[str, Any]:
         kept = json.loads(out.read_text())
         code = kept.get("etl_code_commit") or (kept.get("commit") and
                                                commit("etl", at=kept["commit"]))
-        if code == fresh["etl_code_commit"] and kept.get("quick") == quick:
+        same_etl = code == fresh["etl_code_commit"] or not set(parts) & set(ETL_PARTS)
+        if same_etl and kept.get("quick") == quick:
             return {**fresh, **kept, "machine": fresh["machine"], "etl_code_commit": code}
     return fresh
 

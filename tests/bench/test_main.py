@@ -39,6 +39,18 @@ def test_other_etl_code_quick_figures_or_every_part_start_afresh(tmp_path: Path)
         assert "tiny_partitions_bulk_ratio" not in fresh and fresh["measured"] == {}
 
 
+def test_parts_apart_from_the_etl_keep_the_etl_figures_of_other_code(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps({"commit": "old", "etl_code_commit": "etl@other", "quick": False,
+                               "tiny_partitions_bulk_ratio": 1.2,
+                               "measured": {"segments": {"commit": "old"}}}))
+    kept = bench_main._start(out, quick=False, parts=("drawn",))
+    assert kept["tiny_partitions_bulk_ratio"] == 1.2 and kept["etl_code_commit"] == "etl@other"
+    assert kept["measured"] == {"segments": {"commit": "old"}}
+    assert "tiny_partitions_bulk_ratio" not in bench_main._start(
+        out, quick=False, parts=("drawn", "segments"))
+
+
 def test_older_results_name_their_etl_code_through_their_commit(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     out.write_text(json.dumps({"commit": "HEAD", "quick": False, "stall_ratio": 1.3}))
