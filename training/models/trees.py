@@ -36,6 +36,13 @@ OBJECTIVES = {"binary": ("binary", "binary_logloss", "sigmoid"),
               "regression": ("regression", "l2", "identity")}
 MIN_LEAF = 20  # rows a leaf needs at least, unless the table is under 10x that
 LARGE_TABLE = 50_000  # train rows from which trees get 63 leaves instead of 31
+BINNING = {"verbosity": -1, "min_data_in_bin": 1}
+"""How LightGBM bins the features: a column of at most 255 (``max_bin``) distinct values gets
+one bin per value, as HistGradientBoosting's binning does; LightGBM's default of 3 rows a bin
+merges rare values with their neighbours, so a split can never separate them. On a drawn table
+whose target is a survey weight (143 distinct values, one feature proportional to it) test RMSE
+was 0.0108 with 3 rows a bin against the reference's 0.0015, and 0.00034 with 1; leaves still
+need ``min_data_in_leaf`` rows."""
 PARALLEL_CELLS = 2_000_000
 """Train rows x features from which LightGBM boosts on every core this process may use; below
 it, on one. Measured on 2 cores, 20 features, the same boosting both ways (quiet machine): two
@@ -165,7 +172,7 @@ def fit_booster(train: tuple[np.ndarray, np.ndarray], evaluate: tuple[np.ndarray
     cores = len(os.sched_getaffinity(0))
     params = {**params, "num_threads": cores if x.size >= PARALLEL_CELLS else 1}
     data = lgb.Dataset(x, y, weight=weights, categorical_feature=categorical,
-                       free_raw_data=False, params={"verbosity": -1})
+                       free_raw_data=False, params=BINNING)
     held = lgb.Dataset(evaluate[0], evaluate[1], reference=data,
                        categorical_feature=categorical)
     curves: dict[str, Any] = {}

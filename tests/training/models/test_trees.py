@@ -75,6 +75,19 @@ def _splits(dump: dict) -> list[dict]:
     return out
 
 
+def test_every_distinct_value_of_a_column_is_a_split_point() -> None:
+    # 120 distinct values, one row each, the target the value itself: one round at learning
+    # rate 1 with one row a leaf fits it exactly only if no two values share a bin (LightGBM's
+    # default merges rare values, three rows a bin, as a survey-weight table showed)
+    x = np.arange(120, dtype=np.float32)[np.random.default_rng(0).permutation(120)][:, None]
+    y = x[:, 0].astype(np.float64) * 0.5
+    config = ModelConfig(max_rounds=1, early_stopping_rounds=1, tree_learning_rate=1.0,
+                         num_leaves=200, min_data_in_leaf=1)
+    params = {**booster_params(config, "regression", 2, 120, 7), "lambda_l2": 0.0}
+    booster, _ = fit_booster((x, y), (x, y), params, [], config)
+    np.testing.assert_allclose(booster.predict(x), y, atol=1e-6)
+
+
 def test_a_long_fit_says_where_it_is(caplog) -> None:
     x, y = _table("regression", n=3000)
     config = ModelConfig(max_rounds=300, early_stopping_rounds=300)
