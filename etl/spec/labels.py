@@ -94,21 +94,24 @@ def positive_mask(positive: tuple[str | int | bool, ...], text: pd.Series) -> pd
 
 def _class_text(label: Label, source: pd.Series, source_type: str) -> pd.Series:
     """Class values as text: an int64 source gives "3", not the float parse's "3.0", and so
-    does a float64 source holding whole numbers (a column with nulls, or written ``3.0``); a
-    fractional value is not a class (ValidationFailed naming it)."""
+    does a float64 source's whole number (a column with nulls, or written ``3.0``); a fraction
+    is a class too (voltage settings 0.8, 1.2, ...), written as the shortest text that reads
+    back as the same number."""
+    del label
     if source_type == "int64":
         return source.astype("Int64").astype("str")
     if source_type == "float64":
         values = source.astype("float64")
-        fractional = values[values.notna() & (values != values.round())]
-        if len(fractional):
-            raise ValidationFailed(
-                f"label {label.name!r} (column {label.source!r}): {len(fractional)} value(s) "
-                f"are not whole numbers (e.g. {fractional.iloc[0]!r}), so they cannot be "
-                f"classes; use task: regression, or a binary comparison (op, value)",
-                {"fractional_label_values": len(fractional)})
+        whole = (values == values.round()) & (values.abs() < float("inf"))
+        if not bool(whole.all()):
+            return values.map(_number_text).astype("str")
         return values.astype("Int64").astype("str")
     return source.astype("str")
+
+
+def _number_text(value: float) -> str:
+    """3.0 -> "3", 0.8 -> "0.8", inf -> "inf"."""
+    return str(int(value)) if value.is_integer() else repr(value)
 
 
 def _as_float(label: Label, source: pd.Series, source_type: str) -> pd.Series:
