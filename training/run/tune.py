@@ -143,7 +143,7 @@ def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
         _, cv = families.cross_validated(run, {family: families.FAMILIES[family]})
         score = float(cv["families"][family]["mean"])
     else:
-        score = float(families.FAMILIES[family].fit(run).eval.get(search.metric, math.nan))
+        score = families.eval_figure(run, families.FAMILIES[family].fit(run))
     keras.backend.clear_session()
     trials.append({"number": trial.number, "family": family, "defaults": defaults,
                    "settings": settings, "eval": score,

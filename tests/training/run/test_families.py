@@ -83,8 +83,8 @@ def test_a_symmetric_target_stays_raw_and_says_why(tmp_path: Path, monkeypatch) 
 
 # --- the family kept: trees unless beaten beyond noise ---------------------------------------
 
-def _choice_manifest(task: str, classes: int = 2) -> Manifest:
-    label = {"name": "y", "task": task}
+def _choice_manifest(task: str, classes: int = 2, transform: str | None = None) -> Manifest:
+    label = {"name": "y", "task": task, **({"transform": transform} if transform else {})}
     if task != "regression":
         label.update(names=[f"c{i}" for i in range(classes)], classes=classes)
     return Manifest.from_json({
@@ -136,6 +136,22 @@ def test_losses_decide_a_regression_and_a_multiclass_label() -> None:
     assert keep("multiclass", multi, labels, {"trees": flat, "mlp": sure})[0] == "mlp"
     kept, how = keep("multiclass", multi, labels, {"trees": sure, "mlp": flat})
     assert kept == "trees" and how.startswith("mlp does not replace trees: lead -")
+
+
+def test_a_log1p_target_is_compared_in_its_units() -> None:
+    """Answers in the learned (log) space are judged by their squared error in the target's
+    units, as the gate and the reference judge them: the family close on the small values
+    (lower log-space loss) loses to the one close on the large values (lower RMSE)."""
+    rng = np.random.default_rng(4)
+    units = np.exp(rng.uniform(0, 10, 400))  # 1 to 22,000: a skewed, non-negative target
+    y, big = np.log1p(units), units > np.median(units)
+    small_right = np.where(big, np.log1p(units * 1.5), y)[:, None]  # 50% off the large ones
+    large_right = np.where(big, np.log1p(units * 1.02), y + 0.5)[:, None]
+    assert np.mean((small_right[:, 0] - y) ** 2) < np.mean((large_right[:, 0] - y) ** 2)
+    reg = _choice_manifest("regression", transform="log1p")
+    kept, how = keep("regression", reg, y, {"trees": small_right, "mlp": large_right})
+    assert kept == "mlp" and how.startswith("mlp replaces trees: lead +"), how
+    assert keep("regression", reg, y, {"trees": large_right, "mlp": small_right})[0] == "trees"
 
 
 def test_a_challenger_without_a_figure_never_replaces() -> None:
