@@ -283,6 +283,11 @@ def _pair(metrics: ModelRecord, name: str) -> str:
 
 def _fit_line(metrics: ModelRecord) -> str:
     """The card's line on how long the kept family fitted (rounds for trees, epochs else)."""
+    refit = (metrics.cross_validation or {}).get("refit")
+    if refit:
+        family = f"Model family: {metrics.family}, " if metrics.family else ""
+        return (f"{family}{refit['length']} {refit['unit']} on all {refit['rows']} train and "
+                f"eval rows: the median its cross-validation folds stopped at")
     if metrics.family == "trees":
         return (f"Model family: trees, {metrics.epochs_run} boosting rounds (best eval loss "
                 f"at round {metrics.best_epoch})")

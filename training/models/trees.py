@@ -156,10 +156,12 @@ class Progress:
 def fit_booster(train: tuple[np.ndarray, np.ndarray], evaluate: tuple[np.ndarray, np.ndarray],
                 params: dict[str, Any], categorical: list[int], config: ModelConfig,
                 weights: np.ndarray | None = None,
-                progress: Progress = Progress()) -> tuple[Any, dict[str, list[float]]]:
+                progress: Progress = Progress(),
+                stop: bool = True) -> tuple[Any, dict[str, list[float]]]:
     """Boost up to ``config.max_rounds`` rounds, stopping after ``early_stopping_rounds``
-    without a better eval loss, logging ``progress``, on one thread below ``PARALLEL_CELLS``;
-    (booster cut at its best round, loss per round).
+    without a better eval loss (unless not ``stop``: then every round, ``evaluate`` only
+    logged), logging ``progress``, on one thread below ``PARALLEL_CELLS``; (booster cut at
+    its best round, loss per round).
 
     OpenMP workers wait passively (unless the environment says otherwise): spinning ones on
     cores other processes share made a round 15x slower (2.2 s against 0.14 s, flights-sized,
@@ -179,7 +181,8 @@ def fit_booster(train: tuple[np.ndarray, np.ndarray], evaluate: tuple[np.ndarray
     booster = lgb.train(
         params, data, num_boost_round=config.max_rounds, valid_sets=[data, held],
         valid_names=["train", "eval"],
-        callbacks=[lgb.early_stopping(config.early_stopping_rounds, verbose=False),
+        callbacks=[*([lgb.early_stopping(config.early_stopping_rounds, verbose=False)]
+                     if stop else []),
                    lgb.record_evaluation(curves), progress.callback(config.max_rounds)])
     metric = params["metric"]
     history = {"loss": list(curves["train"][metric]), "val_loss": list(curves["eval"][metric])}

@@ -140,7 +140,7 @@ def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
     run = families.FitRun(search.version_uri, manifest, str(trial_dir / "run"), search.setup,
                           planned, trial_dir, task_of(manifest), (), weights)
     if search.folds:
-        _, cv = families.cross_validated(run, {family: families.FAMILIES[family]})
+        _, cv, _ = families.cross_validated(run, {family: families.FAMILIES[family]})
         score = float(cv["families"][family]["mean"])
     else:
         score = families.eval_figure(run, families.FAMILIES[family].fit(run))

@@ -17,7 +17,7 @@ from tests.support.training_fixtures import drafted_iris
 from training.config import InputConfig, ModelConfig, TrainConfig, plan
 from training.judge.evaluate import predictions
 from training.run.families import SMALL_TABLE_ROWS, FitRun, fit_trees, mlp_folds, trees_folds
-from training.run.folds import FOLDS, REPEATS, FoldRows, fold_ids, read_rows
+from training.run.folds import FOLDS, REPEATS, FoldRows, fold_ids, mapped, read_rows
 from training.run.runtime import setup_device
 from training.run.train import train
 from training.tasks import task_of
@@ -64,6 +64,16 @@ def test_a_150_row_table_is_judged_by_repeated_k_fold(tmp_path: Path, monkeypatc
         accuracy.detail
     assert m["test"]["examples"] == m["examples"]["test"] and "intervals" in m["test"]
     assert result["blessing"].blessed, result["blessing"].reasons
+    # the kept trees were fitted on every train and eval row for the folds' median rounds,
+    # not stopped early on eval (whose rows trained them: its figures are the out-of-fold ones)
+    lengths = trees["lengths"]
+    assert len(lengths) == REPEATS * FOLDS and all(n >= 1 for n in lengths)
+    median = max(1, round(float(np.median(lengths))))
+    assert trees["median_length"] == median
+    assert cv["refit"] == {"rows": cv["rows"], "length": median, "unit": "boosting rounds"}
+    assert m["epochs_run"] == m["trees"]["rounds"] == median
+    assert m["eval"]["accuracy"] == oof["accuracy"]
+    assert m["family_choice"]["eval"] == {"trees": trees["mean"]}
 
 
 def _fold_runs(tmp_path: Path, monkeypatch, model: ModelConfig) -> tuple[FitRun, dict, list]:
@@ -89,7 +99,7 @@ def test_a_trees_fold_answers_as_its_forest_would(tmp_path: Path, monkeypatch) -
     # a fold answers with LightGBM's own predictions, not the compiled forest the kept model
     # serves: the two must agree on the same fold's held-out rows
     run, columns, (fold, _) = _fold_runs(tmp_path, monkeypatch, ModelConfig(family="trees"))
-    y, answers = trees_folds(run, columns)(fold)
+    y, answers, _ = trees_folds(run, columns)(fold)
     fitted = fit_trees(fold)
     y_kept, served = predictions(fitted.model, fitted.eval_ds)
     assert len(y) == len(fold.rows.held) and answers.shape == (len(y), 3)
@@ -106,9 +116,58 @@ def test_the_mlp_starts_every_fold_afresh(tmp_path: Path, monkeypatch) -> None:
     model = ModelConfig(family="mlp", dropout=0.0)
     run, columns, (first, second) = _fold_runs(tmp_path, monkeypatch, model)
     fit = mlp_folds(run, columns)
-    y, once = fit(first)
-    _, other = fit(second)
-    y_again, again = fit(first)
+    y, once, length = fit(first)
+    _, other, _ = fit(second)
+    y_again, again, length_again = fit(first)
+    assert length == length_again >= 1
     np.testing.assert_array_equal(y, y_again)
     np.testing.assert_allclose(once, again, rtol=1e-5, atol=1e-6)
     assert other.shape[1] == once.shape[1] == 3
+
+
+def test_mapped_fold_rows_batch_as_the_preprocessing_would(tmp_path: Path, monkeypatch) -> None:
+    # the MLP's folds slice rows preprocessed once: each fold's batches must be the ones the
+    # preprocessing would have made of the same rows, in the same shuffled order
+    run, columns, (fold, _) = _fold_runs(tmp_path, monkeypatch, ModelConfig(family="mlp"))
+    from training.run.families import _mlp
+
+    parts, _ = _mlp(run)
+    rows = replace(fold.rows, mapped=mapped(run, columns, parts.preprocess))
+    plain = fold.rows.datasets(run, parts.preprocess, False)
+    ready = rows.datasets(run, parts.preprocess, False)
+    for a, b in zip(plain[0].take(3), ready[0].take(3), strict=True):  # shuffled, repeating
+        _assert_same_batch(a, b)
+    (x, y), = ready[1]  # the held-out rows: one batch
+    assert len(y) == len(fold.rows.held)
+    _assert_same_batch((x, y), _one_batch(plain[1]))  # plain: in batches of batch_size
+
+
+def _one_batch(ds) -> tuple[dict, np.ndarray]:
+    xs, ys = [], []
+    for x, y in ds:
+        xs.append({k: v.numpy() for k, v in x.items()})
+        ys.append(y.numpy())
+    return {k: np.concatenate([x[k] for x in xs]) for k in xs[0]}, np.concatenate(ys)
+
+
+def _assert_same_batch(a, b) -> None:
+    (xa, ya), (xb, yb) = a, b
+    np.testing.assert_array_equal(np.asarray(ya), np.asarray(yb))
+    assert set(xa) == set(xb)
+    for k in xa:
+        np.testing.assert_allclose(np.asarray(xa[k]), np.asarray(xb[k]), rtol=1e-6)
+
+
+@pytest.mark.timeout(600)
+def test_a_kept_mlp_is_refitted_for_its_folds_median_epochs(tmp_path: Path, monkeypatch) -> None:
+    data, out = drafted_iris(tmp_path)
+    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
+    res = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")
+    m = train(res["version_uri"], f"{data.as_uri()}/models", "r",
+              TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="mlp")))["metrics"]
+    cv = m["cross_validation"]
+    mlp = cv["families"]["mlp"]
+    assert len(mlp["lengths"]) == REPEATS * FOLDS
+    assert cv["refit"]["length"] == mlp["median_length"] == m["epochs_run"] == m["best_epoch"]
+    assert cv["refit"]["unit"].startswith("epochs of ") and cv["refit"]["rows"] == cv["rows"]
+    assert "val_loss" not in m["history"]  # no eval pass: the eval rows are train rows here
