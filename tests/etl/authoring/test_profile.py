@@ -325,3 +325,25 @@ def test_a_monthly_table_gets_no_day_of_the_week(tmp_path, specs, capsys) -> Non
     assert spec["label"]["positive"] == 1  # it spells 1
     assert {f["name"] for f in spec["features"] if "derive" in f} == {"when_year",
                                                                         "when_day_of_year"}
+
+
+def test_months_written_as_text_are_timestamps(tmp_path, specs, capsys) -> None:
+    """R writes a year-month as ``1939 Jan``: drafted as a monthly timestamp in that format
+    (year and day of year derived), not as a category of 120 values."""
+    months = pd.date_range("1939-01-01", periods=120, freq="MS")
+    path = tmp_path / "employment.csv"
+    rng = np.random.default_rng(3)
+    pd.DataFrame({"Month": months.strftime("%Y %b"), "Series": rng.choice(["a", "b"], 120),
+                  "Employed": np.arange(120) * 10 + rng.integers(0, 5, 120)}).to_csv(
+        path, index=False)
+    out = _init(capsys, "--name", "employment", "--source", str(path), "--label", "Employed",
+                "--task", "regression")
+    assert "timestamps like '%Y %b'" in out, out
+    spec = yaml.safe_load((specs / "employment" / "spec.yaml").read_text())
+    declared = spec["sources"]["employment"]["columns"]["month"]
+    assert declared == {"type": "timestamp", "format": "%Y %b", "source": "Month"}
+    assert {f["name"] for f in spec["features"] if "derive" in f} == {"month_year",
+                                                                        "month_day_of_year"}
+    manifest = _published_clean("employment", f"file://{tmp_path / 'data'}")
+    year = manifest.statistics.numeric["month_year"]
+    assert year.min == 1939.0 and year.max == 1948.0
