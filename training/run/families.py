@@ -377,7 +377,9 @@ def choose(run: FitRun, done: dict[str, Fitted] | None = None
     fitted = {name: done[name] if name in done else family.fit(run)
               for name, family in fits.items()}
     if len(fitted) == 1:
-        scores = {wanted: float(fitted[wanted].eval.get(metric, math.nan))}
+        # the figure ``auto`` compares (a regression's in the target's units), not the
+        # family's own eval loss (in the learned space where log1p was kept)
+        scores = {wanted: eval_figure(run, fitted[wanted])}
         chosen, why = wanted, f"family {wanted} was set"
     else:
         answers, labels = {}, None

@@ -62,6 +62,9 @@ def test_a_skewed_target_is_decided_on_the_eval_split(tmp_path: Path, monkeypatc
     assert choice["chosen"] == min(rmse, key=rmse.get)  # the lower eval RMSE keeps its target
     assert m["transform"] == (None if choice["chosen"] == "raw" else "log1p")
     assert m["test"]["rmse"] < m["baseline"]["rmse"] and result["blessing"].blessed
+    # the set family's eval figure is the one ``auto`` compares: squared error in the units
+    assert m["family_choice"]["eval"]["trees"] == pytest.approx(rmse[choice["chosen"]] ** 2,
+                                                                rel=1e-4)
     run = Path(result["model_uri"].removeprefix("file://"))
     card = (run / "model_card.md").read_text()
     assert "Target decided on the data: " + choice["chosen"] in card
