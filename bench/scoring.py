@@ -61,7 +61,7 @@ def train_model(work: Path, name: str, days: tuple[str, str] | None,
     run's)."""
     from etl import storage
     from training.config import read_model_record
-    from training.judge.gate import read_current
+    from training.judge.current import read_current
 
     root = measure.fresh_flights_root(work, f"scoring-model-{name}", 1, days)
     etl = measure.etl_cli(root, *training.window(days), DATASET, env=env)

@@ -268,7 +268,7 @@ def print_result(result: dict[str, Any]) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print the dataset's current model (what ``models/<name>/current.json`` names)."""
-    from training.judge.gate import read_current
+    from training.judge.current import read_current
 
     if not (args.models_root or args.root):
         raise SystemExit(f"give --models-root, or --root (or ${ROOT_ENV})")

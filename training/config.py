@@ -57,7 +57,7 @@ CLASS_WEIGHTS = ("auto", "balanced", "none")
 DEFAULT_MIN_EVAL_EXAMPLES = 20
 DEFAULT_GATE_CONFIDENCE = 0.95  # one-sided, of the paired per-example loss test
 METRICS_FILE = "metrics.json"  # a run's ModelRecord, written last
-DEFAULT_PROMOTE_TOLERANCE = 0.01  # a new current model may lose this much to the old one
+DEFAULT_PROMOTE_TOLERANCE = 0.0  # a new current model is at least as good as the old one
 
 
 @dataclass(frozen=True)
@@ -284,9 +284,9 @@ class TrainConfig:
             RMSE relative) must beat the baseline's by this much (``training.judge.gate``).
         gate_confidence: One-sided level of the gate's paired test: the baseline's
             per-example loss minus the model's must be above zero at this level.
-        promote_tolerance: A blessed model replaces the dataset's current one only if no
-            worse than it on the new version's test split by more than this (absolute for
-            scores, relative for errors).
+        promote_tolerance: A blessed model replaces the dataset's current one only if at
+            least as good as it on the new version's test split, less this (absolute for
+            scores, relative for errors; 0: at least as good).
         fail_unblessed: Fail the run (``ModelNotBlessedError``, CLI exit 3) when the model
             is not blessed. Off by default, as in TFX: the model is written either way and
             simply not promoted, so a not-blessed run is a result to read, not an outage.

@@ -27,8 +27,11 @@ Three kinds of check, each kept with its figure and threshold:
   (triangle inequality), not by the target's tail, so a heavy tail does not swamp them; log
   loss is the classifier's own proper score. A model no better than the baseline has
   differences centred on zero and fails.
-- ``current:<metric>``: no worse than the current model, both scored on this version's test
-  split, within ``tolerance`` (absolute for scores, relative for errors).
+- ``current:<metric>``: at least as good as the current model, both scored on this version's
+  test split (the newest rows both can be judged on: the split is by hashed key, so the
+  current model never trained on them), within ``tolerance`` (absolute for scores, relative
+  for errors; 0 by default). ``current:newer-data``: a model of a version older than the
+  current model's (a backfilled window, a recovered interval) never replaces it.
 
 A binary label is judged on what a model can be better at whatever its class balance
 (``evidence_checks``): ``baseline:auc`` (AUC at least 0.5 + ``margin`` and its one-sided
@@ -44,25 +47,21 @@ from __future__ import annotations
 
 import logging
 import math
-import tempfile
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from etl import storage
 from etl.errors import PipelineError
 from etl.versions import Manifest
 from training.config import ModelRecord, TrainConfig
+from training.judge.current import Current, promote, read_current, score_current
 from training.judge.evaluate import intervals, scorer
 from training.models.heads import BINARY, MULTICLASS, REGRESSION, in_units, transform_of
 
 log = logging.getLogger(__name__)
 
-CURRENT_FILE = "current.json"
 RESAMPLES = 1000
 SEED = 0
 BALANCED_SHARE = 0.20
@@ -131,23 +130,6 @@ class Blessing:
         if self.blessed:
             return "blessed: " + "; ".join(c.detail for c in self.checks) + rules
         return "NOT blessed: " + "; ".join(self.reasons) + rules
-
-
-@dataclass(frozen=True)
-class Current:
-    """The dataset's current model, as its pointer names it."""
-
-    dataset: str
-    version: str
-    run: str
-    model_uri: str
-    metric: str
-    value: float
-    blessed_at: str
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Current:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
 
 def _lead_text(bounds: list[float] | None) -> str:
@@ -303,9 +285,9 @@ def evidence_checks(task: Any, manifest: Manifest, test: dict[str, Any], base: d
 
 
 def current_checks(rules: dict[str, str], new: Scores, current: Current,
-                   scores: Scores | str, tolerance: float) -> list[Check]:
+                   scores: Scores | str, tolerance: float, rows: str = "") -> list[Check]:
     """The new model against the current one on the same test split (``scores``: the
-    current's, or why it could not be scored)."""
+    current's, or why it could not be scored; ``rows``: which rows, as the card says it)."""
     who = f"the current model (version {current.version}, run {current.run})"
     if isinstance(scores, str):
         # a changed schema: the old model cannot serve this version's rows at all
@@ -315,79 +297,27 @@ def current_checks(rules: dict[str, str], new: Scores, current: Current,
     for name, rule in rules.items():
         got, ref = new[name], scores[name]
         ok = got >= ref - tolerance if rule == "higher" else got <= ref * (1 + tolerance)
+        lead = got - ref if rule == "higher" else ref - got
         out.append(Check(f"current:{name}", bool(ok),
-                         f"no worse than {who}: {name} {got:.4f} vs {ref:.4f}, tolerance "
-                         f"{tolerance}" + ("" if rule == "higher" else " (relative)")))
+                         f"at least as good as {who}{rows}: {name} {got:.4f} vs {ref:.4f} "
+                         f"({'ahead' if lead >= 0 else 'behind'} by {abs(lead):.4f}"
+                         + (f", tolerance {tolerance}" if tolerance else "")
+                         + ("" if rule == "higher" or not tolerance else " relative") + ")"))
     return out
 
 
-def current_uri(models_root: str, dataset: str) -> str:
-    return storage.safe_join(models_root, dataset, CURRENT_FILE)
+def newer_data_check(current: Current, version: str) -> Check | None:
+    """A model of an older window never replaces one of newer data (a backfilled week, a
+    recovery of an old interval): the check that says so, or None when this version is not
+    older than the current model's (by the one order of versions)."""
+    from etl.versions import version_key
 
-
-def read_current(models_root: str, dataset: str) -> tuple[Current | None, str | None]:
-    """The current model and the pointer's change token (None, None: no current model)."""
-    data, token = storage.read_with_token(current_uri(models_root, dataset))
-    if data is None:
-        return None, None
-    import json
-
-    return Current.from_dict(json.loads(data)), token
-
-
-def load_model(model_uri: str) -> Any:
-    """A published run's model as a callable on a batch of raw features: its ``model.keras``,
-    else (a model family Keras cannot reload, or a layer saved by older code, such as the
-    trees' layer before the compiled forest) its SavedModel's ``serve`` signature, which
-    needs none of our code."""
-    import keras
-
-    import training.models.trees  # noqa: F401 (registers the trees' layer for model.keras)
-
-    keras_uri = storage.join(model_uri, "model.keras")
-    if storage.exists(keras_uri):
-        with tempfile.TemporaryDirectory(prefix="current-") as tmp:
-            path = Path(tmp) / "model.keras"
-            path.write_bytes(storage.read_bytes(keras_uri))
-            try:
-                return keras.saving.load_model(path)
-            except Exception as err:  # noqa: BLE001 - any: the SavedModel is the fallback
-                log.info("%s: model.keras does not load with this code (%s); scoring its "
-                         "SavedModel", model_uri, str(err).splitlines()[0][:200] if str(err)
-                         else type(err).__name__)
-    import tensorflow as tf
-
-    fs, root = storage.get_fs(storage.join(model_uri, "saved_model"))
-    local = Path(tempfile.mkdtemp(prefix="current-saved-model-"))  # kept: tables read assets
-    fs.get(root.rstrip("/") + "/", str(local), recursive=True)
-    found = [p.parent for p in local.rglob("saved_model.pb")]
-    if not found:
-        raise FileNotFoundError(f"{model_uri} holds neither model.keras nor a SavedModel")
-    served = tf.saved_model.load(str(found[0]))
-    return lambda x, training=False: served.serve(x)
-
-
-def score_current(current: Current, score: Callable[[Any], Scores]) -> Scores | str:
-    """The current model's scores, or a one-line reason it could not be scored."""
-    try:
-        return score(load_model(current.model_uri))
-    except Exception as err:  # noqa: BLE001 - any failure means "not comparable", said so
-        log.warning("current model %s could not be scored: %s", current.model_uri, err)
-        return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
-
-
-def promote(models_root: str, record: ModelRecord, metric: str, token: str | None) -> bool:
-    """Make a blessed run current, only if the pointer is still what the gate compared with
-    (``token``; None: only if there is none), so two trainings cannot both promote."""
-    pointer = Current(str(record.dataset), str(record.version), str(record.run),
-                      str(record.model_uri), metric, float(record.test[metric]),
-                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    uri = current_uri(models_root, str(record.dataset))
-    done = storage.replace_if_match(uri, storage.json_bytes(asdict(pointer)), token)
-    if not done:
-        log.warning("not promoted: %s changed while this run was judged; train again to "
-                    "compare with the model it now names", uri)
-    return done
+    if version_key(version) >= version_key(current.version):
+        return None
+    return Check("current:newer-data", False,
+                 f"the current model (version {current.version}, run {current.run}) was "
+                 f"trained on newer data than version {version}: a model of an older window "
+                 "never replaces it")
 
 
 class ModelNotBlessedError(PipelineError):
@@ -415,10 +345,14 @@ def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, A
     current, token = read_current(models_root, manifest.dataset)
     if current is None:
         checks.append(Check("current", True, "no current model yet"))
-    else:
-        checks += current_checks(task.gate, gate_scores(task.name, manifest,
-                                                        *(compared or evidence)), current,
-                                 score_current(current, score), rules.tolerance)
+    elif (older := newer_data_check(current, str(manifest.version))) is not None:
+        checks.append(older)
+    else:  # the newest rows both can be judged on: this version's test split
+        y_test, out_test = compared or evidence
+        checks += current_checks(task.gate, gate_scores(task.name, manifest, y_test, out_test),
+                                 current, score_current(current, score), rules.tolerance,
+                                 f" on the {len(y_test)} test rows of version "
+                                 f"{manifest.version}")
     return Blessing.of(checks, gate_rules(task.name, manifest, rules.margin,
                                           rules.confidence)), token
 

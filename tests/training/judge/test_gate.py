@@ -22,7 +22,8 @@ from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main
 from training.config import InputConfig, ModelConfig, ModelRecord, TrainConfig
 from training.judge import gate
-from training.judge.gate import Current, EvaluationSplitError, ModelNotBlessedError, check_splits
+from training.judge.current import read_current
+from training.judge.gate import EvaluationSplitError, ModelNotBlessedError, check_splits
 from training.run.train import train
 
 FAST = TrainConfig(input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,
@@ -126,36 +127,6 @@ def test_balanced_classes_still_judge_accuracy_against_the_majority(storage_root
     assert [c.name for c in squashed.checks if not c.passed][:1] == ["baseline:accuracy"]
 
 
-def test_no_worse_than_the_current_model_within_the_tolerance() -> None:
-    cur = Current("d", "v1", "r1", "file:///m", "auc", 0.783, "t")
-    rules = {"auc": "higher", "rmse": "lower_relative"}
-    ok = gate.current_checks(rules, {"auc": 0.781, "rmse": 10.05}, cur,
-                             {"auc": 0.783, "rmse": 10.0}, 0.01)
-    assert all(c.passed for c in ok)
-    assert "auc 0.7810 vs 0.7830, tolerance 0.01" in ok[0].detail and "run r1" in ok[0].detail
-    worse = gate.current_checks(rules, {"auc": 0.77, "rmse": 10.2}, cur,
-                                {"auc": 0.783, "rmse": 10.0}, 0.01)
-    assert not any(c.passed for c in worse)
-    unscored = gate.current_checks(rules, {"auc": 0.7}, cur, "KeyError: 'temp'", 0.01)
-    assert unscored[0].passed and "cannot score" in unscored[0].detail
-
-
-def test_two_promotions_from_one_reading_cannot_both_win(storage_root: str) -> None:
-    models = storage.join(storage_root, "models")
-    def run(name: str) -> ModelRecord:
-        return ModelRecord.of(dataset="d", version="v", model_uri="u", test={"auc": 0.8},
-                              run=name)
-
-    assert gate.read_current(models, "d") == (None, None)
-    assert gate.promote(models, run("a"), "auc", None)
-    assert not gate.promote(models, run("b"), "auc", None)  # saw no pointer
-    current, token = gate.read_current(models, "d")
-    assert current.run == "a"
-    assert gate.promote(models, run("c"), "auc", token)
-    assert not gate.promote(models, run("d"), "auc", token)  # stale token
-    assert gate.read_current(models, "d")[0].run == "c"
-
-
 def _version_at(root: str, local: fx.WrittenVersion) -> str:
     """The version under ``root``: shards first, manifest last, as a publish writes them."""
     if not storage.is_gcs(root):
@@ -183,22 +154,65 @@ def test_a_blessed_model_replaces_the_current_one_only_when_no_worse(
     config = config.with_overrides(family="mlp")
     first = train(uri, models, "run-1", config)
     assert first["blessing"].blessed and first["promoted"]
-    assert gate.read_current(models, fx.DATASET)[0].run == "run-1"
+    assert read_current(models, fx.DATASET)[0].run == "run-1"
 
     worse = train(uri, models, "run-2", config.with_overrides(
         epochs=1, learning_rate=1e-6, promote_tolerance=0.0))
     assert not worse["promoted"] and not worse["blessing"].blessed
-    assert any("no worse than the current model (version " in r and "run run-1)" in r
-               for r in worse["blessing"].reasons), worse["blessing"].reasons
-    assert gate.read_current(models, fx.DATASET)[0].run == "run-1"  # unchanged
+    assert any("at least as good as the current model (version " in r and "run run-1) on the "
+               in r and "test rows of version" in r for r in worse["blessing"].reasons), \
+        worse["blessing"].reasons
+    assert read_current(models, fx.DATASET)[0].run == "run-1"  # unchanged
     assert storage.exists(storage.join(worse["model_uri"], "model.keras"))
 
     again = train(uri, models, "run-3", config)  # the same recipe: no worse, so it replaces
     assert again["blessing"].blessed and again["promoted"], again["blessing"].reasons
-    current = gate.read_current(models, fx.DATASET)[0]
+    current = read_current(models, fx.DATASET)[0]
     assert current.run == "run-3" and current.model_uri == again["model_uri"]
     card = storage.read_bytes(storage.join(again["model_uri"], "model_card.md")).decode()
-    assert "**Blessed**" in card and "no worse than the current model" in card
+    assert "**Blessed**" in card and "at least as good as the current model" in card
+
+
+WIDE, OLDER = "20130110T000000Z_all", "20130105T000000Z_all"
+NARROW = "20130111T000000Z_20130104T000000Z"  # newer: ends later, a week wide
+
+
+@pytest.mark.timeout(600)
+def test_the_current_model_moves_only_to_newer_data_that_wins_on_the_same_rows(
+        tmp_path: Path) -> None:
+    """A backfilled older window never replaces the current model; a narrower newer window
+    replaces it only when it is at least as good on the newer window's test rows."""
+    for version, seed in ((WIDE, 11), (OLDER, 12), (NARROW, 13)):
+        fx.write_version(tmp_path, n=1500, seed=seed, version=version)
+    root = tmp_path.as_uri()
+    models = storage.join(root, "models")
+
+    def uri(version: str) -> str:
+        return storage.join(root, "datasets", fx.DATASET, version)
+
+    config = FAST.with_overrides(family="mlp")
+    wide = train(uri(WIDE), models, "wide", config)
+    assert wide["promoted"], wide["blessing"].reasons
+
+    older = train(uri(OLDER), models, "older", config)  # a backfill's straggler
+    assert not older["promoted"]
+    assert any(f"trained on newer data than version {OLDER}" in r
+               for r in older["blessing"].reasons), older["blessing"].reasons
+    assert read_current(models, fx.DATASET)[0].run == "wide"
+
+    losing = train(uri(NARROW), models, "losing",
+                   config.with_overrides(epochs=1, learning_rate=1e-6))
+    assert not losing["promoted"]
+    assert read_current(models, fx.DATASET)[0].run == "wide"
+
+    rival = train(uri(NARROW), models, "rival", config)
+    check = next(c for c in rival["blessing"].checks if c.name == "current:auc")
+    test_rows = rival["metrics"]["examples"]["test"]
+    assert f"on the {test_rows} test rows of version {NARROW}" in check.detail, check.detail
+    new, old = (float(x) for x in check.detail.split("auc ")[1].split(" (")[0].split(" vs "))
+    assert check.passed == (new >= old)  # the same rows decide, with no tolerance
+    assert rival["promoted"] == (rival["blessing"].blessed and new >= old)
+    assert (read_current(models, fx.DATASET)[0].run == "rival") == rival["promoted"]
 
 
 def test_fail_unblessed_fails_after_writing_and_the_cli_exit_codes(tmp_path: Path,

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from etl.__main__ import main as etl_main
 from tests.training.score.conftest import FAST
-from training.judge.gate import promote, read_current
+from training.judge.current import promote, read_current
 from training.run.train import train
 from training.score.publish import read_predictions
 from training.score.run import ScoreOptions, score
