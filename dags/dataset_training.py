@@ -1,16 +1,18 @@
-"""# Dataset training: newest published version -> Keras model on the GPU queue
+"""# Dataset training: every published version trained, or superseded by a trained newer one
 
-One DAG per dataset spec, id `train_<name>`, scheduled on the dataset Asset
-(`dataset_<name>`) that the ETL DAG's `publish` task updates (for a `schedule: partitioned`
-spec, a partitioned timetable: one run per published version, each partition-keyed). A burst
-of versions (a backfill, 30 announced days) trains once per version at most, one run at a
-time, and a run skips when a newer version was published after its events (the later run
-trains it) or its version was already trained (`flightpipe_dags/choice.py`).
+One DAG per dataset spec, id `train_<name>`, scheduled on the dataset Asset (`dataset_<name>`)
+that the ETL DAG's `publish` task updates (for a `schedule: partitioned` spec, a partitioned
+timetable). Each publish gets a run; the runs wait on the `gpu` pool. A run holding the GPU
+reads the published versions and their states from storage (`training.ledger`), not from the
+events that started it: it trains the newest version when no model of it exists, records the
+older ones that waited as superseded by it, and looks again for a version published while it
+trained. A run that finds the newest version trained skips, saying by which run.
 
 | task | runs on | does | returns (XCom) |
 | --- | --- | --- | --- |
-| `resolve_version` | default queue | picks the version: the newest one carried by the triggering Asset events (by `etl.versions.version_key`, the one order of versions; the older ones are not trained separately), else the `version` Param (`latest` or an id); refuses a version without a manifest; skips (with `train`) an event's version that another run already trained ("already trained by run X"), or when a newer untrained version was published after the run's events (the later run its event starts trains it) | `{version, version_uri}` |
-| `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict (with this DAG run's `dag_id`/`run_id`) under `models/<name>/<version>/<run>/`; a blessed model no worse than the current one becomes `models/<name>/current.json`; its "Model page" button opens the model | `{model_uri, metrics, blessing, promoted}` |
+| `resolve_version` | default queue | logs the versions the run's Asset events carried; a manual run with a `version` id checks that version's manifest | `{version, version_uri}` (None: the ledger decides) |
+| `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict (with this DAG run's `dag_id`/`run_id`) under `models/<name>/<version>/<run>/`; a blessed model becomes `models/<name>/current.json` only if it is at least as good as the current one on the newest rows both can be judged on, and never when the current one was trained on newer data; its "Model page" button opens the model | `{version, model_uri, metrics, blessing, promoted, trained}` |
+| `announce_model` | default queue | updates the `model_<name>` Asset when a model became current (scoring runs on it); skipped otherwise | `{model_uri, version}` |
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
 is consumed only by the Celery worker that owns the GPUs (`airflow celery worker --queues gpu`).
@@ -28,6 +30,7 @@ from typing import Any
 
 from airflow.sdk import DAG, dag, get_current_context, task
 from flightpipe_dags import (
+    ASSET_ACTIVE_RUNS,
     GPU_POOL,
     GPU_QUEUE,
     DagSettings,
@@ -38,8 +41,10 @@ from flightpipe_dags import (
     lineage,
     links,
     metrics_summary,
+    model_asset,
     run_name,
     storage_root,
+    trained_summary,
     training_overrides,
     training_params,
     training_schedule,
@@ -47,7 +52,8 @@ from flightpipe_dags import (
 
 
 def build_training_dag(name: str, settings: DagSettings) -> DAG:
-    """Wire resolve_version -> train for dataset ``name``, scheduled on its Asset."""
+    """Wire resolve_version -> train -> announce_model for dataset ``name``, scheduled on its
+    Asset."""
     asset = dataset_asset(name)
     spec_training = dict(settings.training)  # the spec's TrainConfig overrides
 
@@ -55,7 +61,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
         dag_id=f"train_{name}",
         schedule=training_schedule(name, settings),
         catchup=False,
-        max_active_runs=1,
+        max_active_runs=ASSET_ACTIVE_RUNS,  # a run per publish; the `gpu` pool serialises
         dagrun_timeout=timedelta(hours=12),
         params=training_params(),
         doc_md=__doc__,
@@ -63,46 +69,43 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
     )
     def training() -> None:
         @task(execution_timeout=timedelta(minutes=10))
-        def resolve_version(params: Any = None, triggering_asset_events: Any = None,
-                            run_id: str | None = None) -> dict:
+        def resolve_version(params: Any = None, triggering_asset_events: Any = None) -> dict:
             events = triggering_asset_events.get(asset, []) if triggering_asset_events else []
-            version, version_uri = choice.choose_version(events, params["version"])
-            from etl import logs, versions
-
-            logs.configure(handler=False)
-            announced = version_uri is not None  # by an event, not the Param
-            if version_uri is None:
-                version_uri = versions.resolve(storage_root(), name, version)
-            manifest = versions.read_manifest(version_uri)  # raises on an incomplete version
-            if announced:  # trains it, or skips saying why (already trained, a newer one)
-                choice.settle(name, str(manifest.version), events, storage_root(),
-                              run_name(run_id or "manual"))
-            return {"version": manifest.version, "version_uri": version_uri}
+            choice.log_events(name, events, "trains")
+            return choice.requested(name, choice.explicit_version(events, params["version"]),
+                                    storage_root())
 
         @task(queue=GPU_QUEUE, pool=GPU_POOL, execution_timeout=timedelta(hours=6))
         def train(resolved: dict, params: Any = None, run_id: str | None = None) -> dict:
-            from etl import logs, storage
+            from etl import logs
 
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
-            logs.import_quietly("tensorflow")  # and absl's C++ INFO lines while it loads
             from training.config import RunOrigin, TrainConfig
-            from training.run.train import train as train_model
+            from training.run.pending import PendingRun, nothing_to_train, train_pending
 
             overrides = {**spec_training, **training_overrides(params)}
-            folder = run_name(run_id or "manual")
-            result = train_model(resolved["version_uri"], storage.join(storage_root(), "models"),
-                                 folder, TrainConfig().with_overrides(**overrides),
-                                 origin=RunOrigin(f"train_{name}", run_id) if run_id else None)
+            run = PendingRun(storage_root(), name, run_name(run_id or "manual"),
+                             TrainConfig().with_overrides(**overrides),
+                             RunOrigin(f"train_{name}", run_id) if run_id else None)
+            if resolved["version"] is None and (why := nothing_to_train(run)):
+                choice.skip(f"Not training {name}: {why}")  # before TensorFlow loads
+            logs.import_quietly("tensorflow")  # and absl's C++ INFO lines while it loads
+            results = train_pending(run, version=resolved["version"])
+            for result in results:
+                lineage.for_model(get_current_context()["task"], result["metrics"]["version_uri"],
+                                  result["model_uri"], metrics_summary(result["metrics"]))
+            summary = trained_summary(results)
             links.remember(links.ModelPageLink,  # the task's "Model page" button
-                           links.page_url(name, resolved["version"], folder))
-            summary = metrics_summary(result["metrics"])
-            lineage.for_model(get_current_context()["task"], resolved["version_uri"],
-                              result["model_uri"], summary)
-            return {"version": resolved["version"], "model_uri": result["model_uri"],
-                    "metrics": summary,
-                    "blessing": result["blessing"].to_dict(), "promoted": result["promoted"]}
+                           links.page_url(name, summary["version"], run.run_folder))
+            return summary
 
-        links.attach(train(resolve_version()), links.ModelPageLink())
+        @task(outlets=[model_asset(name)], execution_timeout=timedelta(minutes=5))
+        def announce_model(trained: dict) -> dict:  # its Asset event: scoring what waits
+            return choice.announce(name, trained)
+
+        trained = train(resolve_version())
+        links.attach(trained, links.ModelPageLink())
+        announce_model(trained)
 
     return training()
 

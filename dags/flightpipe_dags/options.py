@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
@@ -167,3 +167,20 @@ def metrics_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def run_name(run_id: str) -> str:
     """A storage-safe name for a training run folder, derived from the Airflow run id."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("_") or "run"
+
+
+def scored_summary(done: Sequence[Any]) -> dict[str, Any]:
+    """A score run's XCom: the last published folder's summary and every window it scored
+    (``done``: ``training.score.publish.Published``, oldest first)."""
+    return {**done[-1].summary(), "windows": [one.key[0] for one in done]}
+
+
+def trained_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A training run's XCom: the last model it trained (``training.run.train.train``'s
+    results, oldest first), whether any became current, and every version it trained."""
+    last = results[-1]
+    return {"version": str(last["metrics"]["version"]), "model_uri": last["model_uri"],
+            "metrics": metrics_summary(last["metrics"]),
+            "blessing": last["blessing"].to_dict(),
+            "promoted": any(r["promoted"] for r in results),
+            "trained": [str(r["metrics"]["version"]) for r in results]}

@@ -116,9 +116,10 @@ def training_params() -> dict[str, Param]:
             "latest", type="string",
             **_rule("'latest' or a version id", pattern=VERSION_ID),
             title="Dataset version",
-            description="Version id to train on (such as 20130102T000000Z_all), or 'latest'. "
-            "Ignored when the run was triggered by a dataset Asset event (the event's "
-            "version wins).",
+            description="A version id to train (again, if it has a model), such as "
+            "20130102T000000Z_all; or 'latest': the newest published version, unless it has a "
+            "model already (then the run skips, naming the run that trained it). A run an "
+            "Asset event started trains what waits, whatever this says.",
         ),
         "epochs": Param(
             None, type=["null", "integer"], title="Epochs",
@@ -150,4 +151,20 @@ def training_params() -> dict[str, Param]:
             "(the default, as in TFX): the task succeeds, the model is written with its "
             "verdict and is simply not made the dataset's current model.",
         ),
+    }
+
+
+def scoring_params() -> dict[str, Param]:
+    """Params of the scoring DAG; both matter only for runs not triggered by an Asset."""
+    return {
+        "version": Param("latest", type="string", title="Version",
+                         **_rule("'latest' or a version id", pattern=VERSION_ID),
+                         description="A version id to score, or latest: every published "
+                         "version not scored yet. Ignored when an Asset event triggered the "
+                         "run or raw files are given."),
+        "raw": Param([], type=["null", "array"], items={"type": "string"},
+                     title="Raw files (optional)",
+                     description="Raw files of the spec's primary source to score instead "
+                     "(the label may be absent): full URIs, or paths under the storage root "
+                     "such as raw/flights/date=2013-01-05/flights.csv. Empty: score versions."),
     }

@@ -94,14 +94,32 @@ def etl_active_runs(timetable: Any) -> int:
     return 1 if isinstance(timetable, PartitionedAssetTimetable) else ETL_ACTIVE_RUNS
 
 
+# How many Asset-triggered runs of one training or scoring DAG may be active at once. Airflow
+# queues one run request per DAG and Asset: a DAG at its limit gets one run for a burst, with
+# the events up to its request, and the later ones are linked to no run. So each publish gets
+# its run (they wait on the ``gpu`` pool, one slot per GPU, not on the run count) and each run
+# trains or scores what waits in storage (``training.ledger``), which a run created earlier
+# may have done already: it then says so and skips.
+ASSET_ACTIVE_RUNS = 64
+
+
 def training_schedule(name: str, settings: DagSettings) -> Any:
     """``train_<name>`` runs on ``dataset_<name>``'s events; a partitioned dataset's events
     carry their partition key, which only a partitioned timetable receives (one run per
-    published version; ``resolve_version`` skips one when a newer version was published
-    after its event: ``choice``)."""
+    published version)."""
     if settings.schedule == PARTITIONED:
         return PartitionedAssetTimetable(assets=dataset_asset(name))
     return [dataset_asset(name)]
+
+
+def scoring_schedule(name: str, settings: DagSettings) -> Any:
+    """``score_<name>`` runs on each publish and on each promotion of a model (which scores
+    the versions that waited for one); a partitioned dataset's runs come from its
+    partition-keyed publishes only (Airflow hands partition-keyed events to partitioned
+    timetables alone), and each scores every version waiting then."""
+    if settings.schedule == PARTITIONED:
+        return PartitionedAssetTimetable(assets=dataset_asset(name))
+    return dataset_asset(name) | model_asset(name)
 
 
 def dag_defaults(name: str, settings: DagSettings, role: str,
@@ -126,6 +144,11 @@ def raw_asset(name: str) -> Asset:
     """The raw data of a ``schedule: partitioned`` dataset: each event announces one landed
     partition (``partition_key`` = its day), posted by the upstream job or an AssetWatcher."""
     return Asset(name=f"raw_{name}", uri=f"{storage_root().rstrip('/')}/raw/{name}")
+
+
+def model_asset(name: str) -> Asset:
+    """Updated when a training run makes a new model current: scoring runs on it."""
+    return Asset(name=f"model_{name}", uri=f"{storage_root().rstrip('/')}/models/{name}")
 
 
 def dataset_asset(name: str) -> Asset:

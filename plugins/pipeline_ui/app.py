@@ -204,7 +204,8 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                     expectations=present.expectation_rows(manifest.verdict.expectations),
                     fingerprint=views.fingerprint(manifest), labelled=views.labelled,
                     previous=diffpage.previous_version(catalog.version_ids(dataset)[0], version),
-                    scored=catalog.predictions(dataset, window=version))
+                    scored=catalog.predictions(dataset, window=version),
+                    states=catalog.states(dataset, [version]).get(version, ()))
 
     @app.get("/datasets/{dataset}/versions/{version}/validation", response_class=HTMLResponse,
              name="validation")

@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 from etl import storage, versions
 from etl.errors import IncompleteVersionError, PathOutsideRootError
 from etl.versions import Manifest
+from training import ledger
 from training.config import METRICS_FILE, ModelRecord
+from training.ledger import VersionState
 
 from .records import (
     CARD_FILE,
@@ -279,10 +281,23 @@ class Catalog:
         pairs = [(v, r) for v, (_, runs) in zip(listing.items, heads)
                  for r in runs[:models_per_version]]
         metrics = dict(zip(pairs, self._pool.map(lambda p: self._metrics(dataset, *p), pairs)))
+        states = self.states(dataset, listing.items)
         items = [VersionRow(v, manifest, [ModelRow(r, metrics[(v, r)])
-                                          for r in runs[:models_per_version]], len(runs))
+                                          for r in runs[:models_per_version]], len(runs),
+                            states.get(v, ()))
                  for v, (manifest, runs) in zip(listing.items, heads)]
         return Page(items, listing.page, listing.per_page, listing.total, truncated)
+
+    def states(self, dataset: str, version_ids: list[str]) -> dict[str, tuple[VersionState, ...]]:
+        """Each version's training and scoring state, as the runs themselves read them."""
+        found = self._pool.map(lambda activity: self._guard(
+            lambda: ledger.states(self.root, dataset, activity, version_ids),
+            f"{activity} states of {dataset}"), ledger.ACTIVITIES)
+        out: dict[str, list[VersionState]] = {v: [] for v in version_ids}
+        for per_activity in found:
+            for state in per_activity:
+                out[state.version].append(state)
+        return {v: tuple(s) for v, s in out.items()}
 
     def model(self, dataset: str, version: str, run: str) -> ModelDetail:
         """Metrics, model card and plot names of one training run."""

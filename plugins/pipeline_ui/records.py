@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from etl.versions import Manifest
 from training.config import ModelRecord
+from training.ledger import VersionState
 
 T = TypeVar("T")
 
@@ -103,6 +104,7 @@ class VersionRow:
     manifest: Manifest
     models: list[ModelRow] = field(default_factory=list)
     models_total: int = 0
+    states: tuple[VersionState, ...] = ()  # its training and scoring states (training.ledger)
 
 
 @dataclass(frozen=True)

@@ -253,10 +253,15 @@ def test_etl_dag_wiring(dagbag, common) -> None:
 
 
 def test_training_dag_is_scheduled_on_the_etl_asset_and_routed_to_gpu(dagbag) -> None:
+    from flightpipe_dags.settings import ASSET_ACTIVE_RUNS
+    from flightpipe_dags.settings import model_asset as fd_model_asset
+
     etl, train = dagbag.dags["etl_flights"], dagbag.dags["train_flights"]
     assets = list(train.timetable.asset_condition.objects)
     assert assets == etl.get_task("publish").outlets
-    assert _edges(train) == {("resolve_version", "train")}
+    assert _edges(train) == {("resolve_version", "train"), ("train", "announce_model")}
+    assert train.get_task("announce_model").outlets == [fd_model_asset("flights")]
+    assert train.max_active_runs == ASSET_ACTIVE_RUNS > 1  # a run per publish: none unlinked
     gpu_task = train.get_task("train")
     assert (gpu_task.queue, gpu_task.pool) == ("gpu", "gpu")
     resolve = train.get_task("resolve_version")
@@ -264,14 +269,19 @@ def test_training_dag_is_scheduled_on_the_etl_asset_and_routed_to_gpu(dagbag) ->
 
 
 def test_score_dag_runs_after_each_publish_on_the_gpu_queue(dagbag) -> None:
+    from flightpipe_dags.settings import ASSET_ACTIVE_RUNS
+    from flightpipe_dags.settings import model_asset as fd_model_asset
+
     etl, score = dagbag.dags["etl_flights"], dagbag.dags["score_flights"]
-    assert list(score.timetable.asset_condition.objects) == etl.get_task("publish").outlets
+    assert list(score.timetable.asset_condition.objects) == [
+        *etl.get_task("publish").outlets, fd_model_asset("flights")]  # each publish, each promotion
     assert set(score.task_ids) == {"score"}
     task = score.get_task("score")
     assert (task.queue, task.pool) == ("gpu", "gpu")
     assert [link.name for link in task.operator_extra_links] == ["Predictions page"]
     assert score.params["version"] == "latest" and score.params["raw"] == []
-    assert score.max_active_runs == 1 and "scoring" in score.tags
+    assert "null" in score.params.get_param("raw").schema["type"]  # optional in the form
+    assert score.max_active_runs == ASSET_ACTIVE_RUNS and "scoring" in score.tags
 
 
 def test_params_have_titles_and_valid_defaults(dagbag) -> None:

@@ -25,10 +25,10 @@ import pyarrow as pa
 
 from etl import storage, versions
 from etl.errors import VersionExistsError
+from training.predictions import PREDICTIONS_DIR, PredictionsManifest
 
 log = logging.getLogger(__name__)
 
-PREDICTIONS_DIR = "predictions"
 
 
 def dataset_predictions_uri(root: str, dataset: str) -> str:
@@ -60,6 +60,24 @@ class Published:
     uri: str
     manifest: dict[str, Any]
     created: bool
+
+    @property
+    def record(self) -> PredictionsManifest:
+        return PredictionsManifest.from_json(self.manifest, f"{self.uri}/manifest.json")
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(window, model): where it lives under ``predictions/<dataset>/``."""
+        window, model = self.uri.rstrip("/").rsplit("/", 2)[-2:]
+        return window, model
+
+    def summary(self) -> dict[str, Any]:
+        """The manifest's scalars for a task's XCom and log: rows, drift, where."""
+        m = self.record
+        window, model = self.key
+        return {"uri": self.uri, "window": window, "model": model, "rows": m.rows,
+                "scored": m.scored, "quarantined": m.quarantined, "psi": m.psi,
+                "drifted": m.drifted, "created": self.created}
 
 
 def read_published(uri: str) -> dict[str, Any] | None:

@@ -313,3 +313,43 @@ def test_version_page_names_a_binary_labels_positive_class(tmp_path: Path) -> No
     path.write_text(json.dumps(doc))
     html = TestClient(create_app(root.as_uri())).get(f"/datasets/churn/versions/{version}").text
     assert "class 1, the positive class: <code>yes</code>" in html
+
+
+def test_each_version_says_its_training_and_scoring_state(tmp_path: Path) -> None:
+    """The dataset and version pages read the states the runs read (training.ledger): done
+    with its run, superseded by which version, failed with why, or waiting for what."""
+    from datetime import UTC, datetime
+
+    from training import ledger
+
+    root = tmp_path / "store"
+    old, mid, new = (uf.write_version(root, "flights", datetime(2013, 1, d, tzinfo=UTC))
+                     for d in (2, 3, 4))
+    model = root / "models" / "flights" / new / "asset_triggered__9" / "metrics.json"
+    model.parent.mkdir(parents=True)
+    model.write_text(json.dumps({"dataset": "flights", "version": new, "dag_id": "train_flights",
+                                 "run_id": "asset_triggered__9"}))
+    ledger.record(root.as_uri(), ledger.VersionState(old, ledger.TRAINING, ledger.SUPERSEDED,
+                                                     by=new, run="run asset_triggered__9 of "
+                                                     "train_flights"), "flights")
+    ledger.fail(root.as_uri(), "flights", ledger.SCORING, new, "run scheduled__3",
+                "NoModelError: its serving signature lacks temp")
+    client = TestClient(create_app(root.as_uri()))
+    html = unescape(client.get("/datasets/flights").text)
+    states = dict(re.findall(r'<tr class="version-row" data-version="([^"]+)".*?'
+                             r'<td class="states">(.*?)</td>', html, flags=re.DOTALL))
+
+    def said(version: str) -> list[str]:
+        return [" ".join(re.sub(r"<[^>]+>", " ", d.replace("<wbr>", "")).split())
+                for d in re.findall(r'<div class="version-state".*?</div>', states[version],
+                                    flags=re.DOTALL)]
+
+    assert said(new) == ["training: done trained by run asset_triggered__9 of train_flights",
+                         ("scoring: failed in run scheduled__3: NoModelError: its serving "
+                         "signature lacks temp")]
+    assert said(mid)[0] == "training: waiting for a training run"
+    assert said(old)[0] == (f"training: superseded by {new} (trained by run "
+                            "asset_triggered__9 of train_flights)")
+    assert said(old)[1] == "scoring: waiting for a scoring run with a blessed model"
+    page = unescape(client.get(f"/datasets/flights/versions/{new}").text)
+    assert "training: done" in page and "scoring: failed" in page

@@ -20,7 +20,7 @@ from etl.versions import Manifest
 from tests.support import training_fixtures as fx
 from training.__main__ import EXIT_NOT_BLESSED, EXIT_REFUSED
 from training.__main__ import main as training_main
-from training.config import InputConfig, ModelConfig, ModelRecord, TrainConfig
+from training.config import InputConfig, ModelConfig, TrainConfig
 from training.judge import gate
 from training.judge.current import read_current
 from training.judge.gate import EvaluationSplitError, ModelNotBlessedError, check_splits

@@ -99,8 +99,8 @@ def test_the_gate_scores_a_current_model_from_its_saved_model_too(store, trained
     SavedModel's serving signature, on the same raw rows."""
     import shutil
 
-    from training.judge.evaluate import predictions
     from training.judge.current import load_model
+    from training.judge.evaluate import predictions
 
     copy = tmp_path / "run"
     shutil.copytree(_run_dir(store, "run-1"), copy)
