@@ -1,14 +1,42 @@
-"""Exception types shared by every stage, so callers can react by kind, not by message."""
+"""Exception types shared by every stage, so callers can react by kind, not by message.
+
+Each says with ``retryable`` whether running the same task again could end otherwise:
+Airflow fails a task at once on a ``False`` one and keeps its retries for a ``True`` one
+(``dags/flightpipe_dags/failures.py``, docs/AIRFLOW.md "Which failures retry").
+"""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class PipelineError(Exception):
-    """Base class: anything the pipeline raises on purpose derives from it."""
+    """Base class: anything the pipeline raises on purpose derives from it.
+
+    ``retryable`` is False by default: the pipeline refuses on purpose what a re-run meets
+    again (rows that fail validation, a raw file missing or unparseable, a spec, a version
+    without a manifest). A class whose cause may be gone by the next try (a store that was
+    down, another run holding a lease) sets it True.
+    """
+
+    retryable: ClassVar[bool] = False
 
 
 class StorageError(PipelineError):
     """A storage operation failed for good (retry budget spent or unsupported server)."""
+
+    retryable = True  # the store may be back by the task's next try
+
+
+class MissingRawFileError(PipelineError, FileNotFoundError):
+    """A raw file the run was given is not in storage: the data is not there, a retry reads
+    the same listing. Still a FileNotFoundError for callers that catch that."""
+
+
+class SegmentGoneError(PipelineError):
+    """A segment of the window was deleted during the run (gc, retain); a retry rebuilds it."""
+
+    retryable = True
 
 
 class PathOutsideRootError(PipelineError, ValueError):
@@ -47,6 +75,8 @@ class LeaseHeldError(PipelineError):
         holder: The lease's JSON body (owner, host, pid, acquired_at, heartbeat_at), if readable.
     """
 
+    retryable = True  # the holder finishes or dies; a retry finds its work or takes over
+
     def __init__(self, lease_uri: str, holder: dict | None = None) -> None:
         h = holder or {}
         super().__init__(f"{lease_uri} is held by {h.get('owner', '?')!r} since "
@@ -66,6 +96,8 @@ class VersionLockedError(PipelineError):
         version_uri: URI of the version being written.
         holder: The lease's JSON content (owner, acquired_at, heartbeat_at), if readable.
     """
+
+    retryable = True  # a retry finds the version published, or the writer dead
 
     def __init__(self, version_uri: str, holder: dict | None = None) -> None:
         who = (holder or {}).get("owner", "?")

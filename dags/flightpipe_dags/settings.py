@@ -25,6 +25,7 @@ import pendulum
 from airflow.sdk import Asset, CronDataIntervalTimetable, PartitionedAssetTimetable
 
 from etl.spec.scheduling import PARTITIONED, DagSettings, find_specs, read_settings
+from flightpipe_dags.failures import RETRY_POLICY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ETL_SCHEDULE_ENV = "PIPELINE_ETL_SCHEDULE"
@@ -42,6 +43,8 @@ RETRY_DEFAULTS: dict[str, Any] = {
     "retry_delay": timedelta(minutes=1),
     "retry_exponential_backoff": 2.0,
     "max_retry_delay": timedelta(minutes=15),
+    # retries are for transient failures only: a deterministic one fails at once (failures.py)
+    "retry_policy": RETRY_POLICY,
 }
 
 
@@ -124,7 +127,8 @@ def scoring_schedule(name: str, settings: DagSettings) -> Any:
 
 def dag_defaults(name: str, settings: DagSettings, role: str,
                  retries: int | None = None) -> dict[str, Any]:
-    """``start_date``, ``default_args`` (owner, retries) and ``tags`` of one dataset's DAG."""
+    """``start_date``, ``default_args`` (owner, retries and which failures they are for) and
+    ``tags`` of one dataset's DAG."""
     args = dict(RETRY_DEFAULTS)
     if settings.owner:
         args["owner"] = settings.owner

@@ -33,6 +33,13 @@ WAITING_KEY = "waiting"
 PARTITION_FORMAT = "%Y-%m-%d"  # the day a raw partition event names (``partition_key``)
 
 
+class PartitionKeyError(ValueError):
+    """A partition-keyed run whose key is not a day: every try of the run has that key, so
+    it fails at once (``failures``)."""
+
+    retryable = False
+
+
 def partition_end(partition_key: str | None) -> datetime | None:
     """The end of the day a partition-keyed run builds (its key is that day, ``2013-01-05``)."""
     if not partition_key:
@@ -40,8 +47,8 @@ def partition_end(partition_key: str | None) -> datetime | None:
     try:
         day = datetime.strptime(partition_key[:10], PARTITION_FORMAT).replace(tzinfo=UTC)
     except ValueError:
-        raise ValueError(f"partition_key {partition_key!r} refused: expected a day like "
-                         "2013-01-05") from None
+        raise PartitionKeyError(f"partition_key {partition_key!r} refused: expected a day "
+                                "like 2013-01-05") from None
     return day + timedelta(days=1)
 
 

@@ -73,9 +73,13 @@ DATASET_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 class SpecNotFoundError(LookupError, ValueError):
     """No folder on the search path has a spec of that name; the message lists the folders."""
 
+    retryable = False  # as etl.errors.PipelineError: a task's retry finds the same folders
+
 
 class DuplicateSpecError(ValueError):
     """Two folders on the search path hold a spec of the same name; both paths are named."""
+
+    retryable = False
 
 
 def search_path(value: str | None = None) -> list[Path]:
@@ -124,6 +128,8 @@ def spec_file(name: str, folders: list[Path] | None = None) -> Path:
 
 class SpecSettingsError(ValueError):
     """A scheduling or training key of a spec is malformed; names the file and the field."""
+
+    retryable = False
 
 
 @dataclass(frozen=True)

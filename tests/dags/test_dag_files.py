@@ -284,6 +284,17 @@ def test_score_dag_runs_after_each_publish_on_the_gpu_queue(dagbag) -> None:
     assert score.max_active_runs == ASSET_ACTIVE_RUNS and "scoring" in score.tags
 
 
+def test_every_task_retries_only_transient_failures(dagbag, common) -> None:
+    """One policy for every task of every DAG (issue 51): a deterministic failure fails at
+    once, a transient one keeps the task's retries (flightpipe_dags/failures.py)."""
+    from flightpipe_dags.failures import RETRY_POLICY
+
+    tasks = [(dag_id, t) for dag_id, dag in dagbag.dags.items() for t in dag.tasks]
+    assert {d.split("_")[0] for d, _ in tasks} == {"etl", "train", "score"}
+    assert all(t.retry_policy is RETRY_POLICY and t.retries >= 1 for _, t in tasks), [
+        (d, t.task_id) for d, t in tasks if t.retry_policy is not RETRY_POLICY]
+
+
 def test_params_have_titles_and_valid_defaults(dagbag) -> None:
     for dag_id in ("etl_flights", "train_flights"):
         params = dagbag.dags[dag_id].params

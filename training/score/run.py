@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from etl import storage, versions
+from etl.errors import MissingRawFileError
 from etl.provenance import code_version
 from etl.versions import Manifest, read_manifest
 from training.score import drift
@@ -288,5 +289,5 @@ def _stat(uri: str) -> dict[str, Any]:
     try:
         info = storage.stat(uri)
     except FileNotFoundError:
-        raise FileNotFoundError(f"no such raw file: {uri}") from None
+        raise MissingRawFileError(f"no such raw file: {uri}") from None
     return {k: info[k] for k in ("size", "mtime", "generation") if info.get(k) is not None}

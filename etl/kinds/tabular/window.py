@@ -36,7 +36,7 @@ import dask
 import pandas as pd
 
 from etl import cluster, statistics, storage
-from etl.errors import PipelineError
+from etl.errors import SegmentGoneError
 from etl.kinds import BuildRequest, DatasetKind, Judged, Window
 from etl.kinds.tabular.prepare import (
     Prepared,
@@ -171,8 +171,8 @@ def build(request: BuildRequest[Spec]) -> Window[Spec, RunInputs]:
               or segment.read_segment(t.uri)) for t in plan.tasks]
     gone = [uri for uri, meta in metas if meta is None]
     if gone:
-        raise PipelineError(f"{len(gone)} segment(s) of the window vanished during the run "
-                            f"(deleted by gc or retain?): {gone[:3]}")
+        raise SegmentGoneError(f"{len(gone)} segment(s) of the window vanished during the "
+                               f"run (deleted by gc or retain?): {gone[:3]}")
     merged = compact_window(request.root, spec.name, [m for _, m in metas],
                             request.write.target_bytes, request.run_id)
     metas = [(segment.segment_uri(request.root, spec.name, m.segment), m) for m in merged]
