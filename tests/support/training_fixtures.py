@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,13 +84,15 @@ def make_rows(n: int, seed: int, random_labels: bool = False) -> list[dict[str, 
     ]
 
 
-def encode(row: dict[str, Any]) -> bytes:
-    """One ``tf.train.Example`` holding every feature and the label."""
+def encode(row: dict[str, Any], features: dict[str, dict[str, str]] | None = None) -> bytes:
+    """One ``tf.train.Example`` holding every feature (``features``; None = ``FEATURES``) and
+    the label."""
     import tensorflow as tf
 
+    features = FEATURES if features is None else features
     feats = {}
     for name, value in row.items():
-        dtype = FEATURES.get(name, {"dtype": "int64"})["dtype"]
+        dtype = features.get(name, {"dtype": "int64"})["dtype"]
         if dtype == "float32":
             feats[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
         elif dtype == "int64":
@@ -108,12 +111,19 @@ def write_version(
     version: str = VERSION,
     dataset: str = DATASET,
     compression: str | None = None,
+    names: Sequence[str] = (),
 ) -> WrittenVersion:
-    """Write shards, then manifest.json last, then LATEST, exactly as a publish would."""
+    """Write shards, then manifest.json last, then LATEST, exactly as a publish would.
+    ``names``: the features' names instead of ``FEATURES``' (``named_features``)."""
     import tensorflow as tf
 
     shards = shards or {"train": 3, "eval": 1, "test": 1}
+    copies = named_features(names) if names else {name: name for name in FEATURES}
+    features = {name: FEATURES[source] for name, source in copies.items()}
     rows = make_rows(n, seed, random_labels)
+    if names:
+        rows = [{**{name: row[source] for name, source in copies.items()}, "late": row["late"]}
+                for row in rows]
     path = Path(root) / "datasets" / dataset / version
     path.mkdir(parents=True, exist_ok=True)
     by_split, start = {}, 0
@@ -130,24 +140,34 @@ def write_version(
             options = tf.io.TFRecordOptions(compression_type="GZIP" if compression else None)
             with tf.io.TFRecordWriter(str(path / name), options) as w:
                 for row in chunk:
-                    w.write(encode(row))
+                    w.write(encode(row, features))
             data = (path / name).read_bytes()
             entries.append({"file": name, "records": len(chunk), "bytes": len(data),
                             "sha256": hashlib.sha256(data).hexdigest()})
         ordered[split] = [r for c in chunks for r in c]
         splits_meta[split] = {"num_examples": len(split_rows),
                               "num_bytes": sum(e["bytes"] for e in entries), "shards": entries}
-    manifest = build_manifest(dataset, version, splits_meta, by_split["train"])
+    manifest = build_manifest(dataset, version, splits_meta, by_split["train"], features)
     manifest["compression"] = compression
     (path / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     (Path(root) / "datasets" / dataset / "LATEST").write_text(version)
     return WrittenVersion(Path(root), path.as_uri(), path, manifest, ordered)
 
 
-def build_manifest(dataset: str, version: str, splits: dict, train: list[dict]) -> dict[str, Any]:
-    """A manifest whose statistics are computed on ``train`` rows, as the transform does."""
+def named_features(names: Sequence[str]) -> dict[str, str]:
+    """Each of ``names`` -> the ``FEATURES`` column it holds a copy of, in turn: with seven
+    names or more every column is there, so the label can still be learned."""
+    columns = list(FEATURES)
+    return {name: columns[i % len(columns)] for i, name in enumerate(names)}
+
+
+def build_manifest(dataset: str, version: str, splits: dict, train: list[dict],
+                   features: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """A manifest whose statistics are computed on ``train`` rows, as the transform does;
+    ``features`` None = ``FEATURES``."""
+    features = FEATURES if features is None else features
     numeric, vocab = {}, {}
-    for name, feat in FEATURES.items():
+    for name, feat in features.items():
         values = [r[name] for r in train]
         if feat["kind"] == "numeric":
             arr = np.asarray(values, dtype=np.float64)
@@ -166,7 +186,7 @@ def build_manifest(dataset: str, version: str, splits: dict, train: list[dict]) 
         "compression": None, "splits": splits,
         "schema": {"key": ["time_hour", "carrier", "flight", "origin"],
                    "label": {"name": "late", "dtype": "int64", "classes": 2},
-                   "features": FEATURES},
+                   "features": features},
         "statistics": {"computed_on": "train", "numeric": numeric, "vocabularies": vocab,
                        "label_counts": {"0": len(train) - positives, "1": positives}},
         "source_fingerprint": {"sha256": "0" * 64, "files": []},
@@ -203,3 +223,29 @@ def drafted_iris(tmp_path: Path, per_class: int | None = None) -> tuple[Path, Pa
                      "--root", data.as_uri(), "--label", "species", "--task", "multiclass",
                      "--out", str(out)]) == 0
     return data, out
+
+
+def parameter_names() -> list[str]:
+    """Every parameter name of the Python functions a row of features passes through on its
+    way to an answer: Keras' ``__call__`` and ``call``, ``predict`` and ``export``, our export,
+    the ``tf.function`` and concrete function TF builds signatures with (their ``__call__`` and
+    ``_get_concrete_function_garbage_collected``, which TF calls with a signature's keys as
+    keyword arguments), and scoring's. A feature may carry any of them (issue 53)."""
+    import inspect
+
+    import keras
+    import tensorflow as tf
+
+    from training.models.tabular import export_serving, serving_signature
+    from training.score.model import ServedModel, served_model
+
+    function = tf.function(lambda x: x)
+    concrete = function.get_concrete_function(tf.TensorSpec([None], tf.float32))
+    layer = keras.Input((1,))
+    functional = type(keras.Model(layer, layer))
+    called = [type(function).__call__, type(function).get_concrete_function,
+              type(function)._get_concrete_function_garbage_collected,
+              type(concrete).__call__, keras.layers.Layer.__call__, keras.Model.call,
+              functional.call, functional.__call__, keras.Model.predict, keras.Model.export,
+              export_serving, serving_signature, ServedModel.outputs, served_model]
+    return sorted({name for fn in called for name in inspect.signature(fn).parameters})

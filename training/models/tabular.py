@@ -4,15 +4,14 @@ Both families (``training.models.mlp``, ``training.models.trees``) hand back the
 views (``TabularModel``), put the train split's vocabularies inside the model as lookups
 (``vocabulary_lookup``), and are exported the same way: a SavedModel whose ``serve`` endpoint
 takes one dict keyed by the spec's feature names, so serving applies exactly the preprocessing
-training did and any valid spec name serves (``export_serving``). Evaluation, the gate and the
+training did and any valid spec name serves; its flat ``serving_default`` signature keys the
+features by position (``serving_keys``, ``export_serving``). Evaluation, the gate and the
 export never know which family won.
 """
 
 from __future__ import annotations
 
 import json
-import keyword
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -59,42 +58,28 @@ def vocabulary_lookup(where: str, name: str, feat: FeatureSchema,
     )
 
 
-_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")  # TF's rule for a node name
+SERVING_KEY = "feature_{}"  # a feature's key in the flat signature: its position, never its name
 
 
 def serving_keys(names: Iterable[str]) -> dict[str, str]:
-    """Each feature's key in the SavedModel's flat serving signature: its own name, unless TF
-    cannot take that as a signature argument -- a Python keyword (``class``: TF makes each key a
-    Python parameter) gets ``_`` appended, a leading ``_`` (no valid TF node name) gets ``x``
-    prefixed, the second of two names differing only in case (TF's graph names are unique
-    regardless of case) gets ``_`` appended -- made unique against every other name. The
-    ``serve`` endpoint takes the features as one dict keyed by the spec's names, whatever
-    they are."""
-    names, keys, taken = list(names), {}, set()
-    for name in names:  # first pass: names TF takes as they are keep them
-        if _plain(name) and name.lower() not in taken:
-            keys[name] = name
-            taken.add(name.lower())
-    for name in names:
-        if name in keys:
-            continue
-        key = re.sub(r"[^A-Za-z0-9_]", "_", name) + ("_" if keyword.iskeyword(name) else "")
-        key = key if _OP_NAME.match(key) and key[0] != "_" else f"x{key}"
-        while key.lower() in taken:
-            key += "_"
-        taken.add(key.lower())
-        keys[name] = key
-    return {name: keys[name] for name in names}
+    """Each feature's key in the SavedModel's flat ``serving_default`` signature:
+    ``feature_<i>``, ``i`` its position among ``names``, whatever the name.
 
-
-def _plain(name: str) -> bool:
-    return name.isidentifier() and not keyword.iskeyword(name) and bool(_OP_NAME.match(name))
+    A flat signature is a set of named tensors that TF turns into Python keyword arguments,
+    of its own functions too: saving calls ``_get_concrete_function_garbage_collected(self,
+    *args, **kwargs)`` with them, a caller of the loaded signature a ``ConcreteFunction``'s
+    ``__call__(self, *args, **kwargs)``. A key that is a feature's name collides with one of
+    their parameters (a column ``self`` failed the export, issue 53) or is no argument at all
+    (``class``, ``_x``, ``Price`` beside ``price``); a key that is its position is none of
+    those, for every name. The ``serve`` endpoint takes the features as one dict keyed by
+    the spec's names."""
+    return {name: SERVING_KEY.format(i) for i, name in enumerate(names)}
 
 
 def serving_signature(model: keras.Model) -> list[dict[str, tf.TensorSpec]]:
-    """The export's input signature: one dict keyed by feature name (the ``serve`` endpoint
-    takes rows keyed as the spec declares them), each tensor named by ``serving_keys`` (the
-    flat ``serving_default`` signature's keys, which TF requires to be Python parameters)."""
+    """The export's input signature: one dict keyed by feature name (``serve`` takes rows
+    keyed as the spec declares them, as one argument: no name meets a Python parameter),
+    each tensor named by ``serving_keys`` (the flat ``serving_default`` signature's keys)."""
     inputs = model.input if isinstance(model.input, dict) else {}
     keys = serving_keys(inputs)
     return [{name: tf.TensorSpec((None, *t.shape[1:]), t.dtype, name=keys[name])
@@ -105,9 +90,10 @@ SERVING_KEYS_FILE = "assets.extra/serving_keys.json"  # beside saved_model.pb; T
 
 
 def export_serving(model: keras.Model, path: Path) -> None:
-    """The SavedModel: ``serve`` takes a dict keyed by the spec's feature names (any valid spec
-    name, ``class`` included); ``serving_default`` takes the flat ``serving_keys``, written to
-    ``SERVING_KEYS_FILE`` (feature name -> signature key) for clients of the flat signature."""
+    """The SavedModel: ``serve`` takes one dict keyed by the spec's feature names (any valid
+    spec name: ``class``, ``self``, ``inputs``); ``serving_default`` takes the positional
+    ``serving_keys``, written to ``SERVING_KEYS_FILE`` (feature name -> signature key) for
+    clients of the flat signature (TF Serving, ``training.score``)."""
     signature = serving_signature(model)
     model.export(str(path), verbose=False, input_signature=signature)
     keys = {name: spec.name for name, spec in signature[0].items()}

@@ -157,7 +157,7 @@ sys.modules["training"] = None
 import tensorflow as tf
 row = json.loads(sys.argv[2])
 model = tf.saved_model.load(sys.argv[1])
-dtypes = {spec.name: spec.dtype for spec in model.serve.input_signature[0].values()}
+dtypes = {name: spec.dtype for name, spec in model.serve.input_signature[0].items()}
 print(float(model.serve({k: tf.constant([v], dtypes[k]) for k, v in row.items()
                          if k in dtypes})[0, 0]))
 """
