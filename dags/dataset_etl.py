@@ -87,8 +87,9 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
             from etl import logs, pipeline
 
             logs.configure(handler=False)  # libraries at WARNING: the log says what ran
-            return pipeline.build_version(name, storage_root(), opts.interval_end,
-                                          opts.interval_start, run_id, opts.run_options())
+            with links.failed_validation(name):  # its results' page, in the log and a button
+                return pipeline.build_version(name, storage_root(), opts.interval_end,
+                                              opts.interval_start, run_id, opts.run_options())
 
         @task(outlets=[asset], execution_timeout=timedelta(minutes=20))
         def publish(written_uri: str):
@@ -112,7 +113,7 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
                              wait=settings.arrival_wait,
                              poke_s=settings.arrival_every.total_seconds(),
                              execution_timeout=timedelta(minutes=10))
-        built = build()
+        built = links.attach(build(), links.ValidationPageLink())
         waited >> built
         links.attach(publish(built), links.VersionPageLink())
 

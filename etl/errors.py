@@ -110,8 +110,11 @@ class VersionLockedError(PipelineError):
 
 
 class ValidationFailed(PipelineError):
-    """The data broke the suite; ``summary`` holds the per-expectation results."""
+    """The data broke the suite; ``summary`` holds the per-expectation results and
+    ``results_uri`` the folder they were written to (the UI's validation page reads it)."""
 
-    def __init__(self, message: str, summary: dict | None = None) -> None:
+    def __init__(self, message: str, summary: dict | None = None,
+                 results_uri: str | None = None) -> None:
         super().__init__(message)
         self.summary = summary or {}
+        self.results_uri = results_uri

@@ -1,8 +1,9 @@
 """Links from Airflow to the pipeline UI: task extra links, the Asset event's page URL.
 
 ``publish`` gets a "Version page" button, ``train`` a "Model page" button and ``score`` a
-"Predictions page" button in the task's
-details (Airflow 3 operator extra links). The task body knows the page (the version id, the
+"Predictions page" button in the task's details (Airflow 3 operator extra links); ``build``,
+when the window fails its validation, a "Validation page" button and a log line opening the
+results of the version it did not publish (``failed_validation``). The task body knows the page (the version id, the
 model's run folder) and pushes its URL under the link's XCom key (``remember``); Airflow calls
 ``get_link`` when the task ends and stores what it returns under that key, which is all the
 api-server reads to draw the button (a task that ended without a page has none: the API
@@ -17,6 +18,8 @@ Import-light like the package: ``airflow.sdk`` and the standard library.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -41,6 +44,11 @@ def page_url(dataset: str, version: str, run: str | None = None, base: str | Non
     parts = ["datasets", dataset, "versions", version, *(["models", run] if run else [])]
     path = "/".join(quote(p, safe="") for p in parts)
     return f"{airflow_base() if base is None else base}{NAV_ROUTE}{URL_PREFIX}/{path}"
+
+
+def validation_url(dataset: str, version: str, base: str | None = None) -> str:
+    """A version's validation page, which opens for an unpublished (failed) version too."""
+    return page_url(dataset, version, base=base) + "/validation"
 
 
 def predictions_url(dataset: str, window: str, model: str, base: str | None = None) -> str:
@@ -75,6 +83,12 @@ class ModelPageLink(_PageLink):
     name = "Model page"
 
 
+class ValidationPageLink(_PageLink):
+    """``build``: the validation results of the version it did not publish (failed)."""
+
+    name = "Validation page"
+
+
 class PredictionsPageLink(_PageLink):
     """``score``: the predictions it published (or found already published)."""
 
@@ -91,6 +105,27 @@ def remember(link: type[_PageLink], url: str) -> None:
     except RuntimeError:  # "no context was found": not running as an Airflow task
         return
     ti.xcom_push(key=link().xcom_key, value=url)
+
+
+@contextmanager
+def failed_validation(dataset: str) -> Iterator[None]:
+    """Around ``build``: a window that fails its validation leaves its results under the
+    version it did not publish; say where they open (the log and the task's "Validation
+    page" button), then fail as before."""
+    from etl.errors import ValidationFailed
+
+    try:
+        yield
+    except ValidationFailed as exc:
+        if exc.results_uri:
+            version = exc.results_uri.rstrip("/").rsplit("/", 2)[-2]
+            page = validation_url(dataset, version)
+            remember(ValidationPageLink, page)
+            import logging
+
+            logging.getLogger("airflow.task").error(
+                "Validation page (not published): %s", page)
+        raise
 
 
 def attach(task_output: Any, *links: _PageLink) -> Any:

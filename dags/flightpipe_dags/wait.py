@@ -10,6 +10,12 @@ A window whose first missing partition closed more than ``arrival.wait`` before 
 end is refused at once (overdue, not late: ``etl.pipeline.arrival``), naming the newest
 landed partition and the Params that publish what has landed.
 
+A run stopped while it waited ("Mark Dag Run as failed": ``wait_for_data`` failed, ``build``
+and ``publish`` skipped) is recovered by clearing the whole run ("Clear existing tasks",
+docs/AIRFLOW.md). Clearing only the failed task would re-run ``wait_for_data`` alone, nothing
+after it, and publish nothing, so ``wait_for_data`` refuses that at once, naming the clear that
+publishes.
+
 Import-light like the rest of the package: etl code is imported inside ``execute``.
 """
 
@@ -73,6 +79,7 @@ class WaitForData(BaseOperator):
     def execute(self, context: Any) -> None:
         from etl.pipeline.arrival import check_arrival
 
+        self._refuse_a_lone_rerun(context)
         self.root = storage_root()
         opts = run_options(context["params"], context.get("data_interval_end"),
                            context["dag_run"])
@@ -107,6 +114,34 @@ class WaitForData(BaseOperator):
         deadline = event.get("deadline")
         self._give_up(event.get("missing") or [], event.get("where") or "",
                       datetime.fromisoformat(deadline) if deadline else None, event.get("error"))
+
+    def _refuse_a_lone_rerun(self, context: Mapping[str, Any]) -> None:
+        """Fail now, no retries, when this run's later tasks were already skipped: the run was
+        stopped ("Mark Dag Run as failed" skips what had not run) and then only this task was
+        cleared ("Clear only failed tasks"): nothing after it would run. Airflow judges a run by
+        its last tasks, skipped here, so the run still shows green; this task shows red and its
+        log names the clear that publishes.
+
+        Outside a task runner (unit tests: no ``get_ti_count``, no DAG) there is nothing to ask."""
+        ti, run = context.get("ti"), context.get("dag_run")
+        count = getattr(ti, "get_ti_count", None)
+        later = sorted(self.downstream_task_ids) if self.has_dag() else []
+        if count is None or run is None or not later:
+            return
+        skipped = count(self.dag_id, task_ids=later, run_ids=[run.run_id], states=["skipped"])
+        if not skipped:
+            return
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(
+            f"this run was stopped while it waited (its {', '.join(later)} "
+            f"{'was' if len(later) == 1 else 'were'} skipped) and only {self.task_id} was "
+            "cleared: nothing runs after it and nothing is published (Airflow still shows the "
+            "run green, as its last task stays skipped). "
+            "Clear the whole run instead (Clear Dag Run, 'Clear existing tasks'; REST: POST "
+            f"/api/v2/dags/{self.dag_id}/dagRuns/<run_id>/clear with "
+            '{"dry_run": false, "only_failed": false}): it waits for the data again, builds '
+            "and publishes.")
 
     def _refuse_overdue(self, reason: str) -> None:
         """Fail now, no retries: the window asks for partitions no wait brings (see

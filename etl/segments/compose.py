@@ -14,7 +14,7 @@ in bulk, after a re-delivery or a compaction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -69,9 +69,12 @@ def _examples(metas: Metas) -> Any:
 
 
 def judge_from_partials(spec: Spec, suite: SplitSuite, checks: DatasetChecks, metas: Metas,
-                        mode: str, results_uri: str) -> dict[str, Any]:
+                        mode: str, results_uri: str,
+                        join_gaps: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The window's validation summary (results and Data Docs written to ``results_uri``):
     ``suite`` split by level, ``checks`` its dataset-level metric needs (``etl.validation``).
+    ``join_gaps``: the joins that matched nothing in some partitions (the kind's words for
+    them), kept in the results and named beside a failed expectation on one of their columns.
 
     Raises:
         ValidationFailed: a row-level expectation failed over its ``mostly`` on the window's
@@ -89,10 +92,12 @@ def judge_from_partials(spec: Spec, suite: SplitSuite, checks: DatasetChecks, me
         "quarantine_files": [f"segments/{m.segment}/{name}" for m in built
                              for name in m.checks.quarantine_files],
     }
-    summary = finish(spec.name, suite.name, mode, results, levels, counts, results_uri)
+    summary = finish(spec.name, suite.name, mode, results, levels, counts, results_uri,
+                     join_gaps)
     if not summary["success"]:
         failures = [r.to_json_dict() for r in results if not r.success]
-        raise ValidationFailed(failure_message(spec.name, failures, mode, results_uri), summary)
+        raise ValidationFailed(failure_message(spec.name, failures, mode, results_uri,
+                                               join_gaps), summary, results_uri)
     return summary
 
 

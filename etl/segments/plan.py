@@ -375,6 +375,20 @@ def period_end(period: datetime, source: Source) -> datetime:
     return period + _period_step(source.partitioning.granularity)
 
 
+def period_of(key: str, source: Source) -> tuple[datetime, datetime] | None:
+    """The span of the partition a segment lists as ``key`` (``20130105``, or a piece of it,
+    ``20130105.1of3``); None for an unpartitioned source's ``all`` or a key of another form."""
+    if source.partitioning is None:
+        return None
+    try:
+        start = datetime.strptime(key.split(".", 1)[0],
+                                  _PERIOD_LABEL[source.partitioning.granularity])
+    except (KeyError, ValueError):
+        return None
+    start = start.replace(tzinfo=UTC)
+    return start, period_end(start, source)
+
+
 def fingerprint(uris: list[str]) -> dict[str, Any]:
     """Each source file with size and mtime/generation, plus one sha256 over that list."""
     files = []

@@ -124,13 +124,32 @@ def failure_line(res: Mapping[str, Any], mode: str) -> str:
 
 
 def failure_message(
-    dataset: str, failures: Sequence[Mapping[str, Any]], mode: str, results_uri: str
+    dataset: str, failures: Sequence[Mapping[str, Any]], mode: str, results_uri: str,
+    join_gaps: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The message of ValidationFailed: every failed expectation, then where to look."""
+    """The message of ValidationFailed: every failed expectation, each followed by the join
+    that left its column empty where there is one (``join_gaps``: ``columns`` and ``text``),
+    then where to look."""
     lines = [f"dataset {dataset!r}: {len(failures)} expectation(s) failed ({mode} mode):"]
-    lines += [failure_line(f, mode) for f in failures]
+    for failure in failures:
+        lines.append(failure_line(failure, mode))
+        lines += [f"  because {why}" for why in join_causes(failure, join_gaps)]
     lines.append(f"full results: {storage.join(results_uri, RESULTS_FILE)}")
     return "\n".join(lines)
+
+
+def join_causes(failure: Mapping[str, Any], join_gaps: Sequence[Mapping[str, Any]]
+                ) -> list[str]:
+    """The joins that matched nothing in some partitions and fill a column ``failure`` checks:
+    ``no weather rows joined for 2013-01-05: the joined source `weather` ends on 2013-01-04
+    (it fills temp)``."""
+    checked = set(columns_of(failure.get("expectation_config", {}).get("kwargs", {})))
+    out = []
+    for gap in join_gaps:
+        hit = [c for c in gap.get("columns") or () if c in checked]
+        if hit:
+            out.append(f"{gap.get('text')} (it fills {', '.join(map(str, hit))})")
+    return out
 
 
 def columns_of(kwargs: Mapping[str, Any]) -> list[str]:
@@ -153,8 +172,10 @@ def finish(
     levels: Sequence[str],
     counts: dict,
     results_uri: str,
+    join_gaps: Sequence[Mapping[str, Any]] = (),
 ) -> dict:
-    """Write results.json + Data Docs and build the summary the caller publishes."""
+    """Write results.json + Data Docs and build the summary the caller publishes;
+    ``join_gaps`` (joins that matched nothing in some partitions) go to the results' meta."""
     from great_expectations import __version__ as gx_version
     from great_expectations.core import ExpectationSuiteValidationResult
 
@@ -175,6 +196,7 @@ def finish(
             "dataset": dataset,
             "mode": mode,
             **jsonable(counts),
+            **({"join_gaps": jsonable(list(join_gaps))} if join_gaps else {}),
         },
     )
     paths = write_results(suite_result, results_uri)

@@ -26,9 +26,9 @@ from etl.versions import diff_text
 
 from . import diffpage, predictions, present, trend, views
 from .catalog import Catalog, InvalidName, Limits, NotFound, StorageUnavailable
-from .records import DEFAULT_LIMITS, Page, paginate
+from .records import DEFAULT_LIMITS, RESULTS_FILE, VALIDATION_DIR, Page, paginate
 from .runs import RunRow, RunSource
-from .validation import validation_view
+from .validation import code_spans, validation_view
 
 URL_PREFIX = "/pipeline"
 HERE = Path(__file__).resolve().parent
@@ -110,7 +110,8 @@ def _templates() -> Environment:
                        metric=present.metric, metric_cell=views.metric_cell,
                        wrap_class=present.wrap_class, diff_count=diff_text.count,
                        diff_signed=diff_text.signed, diff_figure=diff_text.figure,
-                       diff_share=diff_text.share, diff_shift=diff_text.shift)
+                       diff_share=diff_text.share, diff_shift=diff_text.shift,
+                       code_spans=code_spans)
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target, drift_words=trend.drift_words,
@@ -184,9 +185,10 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
                 raise
             listing = Page([], 1, catalog.clamp(per_page), 0)  # DAGs, nothing published yet
         recent, runs_error = recent_runs(dataset)
+        unpublished = [(v, validation_view(r)) for v, r in catalog.unpublished(dataset)]
         return render(request, "dataset.html", dataset=dataset, listing=listing,
                       runs=recent, runs_error=runs_error, runs_shown=runs is not None,
-                      current=catalog.current_model(dataset))
+                      current=catalog.current_model(dataset), unpublished=unpublished)
 
     @app.get("/datasets/{dataset}/versions/{version}", response_class=HTMLResponse, name="version")
     def version(request: Request, dataset: str, version: str, page: PageQ = 1,
@@ -210,7 +212,16 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
     @app.get("/datasets/{dataset}/versions/{version}/validation", response_class=HTMLResponse,
              name="validation")
     def validation(request: Request, dataset: str, version: str) -> Response:
-        manifest = catalog.manifest(dataset, version)
+        try:
+            manifest = catalog.manifest(dataset, version)
+        except NotFound as missing:  # a failed validation: its results, marked not published
+            try:
+                results = catalog.unpublished_results(dataset, version)
+            except NotFound:
+                raise missing from None
+            return render(request, "validation.html", dataset=dataset, version=version,
+                          manifest=None, view=validation_view(results),
+                          results_path=f"{VALIDATION_DIR}/{RESULTS_FILE}")
         relpath = str(manifest.verdict.results or "")
         if not relpath:
             raise NotFound(f"version {dataset}/{version} stored no validation results")

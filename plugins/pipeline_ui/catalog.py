@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from etl import storage, versions
 from etl.errors import IncompleteVersionError, PathOutsideRootError
 from etl.versions import Manifest
+from etl.versions.ids import is_version_id
 from training import ledger
 from training.config import METRICS_FILE, ModelRecord
 from training.ledger import VersionState
@@ -28,6 +29,8 @@ from .records import (
     DEFAULT_LIMITS,
     MANIFEST_FILE,
     PLOTS_DIR,
+    RESULTS_FILE,
+    UNPUBLISHED_SHOWN,
     VALIDATION_DIR,
     DatasetRow,
     InvalidName,
@@ -320,7 +323,10 @@ class Catalog:
         parts = check_relpath(relpath, "file path")
         if parts[0] != VALIDATION_DIR or len(parts) < 2:
             raise NotFound(f"only files under {VALIDATION_DIR}/ are served, not {relpath!r}")
-        self.manifest(dataset, version)  # only complete versions are browsable
+        try:
+            self.manifest(dataset, version)  # complete versions are browsable
+        except NotFound:  # and the results of one judged but not published
+            self.unpublished_results(dataset, version)
         uri = self._guard(lambda: storage.safe_join(self.version_uri(dataset, version), *parts),
                           relpath)
         return self._read_capped(uri, self.limits.max_served_bytes, relpath), parts[-1]
@@ -333,6 +339,50 @@ class Catalog:
         uri = self._guard(lambda: storage.safe_join(self.run_uri(dataset, version, run), *parts),
                           relpath)
         return self._read_capped(uri, self.limits.max_served_bytes, relpath), parts[-1]
+
+    # ---- versions judged but not published (a failed validation) ------------------------
+    def unpublished_results(self, dataset: str, version: str) -> dict[str, Any]:
+        """The stored ``validation/results.json`` of a version that has no manifest: its
+        validation failed (or it is being published). NotFound when it is published, or
+        was never judged (a half-written or killed build)."""
+        uri = self.version_uri(dataset, version)
+        what = f"version {dataset}/{version}"
+        if self._guard(lambda: storage.exists(storage.join(uri, MANIFEST_FILE)), what):
+            raise NotFound(f"{what} is published: its validation is on its own page")
+        results = storage.join(uri, VALIDATION_DIR, RESULTS_FILE)
+        if not self._guard(lambda: storage.exists(results), what):
+            raise NotFound(f"{what} was not published and stored no validation results")
+        return self._read_json(results, f"validation results of {what}")
+
+    def unpublished(self, dataset: str, limit: int = UNPUBLISHED_SHOWN
+                    ) -> list[tuple[str, dict[str, Any]]]:
+        """(version, results) of the newest ``limit`` versions that were judged but not
+        published, newest first: what a failed build left for an operator to read."""
+        try:
+            names, _ = self._children(self.dataset_uri(dataset), f"dataset {dataset!r}")
+        except NotFound:
+            return []
+        published = set(self.version_ids(dataset)[0])
+        candidates = sorted((n for n in names if is_version_id(n) and n not in published),
+                            key=versions.version_key, reverse=True)
+
+        def judged(version: str) -> dict[str, Any] | None:
+            try:
+                return self.unpublished_results(dataset, version)
+            except (NotFound, StorageUnavailable):
+                return None
+
+        def newest() -> list[tuple[str, dict[str, Any]]]:
+            found = []
+            for version in candidates:
+                results = judged(version)
+                if results is not None:
+                    found.append((version, results))
+                    if len(found) >= limit:
+                        break
+            return found
+
+        return self._cached_listing(("unpublished", dataset, str(limit)), newest)
 
     # ---- predictions (``training.score``: predictions/<dataset>/<window>/<model>/) ----------
     def predictions(self, dataset: str, window: str | None = None,

@@ -33,6 +33,8 @@ MANIFEST_FILE = "manifest.json"
 CARD_FILE = "model_card.md"
 PLOTS_DIR = "plots"
 VALIDATION_DIR = "validation"
+RESULTS_FILE = "results.json"  # etl.validation.report.RESULTS_FILE: the UI imports no validation
+UNPUBLISHED_SHOWN = 5  # unpublished versions listed on a dataset page
 
 
 class NotFound(LookupError):

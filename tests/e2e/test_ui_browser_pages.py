@@ -15,6 +15,7 @@ DAG-run links leave the frame for the Airflow page. Screenshots go to
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
@@ -263,5 +264,63 @@ def test_the_diff_page_keeps_figures_and_options_whole(chromium: Path,  # noqa: 
                 change = page.locator("#rows td.num", has_text="-257,264")
                 expect(change).to_have_count(1)
                 assert option.evaluate(lines) == 1 and change.evaluate(lines) == 1, width
+        finally:
+            browser.close()
+
+
+def test_a_failed_validation_opens_from_the_dataset_page(chromium: Path,  # noqa: F811
+                                                         tmp_path_factory) -> None:
+    """Issue 51 item 6, as the operator sees it (the app served to Chromium from a TestClient,
+    no Airflow), on what the real ETL left when a window's weather was missing: the dataset
+    page lists the version as not published; its link opens the validation page, marked so,
+    the failure in words naming the join; light and dark, nothing wider than the page.
+    Screenshots: ``ui-screenshots/failed-validation/``."""
+    import sys
+
+    from fastapi.testclient import TestClient
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.support import failed_validation as fv
+
+    sys.path.insert(0, str(REPO / "plugins"))
+    from pipeline_ui.app import create_app
+
+    client = TestClient(create_app(fv.failed_root(tmp_path_factory).as_uri()))
+    shots = REPO / "ui-screenshots" / "failed-validation"
+    shots.mkdir(parents=True, exist_ok=True)
+
+    def serve(route) -> None:
+        url = urlsplit(route.request.url)
+        r = client.get(f"{url.path}?{url.query}")
+        route.fulfill(status=r.status_code, body=r.content,
+                      headers={"content-type": r.headers.get("content-type", "text/html")})
+
+    wider = "() => document.documentElement.scrollWidth - window.innerWidth"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            for scheme in ("light", "dark"):
+                page = browser.new_page(color_scheme=scheme, viewport={"width": 1024,
+                                                                       "height": 900})
+                page.route("http://ui.test/**", serve)
+                page.goto("http://ui.test/datasets/flights")
+                row = page.locator("tr.unpublished-row")
+                expect(row).to_have_count(1)
+                expect(row.locator(".badge.not-published")).to_be_visible()
+                assert page.evaluate(wider) <= 0, scheme
+                page.screenshot(path=str(shots / f"{scheme}-dataset.png"), full_page=True)
+                row.locator("a.validation-link").click()
+                expect(page).to_have_url(re.compile(f"/versions/{fv.VERSION}/validation$"))
+                expect(page.locator("h1 .badge.not-published")).to_have_text("not published")
+                expect(page.locator("#not-published")).to_be_visible()
+                failure = page.locator("li.failure")
+                expect(failure).to_have_count(1)
+                expect(failure).to_contain_text(
+                    "temp must have a value in at least 50% of rows; 0% of rows had one")
+                expect(failure.locator(".cause code")).to_have_text("weather")
+                expect(failure.locator(".cause")).to_contain_text("ends on 2013-01-04")
+                assert page.evaluate(wider) <= 0, scheme
+                page.screenshot(path=str(shots / f"{scheme}-validation.png"), full_page=True)
+                page.close()
         finally:
             browser.close()

@@ -261,6 +261,12 @@ def ts_keys_of(spec: Spec, join: Any) -> list[str]:
     return [k for k in join.on if types[k] == "timestamp"]
 
 
+def lookup_instants(right: pd.DataFrame, key: str) -> pd.Series:
+    """A lookup's timestamp key ``key`` as the instants the join compares (parsed once, by
+    ``read_lookups``)."""
+    return right[_JOIN_PREFIX + key]
+
+
 def _instant(s: pd.Series) -> pd.Series:
     return pd.to_datetime(s, utc=True, errors="coerce", format="ISO8601")
 

@@ -38,6 +38,7 @@ import pandas as pd
 from etl import cluster, statistics, storage
 from etl.errors import SegmentGoneError
 from etl.kinds import BuildRequest, DatasetKind, Judged, Window
+from etl.kinds.tabular.coverage import said_join_gaps
 from etl.kinds.tabular.prepare import (
     Prepared,
     finalize_partial,
@@ -432,7 +433,8 @@ def judge(window: Window[Spec, RunInputs], mode: str, results_uri: str) -> Judge
     and drift. Raises ValidationFailed as ``etl.segments.compose.judge_from_partials`` does."""
     inputs = window.context
     summary = judge_from_partials(window.spec, inputs.suite, inputs.checks, window.metas, mode,
-                                  results_uri)
+                                  results_uri, said_join_gaps(window.spec, inputs.lookups,
+                                                              [m for _, m in window.metas]))
     stats, label = merged_statistics(window.spec, [m for _, m in window.metas])
     return Judged(summary, stats, _drift(window), label)
 

@@ -98,3 +98,24 @@ def test_the_predictions_url_opens_the_plugins_predictions_page(tmp_path: Path) 
     assert url.startswith(links.NAV_ROUTE + URL_PREFIX + "/datasets/"), url
     client = TestClient(create_app(built.uri))
     assert client.get(url.removeprefix(links.NAV_ROUTE + URL_PREFIX)).status_code == 200
+
+
+def test_a_failed_build_names_its_validation_page(tmp_path_factory, caplog) -> None:
+    """Issue 51 item 6: ``build`` failing its validation logs (and buttons) the page of the
+    results it left; the page opens in the plugin although nothing was published."""
+    from etl.errors import ValidationFailed
+    from tests.support import failed_validation as fv
+
+    root = fv.failed_root(tmp_path_factory)
+    results_uri = f"{root.as_uri()}/datasets/flights/{fv.VERSION}/validation"
+    caplog.set_level("ERROR", logger="airflow.task")
+    caplog.clear()
+    with pytest.raises(ValidationFailed, match="expectation"), links.failed_validation("flights"):
+        raise ValidationFailed("1 expectation(s) failed", {}, results_uri)
+    url = links.validation_url("flights", fv.VERSION, base="")
+    assert [r.getMessage() for r in caplog.records if r.name == "airflow.task"] == [
+        f"Validation page (not published): {url}"]
+    assert url == f"{links.NAV_ROUTE}{URL_PREFIX}/datasets/flights/versions/{fv.VERSION}/validation"
+    page = TestClient(create_app(root.as_uri())).get(url.removeprefix(links.NAV_ROUTE + URL_PREFIX))
+    assert page.status_code == 200 and "not published" in page.text
+    assert links.ValidationPageLink.name == "Validation page"

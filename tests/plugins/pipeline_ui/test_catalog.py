@@ -45,3 +45,30 @@ def test_versions_are_listed_newest_first_in_the_one_order(tmp_path: Path) -> No
         f"/datasets/flights/versions/{window}/diff")
     text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", page.text.replace("<wbr>", ""))))
     assert page.status_code == 200 and f"What changed: {demo} → {window}" in text
+
+
+def test_versions_judged_but_not_published_are_listed_newest_first(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 51 item 6: what a failed build left (results, no manifest) is found for the
+    dataset page; a published version and a half-written one (no results) are not."""
+    from tests.support import failed_validation as fv
+
+    root = fv.failed_root(tmp_path_factory)
+    folder = root / "datasets" / "flights"
+    older = "20130105T000000Z_20130104T000000Z"
+    shutil.copytree(folder / fv.VERSION, folder / older)  # an earlier failed window
+    published = uf.write_version(root, "flights", datetime(2013, 1, 7, tzinfo=UTC))
+    half = uf.vid(datetime(2013, 1, 8, tzinfo=UTC))
+    (folder / half / "validation").mkdir(parents=True)  # killed before it was judged
+    catalog = Catalog(root.as_uri(), Limits(listing_ttl_s=0.0))
+    found = catalog.unpublished("flights")
+    assert [v for v, _ in found] == [fv.VERSION, older]
+    assert found[0][1]["success"] is False and found[0][1]["meta"]["join_gaps"]
+    assert [v for v, _ in catalog.unpublished("flights", limit=1)] == [fv.VERSION]
+    with pytest.raises(NotFound, match="is published"):
+        catalog.unpublished_results("flights", published)
+    with pytest.raises(NotFound, match="stored no validation results"):
+        catalog.unpublished_results("flights", half)
+    assert catalog.unpublished("nope") == []
+    data, name = catalog.version_file("flights", fv.VERSION, "validation/results.json")
+    assert name == "results.json" and b'"join_gaps"' in data
