@@ -124,3 +124,16 @@ def test_a_record_that_is_not_one_is_named(tmp_path: Path) -> None:
         ledger.states(root, "d", TRAINING)
     with pytest.raises(ValueError, match="only superseded and failed are recorded"):
         ledger.record(root, ledger.VersionState(DAY1, TRAINING, DONE), "d")
+
+
+def test_deciding_that_nothing_waits_loads_no_tensorflow() -> None:
+    """A burst's runs that find nothing to do skip in seconds: the ledger and both pending
+    decisions import no TensorFlow (each import is a task process start on the GPU slot)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, training.ledger, training.run.pending, training.score.pending; "
+            "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from training import ledger
-from training.score.publish import Published
-from training.score.run import ScoreOptions, score
+
+if TYPE_CHECKING:  # the scoring itself loads TensorFlow: a run with nothing to score does not
+    from training.score.publish import Published
+    from training.score.run import ScoreOptions
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,8 @@ def nothing_to_score(root: str, dataset: str) -> str | None:
 def score_asked(options: ScoreOptions, asked: bool) -> list[Published]:
     """What a run scores: by hand (``asked``) the version or raw files it names, once;
     otherwise every version that waits (``score_pending``)."""
+    from training.score.run import score
+
     return [score(options)] if asked else score_pending(options)
 
 
@@ -53,6 +58,7 @@ def score_pending(options: ScoreOptions) -> list[Published]:
         NoBlessedModelError: no blessed model yet (nothing is recorded: the versions wait).
     """
     from training.score.model import served_model
+    from training.score.run import score
 
     served_model(options.models, options.dataset)  # no model: raise before anything
     _, todo = pending(options.root, options.dataset)
