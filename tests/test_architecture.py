@@ -237,11 +237,12 @@ def _json_keys() -> dict[str, frozenset[str]]:
     """What a name suggests it holds -> the JSON keys its type reads (from the types)."""
     import dataclasses
 
+    from etl.jsonobject import json_key
     from etl.versions import manifest, segment
     from training.config import ModelRecord
 
     def keys(*types: type) -> frozenset[str]:
-        return frozenset(segment.json_key(f) for t in types for f in dataclasses.fields(t)
+        return frozenset(json_key(f) for t in types for f in dataclasses.fields(t)
                          if not f.name.startswith("json_"))
 
     whole = keys(manifest.Manifest, segment.SegmentMeta, manifest.SegmentEntry)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from etl import storage, versions
-from etl.versions.segment import JsonObject
-from etl.versions.segment import key as json_field
+from etl.jsonobject import JsonObject
+from etl.jsonobject import key as json_field
 
 PREDICTIONS_DIR = "predictions"
 _NUMBER = (int, float)

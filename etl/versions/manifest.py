@@ -14,21 +14,16 @@ from typing import Any
 
 from etl import storage
 from etl.errors import ChecksumMismatchError, IncompleteVersionError
+from etl.jsonobject import JsonObject, key, list_of, mapping_of, nested, pairs
 from etl.versions.ids import MANIFEST
 from etl.versions.segment import (
     HoldsSplits,
     Interval,
-    JsonObject,
     Schema,
     SplitInfo,
     Statistics,
     folders,
     json_digest,
-    key,
-    list_of,
-    mapping_of,
-    nested,
-    pairs,
     referenced,
     shard_uri,
 )

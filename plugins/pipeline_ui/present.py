@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
+from etl.jsonobject import JsonObject
 from etl.versions import Manifest, SplitInfo
-from etl.versions.segment import JsonObject, Statistics
+from etl.versions.segment import Statistics
 
 if TYPE_CHECKING:
     from training.config import ModelRecord
