@@ -62,12 +62,15 @@ from etl.versions.segment import (
     LabelSchema,
     Schema,
     SegmentChecks,
+    SegmentContents,
     SegmentMeta,
+    SegmentOrigin,
     SourceFiles,
     SplitInfo,
 )
 from etl.write import shards
 from etl.write.shards import normalize_compression, shard_filename
+from etl.write.writer import combine_content, content_hash, record_digest, split_info
 
 log = logging.getLogger("etl.pipeline")
 
@@ -302,7 +305,7 @@ def _copy_split(uris: list[str], run: list[SegmentMeta], split: str, out_uri: st
     total = sum(m.split(split).num_bytes for m in run)
     count = shards.num_shards_for(total, target_bytes)
     records = sorted(
-        ((segment.record_digest(data), framed) for uri, m in zip(uris, run)
+        ((record_digest(data), framed) for uri, m in zip(uris, run)
          for shard in m.split(split).shards
          for framed, data in shards.read_framed(storage.join(uri, shard.file),
                                                 shard.sha256, compression)),
@@ -315,7 +318,7 @@ def _copy_split(uris: list[str], run: list[SegmentMeta], split: str, out_uri: st
         part = (framed for _, framed in records[i * per:(i + 1) * per])
         entries.append(shards.write_framed(storage.join(out_uri, name), part, compression))
     digests = [digest for digest, _ in records]
-    return segment.split_info(entries, segment.content_hash(digests))
+    return split_info(entries, content_hash(digests))
 
 
 def _merge(root: str, dataset: str, seg: str, uri: str, run: list[SegmentMeta],
@@ -329,7 +332,7 @@ def _merge(root: str, dataset: str, seg: str, uri: str, run: list[SegmentMeta],
     for split, info in splits.items():
         want = [m.splits.get(split) for m in run]
         expected = (sum(w.num_examples for w in want if w),
-                    segment.combine_content(w.content_hash for w in want if w))
+                    combine_content(w.content_hash for w in want if w))
         if (info.num_examples, info.content_hash) != expected:
             raise PipelineError(f"compaction into {uri}: split {split!r} holds "
                                 f"{info.num_examples} records (hash {info.content_hash}), "
@@ -338,17 +341,19 @@ def _merge(root: str, dataset: str, seg: str, uri: str, run: list[SegmentMeta],
     for m in run:
         for reason, n in (m.dropped_rows or {}).items():
             dropped[reason] = dropped.get(reason, 0) + int(n)
-    return SegmentMeta.new(
+    origin = SegmentOrigin(
         dataset=dataset, segment=seg, label=_label(run),
         partitions=tuple(p for m in run for p in m.partitions),
         interval=Interval.of(start=first.interval.start, end=run[-1].interval.end),
-        run_id=run_id, compression=first.compression, schema=first.schema,
-        splits=splits, validation=_merged_checks(uri, uris, run),
-        source_fingerprint=SourceFiles.of(files=tuple(f for m in run for f in m.sources.files),
-                                          lookups=run[0].sources.lookups),
-        level=first.level + 1, compacted_from=tuple(str(m.segment) for m in run),
+        sources=SourceFiles.of(files=tuple(f for m in run for f in m.sources.files),
+                               lookups=run[0].sources.lookups),
+        built_from=first.built_from, level=first.level + 1,
+        compacted_from=tuple(str(m.segment) for m in run))
+    return SegmentMeta.new(origin, SegmentContents(
+        splits=splits, schema=first.schema, compression=first.compression,
+        validation=_merged_checks(uri, uris, run),
         statistics_partial=statistics.merge_all(m.statistics_partial for m in run),
-        built_from=first.built_from, dropped_rows=dropped)
+        dropped_rows=dropped), run_id)
 
 
 def _merged_checks(uri: str, uris: list[str], run: list[SegmentMeta]) -> SegmentChecks:

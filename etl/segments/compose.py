@@ -29,7 +29,6 @@ from etl.validation import (
     finish,
     judge_window,
 )
-from etl.versions import segment
 from etl.versions.manifest import (
     FORMAT_VERSION,
     Interval,
@@ -47,6 +46,7 @@ from etl.versions.segment import (
     Statistics,
     json_digest,
 )
+from etl.write.writer import combine_content
 
 if TYPE_CHECKING:
     from etl.write.writer import WriteConfig
@@ -119,7 +119,7 @@ def compose_splits(spec: DatasetSpec, metas: Metas) -> dict[str, SplitInfo]:
         out[split] = SplitInfo.of(
             num_examples=sum(p.num_examples for _, p in entries),
             num_bytes=sum(p.num_bytes for _, p in entries),
-            content_hash=segment.combine_content(p.content_hash for _, p in entries
+            content_hash=combine_content(p.content_hash for _, p in entries
                                                  if p.content_hash),
             shards=tuple(replace(shard, segment=seg) for seg, p in entries
                          for shard in p.shards),

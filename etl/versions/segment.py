@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -225,6 +225,40 @@ class HoldsSplits:
         return self.splits.get(name) or SplitInfo()
 
 
+@dataclass(frozen=True)
+class SegmentOrigin:
+    """What a segment is built from, which is what names it: its dataset and id, its raw
+    partitions (their label, ``(key, digest)`` each, the interval of the window they hold),
+    the files and lookups read, the spec it was built with; a compacted segment's level and
+    the segments merged into it. One half of ``SegmentMeta.new``."""
+
+    dataset: str
+    segment: str
+    label: str
+    partitions: tuple[tuple[str, str], ...]
+    interval: Interval
+    sources: SourceFiles | None = None
+    built_from: Mapping[str, Any] | None = None  # the digests of what its rows depend on
+    level: int = 0
+    compacted_from: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SegmentContents:
+    """What a segment's build wrote and found: its splits' shards (compressed so), the schema
+    they follow, its row checks, its statistics (a tabular segment's partial, merged per
+    window; an images segment's, computed whole) and the rows a filter dropped. The other
+    half of ``SegmentMeta.new``."""
+
+    splits: Mapping[str, SplitInfo]
+    schema: Schema | None
+    compression: str | None
+    validation: SegmentChecks
+    statistics: Statistics | None = None
+    statistics_partial: Mapping[str, Any] | None = None
+    dropped_rows: Mapping[str, int] | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SegmentMeta(JsonObject, HoldsSplits):
     """A segment's ``segment.json``. ``format_version`` 1 (before ``dataset_info.json``) and
@@ -264,28 +298,22 @@ class SegmentMeta(JsonObject, HoldsSplits):
         return self.source_fingerprint or SourceFiles()
 
     @classmethod
-    def new(cls, *, dataset: str, segment: str, label: str,
-            partitions: tuple[tuple[str, str], ...], interval: Interval, run_id: str,
-            compression: str | None, schema: Schema | None,
-            splits: Mapping[str, SplitInfo],
-            validation: SegmentChecks, source_fingerprint: SourceFiles | None = None,
-            level: int = 0, compacted_from: tuple[str, ...] | None = None,
-            statistics: Statistics | None = None,
-            statistics_partial: Mapping[str, Any] | None = None,
-            built_from: Mapping[str, Any] | None = None,
-            dropped_rows: Mapping[str, int] | None = None) -> SegmentMeta:
+    def new(cls, origin: SegmentOrigin, contents: SegmentContents, run_id: str) -> SegmentMeta:
         """The ``segment.json`` a build writes -- from raw rows (a kind's) or from smaller
-        segments (compaction) --, stamped with this code's version and now; the optional
-        keys are written only when set."""
-        given = {"source_fingerprint": source_fingerprint, "level": level or None,
-                 "compacted_from": compacted_from, "built_from": built_from,
-                 "statistics": statistics, "statistics_partial": statistics_partial,
-                 "dropped_rows": dropped_rows}
+        segments (compaction) --: what the segment is built from and what the build wrote,
+        stamped with the run, this code's version and now; optional keys written only when
+        set."""
+        given = {"source_fingerprint": origin.sources, "level": origin.level or None,
+                 "compacted_from": origin.compacted_from, "built_from": origin.built_from,
+                 "statistics": contents.statistics,
+                 "statistics_partial": contents.statistics_partial,
+                 "dropped_rows": contents.dropped_rows}
         return cls.of(
-            format_version=SEGMENT_FORMAT, dataset=dataset, segment=segment, label=label,
-            partitions=partitions, data_interval=interval, created_at=iso(datetime.now(UTC)),
-            run_id=run_id, code_version=code_version(), compression=compression,
-            schema=schema, splits=splits, validation=validation,
+            format_version=SEGMENT_FORMAT, dataset=origin.dataset, segment=origin.segment,
+            label=origin.label, partitions=origin.partitions, data_interval=origin.interval,
+            created_at=iso(datetime.now(UTC)), run_id=run_id, code_version=code_version(),
+            compression=contents.compression, schema=contents.schema, splits=contents.splits,
+            validation=contents.validation,
             **{k: v for k, v in given.items() if v is not None})
 
     @property
@@ -300,17 +328,6 @@ DATASET_INFO = "dataset_info.json"  # TFDS's metadata of the folder (etl.segment
 SEGMENT_FORMAT = 2  # 2: the folder holds dataset_info.json (a new id, so every segment has it)
 SEGMENT_LOCK = "_WRITER"
 GRACE_S = 12 * 3600.0  # an unlisted segment younger than this may be a live run's (DAG: 8 h)
-_MOD = 2**256
-
-
-def split_info(entries: Sequence[Mapping[str, Any]], content: str) -> SplitInfo:
-    """A split's entry from the shard writer's (``etl.write.shards``: file, records, bytes,
-    sha256 each) and the content hash of their records."""
-    return SplitInfo.of(
-        num_examples=sum(e["records"] for e in entries),
-        num_bytes=sum(e["bytes"] for e in entries), content_hash=content,
-        shards=tuple(Shard.of(file=e["file"], records=e["records"], bytes=e["bytes"],
-                              sha256=e["sha256"]) for e in entries))
 
 
 def json_digest(value: Any) -> str:
@@ -408,23 +425,6 @@ def shard_uri(version_uri: str, shard: Shard) -> str:
     rel = shard_relpath(shard)
     base = version_uri.rstrip("/")
     return storage.join(base.rsplit("/", 1)[0] if shard.segment else base, rel)
-
-
-def record_digest(record: bytes | memoryview) -> int:
-    return int.from_bytes(hashlib.sha256(record).digest(), "big")
-
-
-def content_hash(digests: Iterable[int]) -> str:
-    """Order-free hash of a multiset of records: the sum of their sha256 values mod 2**256.
-
-    The same records give the same hash however they are grouped into segments and shards,
-    and the hashes of parts combine with ``combine_content`` without reading a record.
-    """
-    return f"{sum(digests) % _MOD:064x}"
-
-
-def combine_content(hashes: Iterable[str]) -> str:
-    return f"{sum(int(h, 16) for h in hashes) % _MOD:064x}"
 
 
 def unfinished(root: str, dataset: str) -> list[str]:

@@ -32,8 +32,9 @@ same plan and row order, one shard per Dask partition (``etl.kinds.images.window
 from __future__ import annotations
 
 import gzip
+import hashlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +45,7 @@ import pyarrow.compute as pc
 
 from etl import storage
 from etl.spec import DEFAULT_SHARD_BYTES
-from etl.versions import segment
-from etl.versions.segment import Schema, SplitInfo
+from etl.versions.segment import Schema, Shard, SplitInfo
 from etl.write import shards
 
 log = logging.getLogger(__name__)
@@ -314,9 +314,41 @@ def write_shards(rows: pd.DataFrame, dataset: str, uri: str, schema: Schema,
     digests: dict[str, list[int]] = {}
     written = write_frame(
         encode_rows(rows, schema, config), dataset, uri, schema, splits, config,
-        lambda split, rec: digests.setdefault(split, []).append(segment.record_digest(rec)))
-    return {split: segment.split_info(entries, segment.content_hash(digests.get(split, [])))
+        lambda split, rec: digests.setdefault(split, []).append(record_digest(rec)))
+    return {split: split_info(entries, content_hash(digests.get(split, [])))
             for split, entries in written.items()}
+
+
+# --- content hashes: a split's records, however they are grouped -----------------------------
+
+_MOD = 2**256
+
+
+def record_digest(record: bytes | memoryview) -> int:
+    return int.from_bytes(hashlib.sha256(record).digest(), "big")
+
+
+def content_hash(digests: Iterable[int]) -> str:
+    """Order-free hash of a multiset of records: the sum of their sha256 values mod 2**256.
+
+    The same records give the same hash however they are grouped into segments and shards,
+    and the hashes of parts combine with ``combine_content`` without reading a record.
+    """
+    return f"{sum(digests) % _MOD:064x}"
+
+
+def combine_content(hashes: Iterable[str]) -> str:
+    return f"{sum(int(h, 16) for h in hashes) % _MOD:064x}"
+
+
+def split_info(entries: Sequence[Mapping[str, Any]], content: str) -> SplitInfo:
+    """A split's entry from the shard writer's (``etl.write.shards``: file, records, bytes,
+    sha256 each) and the content hash of their records."""
+    return SplitInfo.of(
+        num_examples=sum(e["records"] for e in entries),
+        num_bytes=sum(e["bytes"] for e in entries), content_hash=content,
+        shards=tuple(Shard.of(file=e["file"], records=e["records"], bytes=e["bytes"],
+                              sha256=e["sha256"]) for e in entries))
 
 
 def encode_rows(frame: pd.DataFrame, schema: Schema, config: WriteConfig) -> pd.DataFrame:

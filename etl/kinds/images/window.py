@@ -38,7 +38,9 @@ from etl.versions.segment import (
     Interval,
     Schema,
     SegmentChecks,
+    SegmentContents,
     SegmentMeta,
+    SegmentOrigin,
     SourceFiles,
     SplitInfo,
     Statistics,
@@ -51,10 +53,13 @@ from etl.write.writer import (
     WriteConfig,
     assign_shards,
     assign_split,
+    content_hash,
     encoder,
     key_hash,
     measure_record_bytes,
     plan_shards,
+    record_digest,
+    split_info,
     write_one_shard,
 )
 
@@ -110,28 +115,27 @@ def _build(request: BuildRequest[ImageSpec], seg: str, uri: str, partition: list
     splits = {name: _split_entry(uri, entries, request.write.compression)
               for name, entries in written.items()}
     bad = outcome.summary["quarantined_rows"]
-    return SegmentMeta.new(
+    origin = SegmentOrigin(
         dataset=spec.name, segment=seg, label="all", partitions=(tuple(partition),),
-        interval=Interval.of(start=None, end=None), run_id=request.run_id,
-        compression=request.write.compression, schema=schema, splits=splits,
-        statistics=stats,
-        source_fingerprint=SourceFiles.of(files=({"uri": fingerprint["source"],
-                                                  "files": fingerprint["files"],
-                                                  "sha256": fingerprint["sha256"]},),
-                                          lookups=None),
-        validation=SegmentChecks.of(
-            rows=outcome.summary["evaluated_rows"], quarantined_rows=bad,
-            reasons=outcome.summary["reasons"],
-            quarantine_files=(f"quarantine/{QUARANTINE_FILE}",) if bad else ()),
-    )
+        interval=Interval.of(start=None, end=None),
+        sources=SourceFiles.of(files=({"uri": fingerprint["source"],
+                                       "files": fingerprint["files"],
+                                       "sha256": fingerprint["sha256"]},), lookups=None))
+    checks = SegmentChecks.of(
+        rows=outcome.summary["evaluated_rows"], quarantined_rows=bad,
+        reasons=outcome.summary["reasons"],
+        quarantine_files=(f"quarantine/{QUARANTINE_FILE}",) if bad else ())
+    return SegmentMeta.new(origin, SegmentContents(
+        splits=splits, schema=schema, compression=request.write.compression,
+        validation=checks, statistics=stats), request.run_id)
 
 
 def _split_entry(uri: str, entries: list[dict[str, Any]], compression: str | None
                  ) -> SplitInfo:
     """A split's shards with the content hash of their records (read back once)."""
-    digests = [segment.record_digest(rec) for e in entries
+    digests = [record_digest(rec) for e in entries
                for rec in shards.iter_records(storage.join(uri, e["file"]), compression)]
-    return segment.split_info(entries, segment.content_hash(digests))
+    return split_info(entries, content_hash(digests))
 
 
 def _split_rows(part: pd.DataFrame, spec: ImageSpec) -> pd.DataFrame:

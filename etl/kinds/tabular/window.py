@@ -87,7 +87,9 @@ from etl.versions.segment import (
     Interval,
     Schema,
     SegmentChecks,
+    SegmentContents,
     SegmentMeta,
+    SegmentOrigin,
     SourceFiles,
     Statistics,
 )
@@ -395,24 +397,24 @@ def _segment_json(task: SegmentTask, ctx: BuildContext, checked: Checked, prepar
     report, misfiled = checked.report, checked.misfiled
     entries, arrays = metric_partials_to_json(checked.metric_partials)
     write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays, checked.keys)
-    meta = SegmentMeta.new(
+    origin = SegmentOrigin(
         dataset=ctx.spec.name, segment=task.segment, label=task.label,
         partitions=tuple((p.key, p.digest) for p in task.partitions),
         interval=Interval.of(start=iso(task.interval[0]), end=iso(task.interval[1])),
-        run_id=ctx.run_id, compression=ctx.write.compression, schema=ctx.schema, splits=splits,
-        source_fingerprint=SourceFiles.of(**task.fingerprint), built_from=ctx.material,
-        validation=SegmentChecks.of(
-            rows=report.rows + misfiled,
-            quarantined_rows=len(report.bad_positions) + misfiled, misfiled_rows=misfiled,
-            quarantine_files=tuple(f"quarantine/{name}" for name in (
-                MISFILED if misfiled else None, report.quarantine_file) if name),
-            row_partials=report.counts,
-            metric_partials=entries, metric_arrays=PARTIALS_NPZ,
-            keys=bool(ctx.key_columns),
-        ),
-        statistics_partial=prepared.statistics,
-        dropped_rows={ctx.spec.label.drop_reason: prepared.dropped},
+        sources=SourceFiles.of(**task.fingerprint), built_from=ctx.material)
+    checks = SegmentChecks.of(
+        rows=report.rows + misfiled,
+        quarantined_rows=len(report.bad_positions) + misfiled, misfiled_rows=misfiled,
+        quarantine_files=tuple(f"quarantine/{name}" for name in (
+            MISFILED if misfiled else None, report.quarantine_file) if name),
+        row_partials=report.counts,
+        metric_partials=entries, metric_arrays=PARTIALS_NPZ,
+        keys=bool(ctx.key_columns),
     )
+    meta = SegmentMeta.new(origin, SegmentContents(
+        splits=splits, schema=ctx.schema, compression=ctx.write.compression, validation=checks,
+        statistics_partial=prepared.statistics,
+        dropped_rows={ctx.spec.label.drop_reason: prepared.dropped}), ctx.run_id)
     return replace(meta, timings=timings)
 
 

@@ -81,7 +81,8 @@ def test_unknown_keys_and_nulls_survive_a_round_trip() -> None:
 
 
 def test_a_writer_names_exactly_the_keys_it_writes() -> None:
-    info = segment.split_info([{**SHARD, "ignored": "x"}], "1" * 64)
+    info = SplitInfo.of(num_examples=3, num_bytes=120, content_hash="1" * 64,
+                        shards=(Shard.of(**SHARD),))
     assert info.to_json() == {"num_examples": 3, "num_bytes": 120, "content_hash": "1" * 64,
                               "shards": [SHARD]}
     meta = SegmentMeta.of(format_version=2, splits={"train": info}, compression=None)

@@ -299,3 +299,19 @@ def test_encoders_write_the_same_examples(final, tmp_path: Path) -> None:
                 example_pb2.Example.FromString(r) for r in rb]  # same Examples, same order
     with pytest.raises(ValueError, match="encoder"):
         _write(frame, tmp_path / "x", writer.WriteConfig(encoder="fast"))
+
+
+def test_a_splits_entry_lists_its_shards_as_written_with_an_order_free_content_hash() -> None:
+    """``split_info`` keeps the four keys of each shard the writer reports; the content hash
+    of records is the same however they are grouped, and the parts' hashes combine."""
+    shard = {"file": "f-train.tfrecord-00000-of-00001", "records": 3, "bytes": 120,
+             "sha256": "ab" * 32}
+    info = writer.split_info([{**shard, "ignored": "x"}], "1" * 64)
+    assert info.to_json() == {"num_examples": 3, "num_bytes": 120, "content_hash": "1" * 64,
+                              "shards": [shard]}
+    records = [b"a", b"bb", b"ccc"]
+    whole = writer.content_hash(map(writer.record_digest, records))
+    assert whole == writer.content_hash(map(writer.record_digest, reversed(records)))
+    parts = [writer.content_hash(map(writer.record_digest, r)) for r in (records[:1], records[1:])]
+    assert writer.combine_content(parts) == whole
+

@@ -33,6 +33,7 @@ from etl.segments import plan
 from etl.spec import SPECS_DIR
 from etl.versions import segment
 from etl.write.shards import iter_records
+from etl.write.writer import content_hash, record_digest
 from tests.support.dagtest import REPO
 
 DAYS = ["2013-01-02", "2013-01-03", "2013-01-04"]  # nightly interval ends
@@ -76,8 +77,8 @@ def _close(a, b, path: str = "") -> None:
 
 
 def _record_hash(version_uri: str, manifest: versions.Manifest, split: str) -> str:
-    return segment.content_hash(
-        segment.record_digest(r) for shard in manifest.splits[split].shards
+    return content_hash(
+        record_digest(r) for shard in manifest.splits[split].shards
         for r in iter_records(versions.shard_uri(version_uri, shard), manifest.compression))
 
 
@@ -328,7 +329,7 @@ def test_compaction_merges_small_days_a_level_up_and_keeps_every_record(
     # consecutive records must not see one day, then the next (training would see seasons)
     for split in SPLITS:
         shards_ = [s for s in last.splits[split].shards if s.segment == listed[2][0]]
-        digests = [segment.record_digest(r) for shard in shards_ for r in iter_records(
+        digests = [record_digest(r) for shard in shards_ for r in iter_records(
             versions.shard_uri(res["version_uri"], shard), last.compression)]
         assert len(digests) > 1 and digests == sorted(digests), split
 
