@@ -361,8 +361,9 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
 
 # ---- one word per concept: the glossary in docs/ARCHITECTURE.md held against the code -------
 
-GLOSSARY_WORDS = ("partition", "segment", "window", "interval", "split", "shard", "chunk")
-NAMED_WORDS = ("partition", "window", "interval", "chunk")  # listed name by name on the page
+GLOSSARY_WORDS = ("partition", "segment", "window", "interval", "split", "shard", "chunk",
+                  "extent", "label")
+NAMED_WORDS = ("partition", "window", "interval", "chunk", "extent")  # listed name by name
 GLOSSARY_DIRS = ("etl", "training", "dags", "plugins")
 
 
@@ -464,6 +465,23 @@ def test_each_word_is_used_in_code_only_under_the_names_the_glossary_lists():
     files = [p for d in GLOSSARY_DIRS for p in sorted((REPO / d).rglob("*.py"))]
     assert len(files) > 100
     assert unlisted_names(listed, files) == {}
+
+
+def test_a_label_is_only_what_a_model_learns():
+    """``label`` named a segment's raw partitions (``20130101_20130131``) beside the model's
+    label on the same object; that is the segment's *extent* now (a raw partition's *name*).
+    The records of segments and raw partitions hold no ``label`` field again."""
+    import dataclasses
+
+    from etl.segments.plan import RawPartition, SegmentTask
+    from etl.versions.diff import SegmentChange
+    from etl.versions.manifest import SegmentEntry
+    from etl.versions.segment import SegmentMeta, SegmentOrigin
+
+    for record in (RawPartition, SegmentTask, SegmentChange, SegmentEntry, SegmentMeta,
+                   SegmentOrigin):
+        names = {f.name for f in dataclasses.fields(record)}
+        assert "label" not in names and names & {"extent", "name"}, record.__name__
 
 
 def test_the_word_check_catches_a_new_meaning(tmp_path):

@@ -207,7 +207,7 @@ def dataset_info_json(meta: SegmentMeta) -> dict[str, Any]:
     return {
         "name": dataset, "version": TFDS_VERSION, "fileFormat": "tfrecord",
         "description": f"{dataset} segment {meta.segment} (raw partitions "
-                       f"{meta.label}); load a version with "
+                       f"{meta.extent}); load a version with "
                        "tfds.builder_from_directories over the segments its manifest lists",
         "features": features_json(meta.schema),
         "splits": splits,
@@ -265,13 +265,13 @@ def compact_window(root: str, dataset: str, metas: list[SegmentMeta], target_byt
     return current
 
 
-def _label(run: list[SegmentMeta]) -> str:
-    """The merged segment's label: its first and last raw partitions'."""
-    return f"{str(run[0].label).split('_')[0]}_{str(run[-1].label).split('_')[-1]}"
+def _extent(run: list[SegmentMeta]) -> str:
+    """The merged segment's extent: from its first to its last raw partition."""
+    return f"{str(run[0].extent).split('_')[0]}_{str(run[-1].extent).split('_')[-1]}"
 
 
 def merged_id(run: list[SegmentMeta]) -> str:
-    return segment.segment_id(_label(run), {"merge": [m.segment for m in run]})
+    return segment.segment_id(_extent(run), {"merge": [m.segment for m in run]})
 
 
 def merge_segments(root: str, dataset: str, run: list[SegmentMeta], target_bytes: int,
@@ -283,7 +283,7 @@ def merge_segments(root: str, dataset: str, run: list[SegmentMeta], target_bytes
     meta, _ = build_once(uri, run_id, lambda: _merge(root, dataset, seg, uri, run,
                                                      target_bytes, run_id))
     log.debug("compact %s: %d segment(s) (%s .. %s) merged into %s", dataset, len(run),
-              run[0].label, run[-1].label, seg)
+              run[0].extent, run[-1].extent, seg)
     return meta
 
 
@@ -342,7 +342,7 @@ def _merge(root: str, dataset: str, seg: str, uri: str, run: list[SegmentMeta],
         for reason, n in (m.dropped_rows or {}).items():
             dropped[reason] = dropped.get(reason, 0) + int(n)
     origin = SegmentOrigin(
-        dataset=dataset, segment=seg, label=_label(run),
+        dataset=dataset, segment=seg, extent=_extent(run),
         partitions=tuple(p for m in run for p in m.partitions),
         interval=Interval.of(start=first.interval.start, end=run[-1].interval.end),
         sources=SourceFiles.of(files=tuple(f for m in run for f in m.sources.files),
@@ -368,7 +368,7 @@ def _merged_checks(uri: str, uris: list[str], run: list[SegmentMeta]) -> Segment
     quarantined = []
     for u, m in zip(uris, run):
         for name in m.checks.quarantine_files:
-            dst = f"quarantine/{str(m.label).split('_')[0]}-{name.rsplit('/', 1)[-1]}"
+            dst = f"quarantine/{str(m.extent).split('_')[0]}-{name.rsplit('/', 1)[-1]}"
             storage.write_bytes_atomic(storage.join(uri, dst),
                                        storage.read_bytes(storage.join(u, name)))
             quarantined.append(dst)

@@ -158,7 +158,7 @@ def compose_manifest(spec: DatasetSpec, run: Composed, config: WriteConfig,
         code_version=code_version(), compression=config.compression,
         splits=compose_splits(spec, metas), schema=manifest_schema(spec, run.label),
         statistics=run.statistics,
-        segments=tuple(SegmentEntry.of(segment=m.segment, label=m.label,
+        segments=tuple(SegmentEntry.of(segment=m.segment, extent=m.extent,
                                        records=m.num_examples, partitions=m.partitions)
                        for _, m in metas),
         source_fingerprint=_fingerprint(metas), validation=validation,

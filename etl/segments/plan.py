@@ -40,7 +40,7 @@ from etl.versions.segment import Metas, SegmentMeta, json_digest
 # Raw bytes one segment is built from: what one GX run validates in one Dask task, so a bulk
 # build still spreads over the workers (a year of flights is a few segments, not one).
 SEGMENT_RAW_BYTES = 16 * 2**20
-_PERIOD_LABEL = {"day": "%Y%m%d", "hour": "%Y%m%dT%H"}
+_PERIOD_NAME = {"day": "%Y%m%d", "hour": "%Y%m%dT%H"}
 
 Listing = Sequence[tuple[datetime | None, dict[str, Any]]]  # window_listing
 T = TypeVar("T")
@@ -57,7 +57,7 @@ class RawPartition:
     """One raw partition (a landed file: a day of a day-partitioned source, or the whole of
     an unpartitioned one) and the part of the window it holds."""
 
-    label: str  # 20130101 (its period), or "all" for an unpartitioned source
+    name: str  # 20130101 (its period's), or "all" for an unpartitioned source
     uri: str
     start: datetime | None  # the part of the window it holds (None: unbounded)
     end: datetime | None
@@ -73,9 +73,9 @@ class RawPartition:
 
     @property
     def key(self) -> str:
-        """How a segment lists it: the partition's label, with its piece if it is one."""
-        return self.label if self.piece is None else \
-            f"{self.label}.{self.piece[0] + 1}of{self.piece[1]}"
+        """How a segment lists it: the partition's name, with its piece if it is one."""
+        return self.name if self.piece is None else \
+            f"{self.name}.{self.piece[0] + 1}of{self.piece[1]}"
 
 @dataclass(frozen=True)
 class SegmentTask:
@@ -84,7 +84,7 @@ class SegmentTask:
 
     segment: str
     uri: str
-    label: str  # of its raw partitions: 20130101, or 20130101_20130131
+    extent: str  # of its raw partitions: 20130101, or 20130101_20130131
     partitions: tuple[RawPartition, ...]
     fingerprint: dict[str, Any]
 
@@ -170,17 +170,17 @@ def window_partitions(root: str, spec: Spec, start: datetime | None, end: dateti
     for period, info in listing:
         span = None
         if period is None:
-            label, lo, hi, whole = "all", start, end, primary.event_time is None
+            name, lo, hi, whole = "all", start, end, primary.event_time is None
         else:
             stop = period_end(period, primary)
             span = (period, stop)
             lo, hi = max(period, start) if start else period, min(stop, end)
-            label = period.strftime(_PERIOD_LABEL[primary.partitioning.granularity])
+            name = period.strftime(_PERIOD_NAME[primary.partitioning.granularity])
             whole = primary.event_time is None or (lo, hi) == span
         entry = _relative(root, [info])[0]
-        material = {**shared, "partition": label, "files": [entry],
+        material = {**shared, "partition": name, "files": [entry],
                     "clip": None if whole else [iso(lo), iso(hi)]}
-        partitions.append(RawPartition(label, info["uri"], lo, hi, span, info,
+        partitions.append(RawPartition(name, info["uri"], lo, hi, span, info,
                                        json_digest(material)[:16]))
     return partitions
 
@@ -228,10 +228,10 @@ def in_pieces(partitions: list[RawPartition], limit: int) -> list[RawPartition]:
 def _task(root: str, spec: Spec, partitions: list[RawPartition], lookups: str | None,
           seg: str | None = None) -> SegmentTask:
     first, last = partitions[0].key, partitions[-1].key
-    label = first if len(partitions) == 1 else f"{first}_{last}"
-    seg = seg or segment.segment_id(label, {"partitions": [[p.key, p.digest] for p in partitions]})
+    extent = first if len(partitions) == 1 else f"{first}_{last}"
+    seg = seg or segment.segment_id(extent, {"partitions": [[p.key, p.digest] for p in partitions]})
     files = _relative(root, [p.file for p in partitions])
-    return SegmentTask(seg, segment.segment_uri(root, spec.name, seg), label, tuple(partitions),
+    return SegmentTask(seg, segment.segment_uri(root, spec.name, seg), extent, tuple(partitions),
                        {"files": files, "lookups": lookups})
 
 
@@ -262,9 +262,9 @@ def late_partitions(root: str, plan: WindowPlan, previous: Manifest | None
         entry = _relative(root, [partition.file])[0]
         if entry["uri"] in files:
             if files[entry["uri"]] != entry:
-                redelivered.append(partition.label)
-        elif partition.label < newest and _inside(partition, since):
-            late.append(partition.label)
+                redelivered.append(partition.name)
+        elif partition.name < newest and _inside(partition, since):
+            late.append(partition.name)
     return redelivered, late
 
 
@@ -382,7 +382,7 @@ def period_of(key: str, source: Source) -> tuple[datetime, datetime] | None:
         return None
     try:
         start = datetime.strptime(key.split(".", 1)[0],
-                                  _PERIOD_LABEL[source.partitioning.granularity])
+                                  _PERIOD_NAME[source.partitioning.granularity])
     except (KeyError, ValueError):
         return None
     start = start.replace(tzinfo=UTC)

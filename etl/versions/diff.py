@@ -32,7 +32,7 @@ class SegmentChange:
 
     segment: str
     kind: str
-    label: str  # the segment's label: its raw partitions, 20130101_20130131
+    extent: str  # the segment's extent: its raw partitions, 20130101_20130131
     records: int | None
     why: str = ""
     replaces: tuple[str, ...] = ()
@@ -163,7 +163,7 @@ def _parts(seg: SegmentEntry) -> dict[str, str]:
         else:  # a kind whose partitions are not (key, digest) pairs: the whole entry is both
             text = json.dumps(p, sort_keys=True)
             out[text] = text
-    return out or {str(seg.label): str(seg.segment)}
+    return out or {str(seg.extent): str(seg.segment)}
 
 
 def _segments(a: Manifest, b: Manifest) -> tuple[int, list[SegmentChange]]:
@@ -181,7 +181,7 @@ def _segments(a: Manifest, b: Manifest) -> tuple[int, list[SegmentChange]]:
         parts = _parts(s)
         replaces = sorted({owner[k] for k in parts if k in owner})
         if not replaces:
-            out.append(SegmentChange(seg, "added", str(s.label), s.records))
+            out.append(SegmentChange(seg, "added", str(s.extent), s.records))
             continue
         claimed.update(replaces)
         redelivered = sorted(k for k in parts if k in digest_a and digest_a[k] != parts[k])
@@ -192,9 +192,9 @@ def _segments(a: Manifest, b: Manifest) -> tuple[int, list[SegmentChange]]:
                if set(parts) < held
                else f"compacted from {len(replaces)} segments" if len(replaces) > 1
                else "same raw data, rebuilt (new code, spec or format)")
-        out.append(SegmentChange(seg, "rebuilt", str(s.label), s.records,
+        out.append(SegmentChange(seg, "rebuilt", str(s.extent), s.records,
                                  why, tuple(replaces)))
-    out += [SegmentChange(seg, "dropped", str(s.label), s.records)
+    out += [SegmentChange(seg, "dropped", str(s.extent), s.records)
             for seg, s in only_a.items() if seg not in claimed]
     return len(set(sa) & set(sb)), out
 

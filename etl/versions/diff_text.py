@@ -53,7 +53,7 @@ def format_diff(d: VersionDiff) -> str:
     lines = [f"{d.dataset}: {d.a} -> {d.b}",
              (f"segments: {d.segments_kept} kept, {counts['added']} added, "
               f"{counts['rebuilt']} rebuilt, {counts['dropped']} dropped")]
-    lines += _table([[s.kind, s.segment, s.label,
+    lines += _table([[s.kind, s.segment, s.extent,
                       "" if s.records is None else f"{count(s.records)} records", s.why]
                      for s in d.segments])
     lines.append("rows per split:")

@@ -38,7 +38,7 @@ class SegmentEntry(JsonObject):
     """One of the segments a version lists, in window order."""
 
     segment: str = key(str, required=True)
-    label: str | None = key(str, json="partition")  # the segment's (``SegmentMeta.label``)
+    extent: str | None = key(str, json="partition")  # the segment's (``SegmentMeta.extent``)
     records: int | None = key(int)
     partitions: tuple[tuple[str, str], ...] = key(list, pairs(), default=())
 

@@ -6,7 +6,7 @@ and created only if absent: a folder without it is unfinished and no reader look
 Versions list the segments of their window (each shard entry names its ``segment``), so a
 segment is written once and shared by every version whose window holds it.
 
-The id is ``<label>-<digest>``: the label of its raw partitions (``20130101``,
+The id is ``<extent>-<digest>``: the extent of its raw partitions (``20130101``,
 ``20130101_20130131``, ``all``) and a digest of everything the segment's bytes depend on (the
 raw files with their sizes and generations, the lookups, the spec and suite, the label's
 classes, the format). A re-delivered day gets a new id, so a published segment is never
@@ -17,7 +17,7 @@ rewritten. Import-light: no dask, GX or TF.
 
 Both files are typed JSON objects (``etl.jsonobject.JsonObject``), read and written back key
 for key: a field is named as its JSON key or says the older key it is stored under, as
-``label`` is under ``partition``.
+``extent`` is under ``partition``.
 """
 
 from __future__ import annotations
@@ -228,13 +228,13 @@ class HoldsSplits:
 @dataclass(frozen=True)
 class SegmentOrigin:
     """What a segment is built from, which is what names it: its dataset and id, its raw
-    partitions (their label, ``(key, digest)`` each, the interval of the window they hold),
+    partitions (their extent, ``(key, digest)`` each, the interval of the window they hold),
     the files and lookups read, the spec it was built with; a compacted segment's level and
     the segments merged into it. One half of ``SegmentMeta.new``."""
 
     dataset: str
     segment: str
-    label: str
+    extent: str
     partitions: tuple[tuple[str, str], ...]
     interval: Interval
     sources: SourceFiles | None = None
@@ -267,9 +267,9 @@ class SegmentMeta(JsonObject, HoldsSplits):
     format_version: int | None = key(int)  # read_segment refuses a file without one
     dataset: str | None = key(str)
     segment: str | None = key(str)
-    # its raw partitions' label: 20130101, or 20130101_20130131 for a run of them (stored as
-    # ``partition``, the key's name in every segment.json written so far)
-    label: str | None = key(str, json="partition")
+    # the extent of its raw partitions: 20130101, or 20130101_20130131 for a run of them
+    # (stored as ``partition``, the key's name in every segment.json written so far)
+    extent: str | None = key(str, json="partition")
     partitions: tuple[tuple[str, str], ...] = key(list, pairs(), default=())  # (key, digest) each
     level: int = key(int, default=0)  # compaction level: 0 for a built segment
     compacted_from: tuple[str, ...] | None = key(list, strings())
@@ -310,7 +310,7 @@ class SegmentMeta(JsonObject, HoldsSplits):
                  "dropped_rows": contents.dropped_rows}
         return cls.of(
             format_version=SEGMENT_FORMAT, dataset=origin.dataset, segment=origin.segment,
-            label=origin.label, partitions=origin.partitions, data_interval=origin.interval,
+            extent=origin.extent, partitions=origin.partitions, data_interval=origin.interval,
             created_at=iso(datetime.now(UTC)), run_id=run_id, code_version=code_version(),
             compression=contents.compression, schema=contents.schema, splits=contents.splits,
             validation=contents.validation,
@@ -336,12 +336,12 @@ def json_digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def segment_id(label: str, material: Mapping[str, Any]) -> str:
-    """``<label>-<16 hex>`` from the segment's label and a JSON-able description of what its
+def segment_id(extent: str, material: Mapping[str, Any]) -> str:
+    """``<extent>-<16 hex>`` from the segment's extent and a JSON-able description of what its
     bytes depend on."""
-    seg = f"{label}-{json_digest({'format': SEGMENT_FORMAT, **material})[:16]}"
+    seg = f"{extent}-{json_digest({'format': SEGMENT_FORMAT, **material})[:16]}"
     if not _PLAIN_NAME.match(seg):
-        raise ValueError(f"segment id {seg!r}: the segment's label must be a plain name")
+        raise ValueError(f"segment id {seg!r}: the segment's extent must be a plain name")
     return seg
 
 

@@ -255,9 +255,9 @@ def expectation_rows(found: list | None) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["success"] is not False)
 
 
-def _day(label: str) -> str:
-    """A partition label as a reader writes it: 20130101 -> 2013-01-01 (others unchanged)."""
-    text = str(label)
+def _day(name: str) -> str:
+    """A partition's name as a reader writes it: 20130101 -> 2013-01-01 (others unchanged)."""
+    text = str(name)
     if len(text) >= 8 and text[:8].isdigit():
         return f"{text[:4]}-{text[4:6]}-{text[6:8]}{text[8:].replace('T', ' ')}"
     return text
@@ -267,8 +267,8 @@ def segment_rows(manifest: Manifest) -> list[dict[str, Any]]:
     """The version's segments in window order: id, the partitions they hold, records."""
     rows = []
     for seg in manifest.segments:
-        labels = [p[0] for p in seg.partitions if p] or str(seg.label or "").split("_")
-        first, last = _day(labels[0]), _day(labels[-1])
+        keys = [p[0] for p in seg.partitions if p] or str(seg.extent or "").split("_")
+        first, last = _day(keys[0]), _day(keys[-1])
         rows.append({"segment": seg.segment, "records": seg.records,
                      "partitions": len(seg.partitions) or None,
                      "range": first if first == last else f"{first} – {last}"})

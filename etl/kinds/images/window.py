@@ -116,7 +116,7 @@ def _build(request: BuildRequest[ImageSpec], seg: str, uri: str, partition: list
               for name, entries in written.items()}
     bad = outcome.summary["quarantined_rows"]
     origin = SegmentOrigin(
-        dataset=spec.name, segment=seg, label="all", partitions=(tuple(partition),),
+        dataset=spec.name, segment=seg, extent="all", partitions=(tuple(partition),),
         interval=Interval.of(start=None, end=None),
         sources=SourceFiles.of(files=({"uri": fingerprint["source"],
                                        "files": fingerprint["files"],

@@ -373,7 +373,7 @@ def read_segment_rows(partitions: Sequence[RawPartition], spec: Spec,
         return SegmentRows(join_lookups(raw, spec, lookups), raw.iloc[:0], [])
     period = [p.period or (None, None) for p in partitions]
     misfiled = outside_each(times, period, counts)
-    reasons = [f"{source.event_time} outside the partition {partitions[i].label} "
+    reasons = [f"{source.event_time} outside the partition {partitions[i].name} "
                f"[{iso(period[i][0])}, {iso(period[i][1])}) of its file"
                for i in np.repeat(np.arange(len(counts)), counts)[misfiled]]
     elsewhere = outside_each(times, [(p.start, p.end) for p in partitions], counts)

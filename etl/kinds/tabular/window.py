@@ -398,7 +398,7 @@ def _segment_json(task: SegmentTask, ctx: BuildContext, checked: Checked, prepar
     entries, arrays = metric_partials_to_json(checked.metric_partials)
     write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays, checked.keys)
     origin = SegmentOrigin(
-        dataset=ctx.spec.name, segment=task.segment, label=task.label,
+        dataset=ctx.spec.name, segment=task.segment, extent=task.extent,
         partitions=tuple((p.key, p.digest) for p in task.partitions),
         interval=Interval.of(start=iso(task.interval[0]), end=iso(task.interval[1])),
         sources=SourceFiles.of(**task.fingerprint), built_from=ctx.material)

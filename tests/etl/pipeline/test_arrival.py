@@ -159,10 +159,10 @@ def test_a_day_landing_after_its_version_is_named_a_re_delivery() -> None:
     from etl.segments.plan import late_partitions
     from etl.versions import Manifest
 
-    def part(label: str, size: int) -> SimpleNamespace:
-        day = datetime.strptime(f"2013{label}", "%Y%m%d").replace(tzinfo=UTC)
-        return SimpleNamespace(label=label, file={"uri": f"file:///r/raw/{label}.csv",
-                                                  "size": size},
+    def part(name: str, size: int) -> SimpleNamespace:
+        day = datetime.strptime(f"2013{name}", "%Y%m%d").replace(tzinfo=UTC)
+        return SimpleNamespace(name=name, file={"uri": f"file:///r/raw/{name}.csv",
+                                                "size": size},
                                period=(day, day + timedelta(days=1)))
 
     previous = Manifest.from_json(
@@ -187,7 +187,7 @@ def test_days_before_the_previous_window_are_not_named_late() -> None:
 
     def part(day: int) -> SimpleNamespace:
         start = datetime(2013, 12, day, tzinfo=UTC)
-        return SimpleNamespace(label=f"201312{day:02d}", period=(start, start + timedelta(1)),
+        return SimpleNamespace(name=f"201312{day:02d}", period=(start, start + timedelta(1)),
                                file={"uri": f"file:///r/raw/{day}.csv", "size": day})
 
     week = Manifest.from_json(

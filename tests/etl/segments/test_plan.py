@@ -31,19 +31,19 @@ def root(tmp_path: Path) -> str:
 def test_a_window_is_planned_from_the_previous_manifest_and_one_listing(tmp_path: Path) -> None:
     """cover() uses a known segment wherever its partitions (with digests) match, and new
     partitions are grouped by bytes; a changed digest matches nothing."""
-    def part(label: str, digest: str, size: int) -> RawPartition:
-        return RawPartition(label, f"u/{label}", None, None, None, {"size": size}, digest)
+    def part(name: str, digest: str, size: int) -> RawPartition:
+        return RawPartition(name, f"u/{name}", None, None, None, {"size": size}, digest)
 
     parts = [part("d1", "a", 10), part("d2", "b", 10), part("d3", "c", 10), part("d4", "d", 50),
              part("d5", "e", 10)]
     known = [SegmentEntry.of(segment="S12", partitions=(("d1", "a"), ("d2", "b"))),
              SegmentEntry.of(segment="S3", partitions=(("d3", "OLD"),))]
     covered = plan.cover(parts, known)
-    assert [(seg, [p.label for p in run]) for seg, run in covered] == [
+    assert [(seg, [p.name for p in run]) for seg, run in covered] == [
         ("S12", ["d1", "d2"]), (None, ["d3", "d4", "d5"])]
     groups = plan.group_by_size(covered[1][1], lambda p: p.size, 25)
-    assert [[p.label for p in g] for g in groups] == [["d3"], ["d4"], ["d5"]]
-    assert [[p.label for p in g] for g in plan.group_by_size(parts, lambda p: p.size, 30)] == [
+    assert [[p.name for p in g] for g in groups] == [["d3"], ["d4"], ["d5"]]
+    assert [[p.name for p in g] for g in plan.group_by_size(parts, lambda p: p.size, 30)] == [
         ["d1", "d2", "d3"], ["d4"], ["d5"]]
 
 
@@ -59,12 +59,12 @@ def test_planning_is_pure_a_listing_and_the_previous_manifest_in_segment_tasks_o
     end, digests = datetime(2013, 1, 4, tzinfo=UTC), Digests("spec", None, None)
     fresh = plan_window("gs://nowhere", spec, None, end, listing, digests)
     assert fresh == plan_window("gs://nowhere", spec, None, end, listing, digests)
-    assert [t.label for t in fresh.tasks] == ["20130101_20130103"] and not fresh.known
+    assert [t.extent for t in fresh.tasks] == ["20130101_20130103"] and not fresh.known
     held = [[p.key, p.digest] for p in fresh.tasks[0].partitions[:2]]
     previous = versions.Manifest.from_json(
         {"version": "v", "segments": [{"segment": "S12", "partitions": held}]}, "manifest.json")
     again = plan_window("gs://nowhere", spec, None, end, listing, digests, previous)
-    assert [t.label for t in again.tasks] == ["20130101_20130102", "20130103"]
+    assert [t.extent for t in again.tasks] == ["20130101_20130102", "20130103"]
     assert again.tasks[0].segment == "S12" and again.known == {"S12"}
 
 

@@ -149,7 +149,7 @@ def test_the_cli_diffs_real_versions(two_nights: str, capsys: pytest.CaptureFixt
     assert main(["diff", "--root", root, "--json", older, "latest"]) == 0
     got = json.loads(capsys.readouterr().out)
     added = [s for s in got["segments"] if s["kind"] == "added"]
-    assert len(added) == 1 and added[0]["label"].startswith("20130102")
+    assert len(added) == 1 and added[0]["extent"].startswith("20130102")
     m_old, m_new = (versions.read_manifest(versions.version_uri(root, "flights", v))
                     for v in (older, newer))
     assert {s["split"]: (s["a"], s["b"]) for s in got["splits"]} == {

@@ -62,7 +62,7 @@ def test_typed_fields() -> None:
     m = Manifest.from_json(COMPOSED, "manifest.json")
     assert m.composed and m.num_examples == 3 and m.num_shards == 1 and m.num_bytes == 120
     assert m.segments == (SegmentEntry.of(segment="20130101-0123456789abcdef",
-                                          label="20130101", records=3,
+                                          extent="20130101", records=3,
                                           partitions=(("20130101", "d1"),)),)
     assert m.verdict.success and m.verdict.drift is None and m.verdict.drift_history is None
     assert m.interval.end == "2013-01-02T00:00:00Z" and m.schema.label.name == "late"
