@@ -362,8 +362,8 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
 # ---- one word per concept: the glossary in docs/ARCHITECTURE.md held against the code -------
 
 GLOSSARY_WORDS = ("partition", "segment", "window", "interval", "split", "shard", "chunk",
-                  "extent", "label")
-NAMED_WORDS = ("partition", "window", "interval", "chunk", "extent")  # listed name by name
+                  "extent", "label", "verdict")
+NAMED_WORDS = ("partition", "window", "interval", "chunk", "extent", "verdict")  # name by name
 GLOSSARY_DIRS = ("etl", "training", "dags", "plugins")
 
 
@@ -482,6 +482,30 @@ def test_a_label_is_only_what_a_model_learns():
                    SegmentOrigin):
         names = {f.name for f in dataclasses.fields(record)}
         assert "label" not in names and names & {"extent", "name"}, record.__name__
+
+
+def classes_by_name(files: list[Path], root: Path = REPO) -> dict[str, list[str]]:
+    """Class name -> the files defining a class of that name, for names defined more than once."""
+    found: dict[str, list[str]] = {}
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(str(path.relative_to(root)))
+    return {name: paths for name, paths in found.items() if len(paths) > 1}
+
+
+def test_no_two_classes_share_a_name(tmp_path):
+    """``Verdict`` was a version's validation outcome (etl.versions.manifest) and a model's
+    badge in the UI: one name, two classes. A class name means one thing across the product;
+    shown failing on a planted second class."""
+    files = [p for d in GLOSSARY_DIRS for p in sorted((REPO / d).rglob("*.py"))]
+    assert classes_by_name(files) == {}
+    planted = tmp_path / "plugins" / "planted.py"
+    planted.parent.mkdir()
+    planted.write_text("class Verdict:\n    pass\n")
+    (tmp_path / "etl.py").write_text("class Verdict:\n    pass\n")
+    assert classes_by_name([tmp_path / "etl.py", planted], tmp_path) == {
+        "Verdict": ["etl.py", "plugins/planted.py"]}
 
 
 def test_the_word_check_catches_a_new_meaning(tmp_path):

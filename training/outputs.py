@@ -200,7 +200,7 @@ def model_card(metrics: ModelRecord, hyperparameters: dict[str, Any],
 
 ## Verdict
 
-{verdict(metrics)}
+{blessing_text(metrics)}
 
 ## Metrics
 
@@ -235,8 +235,8 @@ def _tuned_line(tuned: Mapping[str, Any] | None) -> str:
                if tuned.get("overridden") else "") + ".")
 
 
-def verdict(metrics: ModelRecord) -> str:
-    """The gate's verdict as Markdown: blessed or not, then every check with its figures."""
+def blessing_text(metrics: ModelRecord) -> str:
+    """The gate's blessing as Markdown: blessed or not, then every check with its figures."""
     blessing = metrics.blessing
     if not blessing:
         return "No verdict recorded."

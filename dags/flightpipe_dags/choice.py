@@ -21,20 +21,20 @@ _LOG = logging.getLogger("airflow.task")
 
 
 @dataclass(frozen=True)
-class Published:
+class Announced:
     """A version an Asset event announced (``publish`` puts its id and URI in the extra)."""
 
     version: str
     version_uri: str
 
 
-def published(events: Iterable[Any]) -> list[Published]:
+def announced(events: Iterable[Any]) -> list[Announced]:
     """The versions ``events`` carry; an event without one (posted by hand) carries none."""
     out = []
     for event in events:
         extra = getattr(event, "extra", None) or {}
         if extra.get("version") and extra.get("version_uri"):
-            out.append(Published(str(extra["version"]), str(extra["version_uri"])))
+            out.append(Announced(str(extra["version"]), str(extra["version_uri"])))
     return out
 
 
@@ -60,7 +60,7 @@ def requested(dataset: str, version: str | None, root: str) -> dict[str, str | N
 
 def log_events(dataset: str, events: Iterable[Any], activity: str) -> None:
     """One line: the versions this run's Asset events carried, and that storage decides."""
-    carried = sorted({p.version for p in published(events)})
+    carried = sorted({p.version for p in announced(events)})
     if carried:
         _LOG.info("This run's Asset events carried %d version(s) of %s (%s); it %s what waits "
                   "in storage, whichever versions those are", len(carried), dataset,

@@ -65,7 +65,7 @@ def shown(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def verdict_line(error: BaseException, try_number: int, max_tries: int) -> str:
+def retry_line(error: BaseException, try_number: int, max_tries: int) -> str:
     """The task log's line: which kind, and what Airflow does next.
 
     ``max_tries`` is Airflow's (the retries; a cleared task's grows with its tries): try
@@ -82,7 +82,7 @@ class FailOnce(RetryPolicy):
 
     def evaluate(self, exception: BaseException, try_number: int, max_tries: int,
                  context: Any = None) -> RetryDecision:
-        line = verdict_line(exception, try_number, max_tries)
+        line = retry_line(exception, try_number, max_tries)
         # no ``reason``: Airflow would log it again, as a key=value pair
         if classify(exception) == DETERMINISTIC:
             _LOG.error("%s", line)

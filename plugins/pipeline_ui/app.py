@@ -116,7 +116,7 @@ def _templates() -> Environment:
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target, drift_words=trend.drift_words,
                        trend_rows=trend.trend_rows, sparkline=trend.sparkline,
-                       verdict=views.verdict)
+                       model_badge=views.model_badge)
     return env
 
 
@@ -250,7 +250,7 @@ def create_app(root: str | None = None, *, limits: Limits = DEFAULT_LIMITS, airf
         run_id, dag_id = views.training_run(run, dataset, detail.metrics)
         return render(request, "model.html", dataset=dataset, version=version, detail=detail,
                     current=catalog.current_model(dataset),
-                    verdict_view=views.verdict(detail.metrics, catalog.current_model(dataset)),
+                    badge=views.model_badge(detail.metrics, catalog.current_model(dataset)),
                     card=card, view=views.model_view(detail.metrics), run_id=run_id, dag_id=dag_id,
                     scored=catalog.predictions(dataset, model=predictions.model_id(version, run)),
                     raw=present.raw_json(detail.metrics) if detail.metrics is not None else None)

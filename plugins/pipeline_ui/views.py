@@ -146,8 +146,9 @@ def tuned_rows(tuned: Any) -> list[tuple[str, Any]] | None:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The gate's verdict on a run (metrics.json ``blessing``) and whether it is current."""
+class ModelBadge:
+    """What a model's badge shows: the gate's blessing of the run (metrics.json ``blessing``)
+    and whether it is current (a version's validation outcome is ``Manifest.verdict``)."""
 
     state: str  # "blessed", "not blessed", or "no verdict" (a run from before the gate)
     current: bool  # models/<dataset>/current.json names this run
@@ -155,7 +156,7 @@ class Verdict:
     checks: list[tuple[bool, str]]  # (passed, the figures and threshold)
 
 
-def verdict(record: ModelRecord | None, current: dict[str, Any] | None) -> Verdict:
+def model_badge(record: ModelRecord | None, current: dict[str, Any] | None) -> ModelBadge:
     """Tolerant of runs without a verdict and of a missing or odd pointer."""
     raw = (record.blessing if record else None) or {}
     state = "no verdict" if "blessed" not in raw else (
@@ -164,7 +165,7 @@ def verdict(record: ModelRecord | None, current: dict[str, Any] | None) -> Verdi
               raw.get("checks") or [] if isinstance(c, dict)]
     is_current = isinstance(current, dict) and record is not None and \
         current.get("version") == record.version and current.get("run") == record.run
-    return Verdict(state, is_current, [str(r) for r in raw.get("reasons") or []], checks)
+    return ModelBadge(state, is_current, [str(r) for r in raw.get("reasons") or []], checks)
 
 
 def interval(bounds: Any) -> str:

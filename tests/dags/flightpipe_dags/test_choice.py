@@ -43,7 +43,7 @@ def _trained(root: Path, version: str, folder: str, run_id: str) -> None:
 def test_events_are_logged_and_only_a_manual_run_names_a_version(tmp_path: Path,
                                                                  caplog) -> None:
     events = [_event(tmp_path, "v2"), _event(tmp_path, None), _event(tmp_path, "v1")]
-    assert [p.version for p in choice.published(events)] == ["v2", "v1"]
+    assert [p.version for p in choice.announced(events)] == ["v2", "v1"]
     assert choice.explicit_version(events, "20130101T000000Z_all") is None  # events: ledger
     assert choice.explicit_version([], "latest") is None
     assert choice.explicit_version([], "20130101T000000Z_all") == "20130101T000000Z_all"

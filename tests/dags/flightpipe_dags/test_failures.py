@@ -25,8 +25,8 @@ from flightpipe_dags.failures import (
     RETRY_POLICY,
     TRANSIENT,
     classify,
+    retry_line,
     shown,
-    verdict_line,
 )
 from flightpipe_dags.options import ParamError
 from flightpipe_dags.wait import partition_end
@@ -159,15 +159,15 @@ def test_a_missing_raw_file_is_still_a_file_not_found_error() -> None:
 def test_the_log_line_says_which_and_what_happens_next() -> None:
     bad = ValidationFailed("dataset 'wine': 1 expectation(s) failed (strict mode):\n"
                            "expect_column_values_to_not_be_null on column 'alcohol'")
-    assert verdict_line(bad, 1, 2) == (
+    assert retry_line(bad, 1, 2) == (
         "deterministic: ValidationFailed: dataset 'wine': 1 expectation(s) failed (strict "
         "mode): expect_column_values_to_not_be_null on column 'alcohol'; not retried")
     down = ConnectionError("storage unreachable")
-    assert verdict_line(down, 1, 2) == ("transient: ConnectionError: storage unreachable; "
+    assert retry_line(down, 1, 2) == ("transient: ConnectionError: storage unreachable; "
                                         "Airflow retries it (try 1 of 3)")
-    assert verdict_line(down, 2, 1) == ("transient: ConnectionError: storage unreachable; "
+    assert retry_line(down, 2, 1) == ("transient: ConnectionError: storage unreachable; "
                                         "no retries left (try 2 of 2)")
-    assert verdict_line(down, 3, 2).endswith("no retries left (try 3 of 3)")
+    assert retry_line(down, 3, 2).endswith("no retries left (try 3 of 3)")
 
 
 def test_the_error_is_shown_on_one_short_line() -> None:
