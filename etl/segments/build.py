@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,12 +47,8 @@ import pandas as pd
 
 from etl import statistics, storage
 from etl.errors import PipelineError
-from etl.validation import (
-    merge_metric_partials,
-    metric_partials_from_json,
-    metric_partials_to_json,
-    summed,
-)
+from etl.validation import MetricPartials, merge_metric_partials, summed
+from etl.validation.report import jsonable
 from etl.versions import lease, segment
 from etl.versions.segment import (
     DATASET_INFO,
@@ -115,9 +111,12 @@ def build_once(uri: str, run_id: str, make: Callable[[], SegmentMeta]
 # --- side files -----------------------------------------------------------------------------
 
 
-def write_partials(uri: str, arrays: dict[str, np.ndarray], keys: pd.DataFrame | None) -> None:
-    """The metric arrays and, if the dataset has a key, its typed columns, in one object."""
-    out = dict(arrays)
+def write_partials(uri: str, partials: MetricPartials, keys: pd.DataFrame | None) -> list:
+    """A segment's dataset-level metric partials stored at ``uri`` (``partials.npz``): their
+    arrays (the sorted key hashes) and, if the dataset has a key, its typed columns, in one
+    object; the JSON entries of the rest, for ``segment.json`` (``validation.metric_partials``,
+    each naming its array)."""
+    entries, out = _partials_json(partials)
     if keys is not None:
         buf = io.BytesIO()
         keys.reset_index(drop=True).to_parquet(buf, index=False)
@@ -125,6 +124,43 @@ def write_partials(uri: str, arrays: dict[str, np.ndarray], keys: pd.DataFrame |
     buf = io.BytesIO()
     np.savez(buf, **out)
     storage.write_bytes_atomic(uri, buf.getvalue())
+    return entries
+
+
+def _partials_json(partials: MetricPartials) -> tuple[list, dict[str, np.ndarray]]:
+    """(JSON-able entries, named uint64 arrays) of metric partials; ``_partials_of`` is the
+    inverse (value counts keep their values, timestamps as ISO text)."""
+    entries, arrays = [], {}
+    for i, (key, value) in enumerate(partials.items()):
+        kind = key[0]
+        if kind == "hashes":
+            name = f"k{i}"
+            arrays[name] = np.asarray(value, dtype=np.uint64)
+            stored: Any = {"array": name}
+        elif kind == "vc":
+            stored = {"values": [jsonable(v) for v in value.index],
+                      "counts": [int(c) for c in value.to_numpy()]}
+        else:
+            stored = jsonable(value)
+        entries.append({"key": [list(k) if isinstance(k, tuple) else k for k in key],
+                        "value": stored})
+    return entries, arrays
+
+
+def _partials_of(entries: Sequence[dict], arrays: Mapping[str, np.ndarray]) -> MetricPartials:
+    """The metric partials ``_partials_json`` gave."""
+    out: MetricPartials = {}
+    for entry in entries:
+        key = tuple(tuple(k) if isinstance(k, list) else k for k in entry["key"])
+        value = entry["value"]
+        if key[0] == "hashes":
+            value = np.asarray(arrays[value["array"]], dtype=np.uint64)
+        elif key[0] == "vc":
+            # named as pandas names a fresh value_counts(): GX reads the "count" column
+            value = pd.Series(value["counts"], name="count", dtype="int64",
+                              index=pd.Index(value["values"], dtype=object, name=key[1]))
+        out[key] = value
+    return out
 
 
 def _load(uri: str, meta: SegmentMeta) -> dict[str, np.ndarray]:
@@ -142,7 +178,7 @@ def read_partials(uri: str, meta: SegmentMeta) -> tuple[dict, pd.DataFrame | Non
     arrays = _load(uri, meta)
     raw_keys = arrays.pop(_KEYS, None)
     keys = None if raw_keys is None else pd.read_parquet(io.BytesIO(raw_keys.tobytes()))
-    return metric_partials_from_json(meta.checks.metric_partials or [], arrays), keys
+    return _partials_of(meta.checks.metric_partials or [], arrays), keys
 
 
 def read_keys(uri: str, meta: SegmentMeta) -> pd.DataFrame:
@@ -361,10 +397,10 @@ def _merged_checks(uri: str, uris: list[str], run: list[SegmentMeta]) -> Segment
     and their keys (``partials.npz``), their quarantine copied into the merged segment
     (rejected rows stay readable when the inputs are gone)."""
     read = [read_partials(u, m) for u, m in zip(uris, run)]
-    entries, arrays = metric_partials_to_json(merge_metric_partials([p for p, _ in read]))
     keyed = all(k is not None for _, k in read)
-    write_partials(storage.join(uri, PARTIALS_NPZ), arrays,
-                   pd.concat([k for _, k in read], ignore_index=True) if keyed else None)
+    entries = write_partials(storage.join(uri, PARTIALS_NPZ),
+                             merge_metric_partials([p for p, _ in read]),
+                             pd.concat([k for _, k in read], ignore_index=True) if keyed else None)
     quarantined = []
     for u, m in zip(uris, run):
         for name in m.checks.quarantine_files:

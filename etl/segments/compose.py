@@ -1,34 +1,20 @@
-"""A version from its segments: the window judged from their stored partials, and the
-manifest composed from their ``segment.json`` files.
+"""A version from its segments: the manifest composed from their ``segment.json`` files and
+what the kind's judgement found (a tabular window is judged from the segments' stored
+partials by ``etl.kinds.tabular.judge``).
 
-The judgement (tabular windows) reads no record: row-level expectations are summed over the
-segments and GX judges ``mostly`` on the totals; dataset-level ones (row counts, key
-uniqueness across segments, ...) get their metric values from the merged partials
-(``etl.validation.metrics.judge_window``). The cost is O(segments); the stored keys are read
-only when a duplicate has to be named.
-
-The manifest: the per-split ``content_hash`` combines the segments' (a sum of record
-digests), so the same records give the same hash however the window was built -- day by day,
-in bulk, after a re-delivery or a compaction.
+The per-split ``content_hash`` combines the segments' (a sum of record digests), so the same
+records give the same hash however the window was built -- day by day, in bulk, after a
+re-delivery or a compaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from etl.errors import ValidationFailed
 from etl.provenance import code_version
-from etl.segments.build import read_keys, read_partials
-from etl.spec import DatasetSpec, Spec
-from etl.validation import (
-    DatasetChecks,
-    SplitSuite,
-    failure_message,
-    finish,
-    judge_window,
-)
+from etl.spec import DatasetSpec
 from etl.versions.manifest import (
     FORMAT_VERSION,
     Interval,
@@ -46,62 +32,8 @@ from etl.versions.segment import (
     Statistics,
     json_digest,
 )
-from etl.write.writer import combine_content
+from etl.write.writer import WriteConfig, combine_content
 
-if TYPE_CHECKING:
-    from etl.write.writer import WriteConfig
-
-
-# --- the window judged ------------------------------------------------------------------------
-
-def _examples(metas: Metas) -> Any:
-    """A function giving the window's stored keys as one frame (read only on a duplicate)."""
-
-    def frame() -> Any:
-        import dask
-        import dask.dataframe as dd
-
-        keys = [dask.delayed(read_keys)(uri, meta) for uri, meta in metas]
-        empty = read_keys(*metas[0]).iloc[:0]
-        return dd.from_delayed(keys, meta=empty, verify_meta=False)
-
-    return frame
-
-
-def judge_from_partials(spec: Spec, suite: SplitSuite, checks: DatasetChecks, metas: Metas,
-                        mode: str, results_uri: str,
-                        join_gaps: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """The window's validation summary (results and Data Docs written to ``results_uri``):
-    ``suite`` split by level, ``checks`` its dataset-level metric needs (``etl.validation``).
-    ``join_gaps``: the joins that matched nothing in some partitions (the kind's words for
-    them), kept in the results and named beside a failed expectation on one of their columns.
-
-    Raises:
-        ValidationFailed: a row-level expectation failed over its ``mostly`` on the window's
-            totals, or a dataset-level one (row count, key uniqueness across segments, ...).
-    """
-    results, levels = judge_window(suite, checks, spec.key, mode,
-                                   [m.checks.row_partials for _, m in metas],
-                                   [read_partials(uri, m)[0] for uri, m in metas],
-                                   _examples(metas) if checks.key_columns else None)
-    built = [m for _, m in metas]
-    counts = {
-        "evaluated_rows": sum(m.checks.rows for m in built),
-        "quarantined_rows": sum(m.checks.quarantined_rows for m in built),
-        "segments": len(built),
-        "quarantine_files": [f"segments/{m.segment}/{name}" for m in built
-                             for name in m.checks.quarantine_files],
-    }
-    summary = finish(spec.name, suite.name, mode, results, levels, counts, results_uri,
-                     join_gaps)
-    if not summary["success"]:
-        failures = [r.to_json_dict() for r in results if not r.success]
-        raise ValidationFailed(failure_message(spec.name, failures, mode, results_uri,
-                                               join_gaps), summary, results_uri)
-    return summary
-
-
-# --- the manifest ----------------------------------------------------------------------------
 
 def manifest_schema(spec: DatasetSpec, label: Mapping[str, Any] | None = None) -> Schema:
     """The spec's schema, with ``label`` -- the label as the transform resolved it (e.g. the

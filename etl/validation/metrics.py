@@ -1,16 +1,16 @@
 """Dataset metrics: whole-window metric values for dataset-level expectations, from mergeable
-metric partials, and the window judged from what its segments stored.
+metric partials, and the plan of which partials a suite needs.
 
 A dataset-level expectation (row count, key uniqueness, mean, null fraction, value
 distribution) is only meaningful over all rows: a duplicate key may sit in two segments.
 GX tells us which metrics an expectation needs (``get_validation_dependencies``); each
 segment's build computes a small metric partial of each (row and non-null counts, a numeric
-summary from ``etl.statistics``, value counts, the sorted 64-bit hashes of its keys) and stores it
-beside its rows; a window merges its segments' partials in a tree and derives the metric values
-from the merged ones. GX then judges the expectation from these values exactly as if it had
-computed them itself. Partials of any grouping of rows merge to the same values, which is what
-lets a window be judged as a whole from segments built on different nights. Row-level
-expectations are judged the same way from the segments' ``RowCounts``, summed.
+summary from ``etl.statistics``, value counts, the sorted 64-bit hashes of its keys), stored
+beside its rows (``etl.segments.build``: ``partials.npz``); a window merges its segments'
+partials in a tree and derives the metric values from the merged ones (``MetricPlan.values``).
+GX then judges the expectation from these values exactly as if it had computed them itself
+(``etl.kinds.tabular.judge``). Partials of any grouping of rows merge to the same values,
+which is what lets a window be judged as a whole from segments built on different nights.
 
 GX is imported only by the functions that ask it something (``etl.validation.gx``).
 """
@@ -18,7 +18,7 @@ GX is imported only by the functions that ask it something (``etl.validation.gx`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,11 +28,8 @@ import pandas as pd
 from etl.errors import PipelineError
 from etl.statistics import group_counts, merge_moments, moments_of_array
 from etl.validation.report import columns_of, describe, jsonable
-from etl.validation.rows import RowCounts, summed
 from etl.validation.suite import (
-    DATASET,
     KEPT_EXAMPLES,
-    ROW,
     SplitSuite,
     SuiteError,
     ValidationSpec,
@@ -43,6 +40,7 @@ MetricPartials = dict  # plan key -> one metric partial (a count, a summary, val
 EXAMPLE_ROWS = 20
 # merged metric partials, the rows where duplicated keys are looked up -> a metric value
 Finalize = Callable[[dict, Any], Any]
+
 
 def _partial(pdf: pd.DataFrame, key: Key) -> Any:
     """One plan key's partial of one frame of rows."""
@@ -113,56 +111,13 @@ def hashes_of(pdf: pd.DataFrame, cols: list[str], ignore_row_if: str) -> pd.Seri
     return pd.Series(hashed.to_numpy(), name="h", dtype="uint64")
 
 
-def _key_json(key: Key) -> list:
-    return [list(k) if isinstance(k, tuple) else k for k in key]
-
-
-def _key_of(data: list) -> Key:
-    return tuple(tuple(k) if isinstance(k, list) else k for k in data)
-
-
-def metric_partials_to_json(partials: MetricPartials) -> tuple[list, dict[str, np.ndarray]]:
-    """(JSON-able entries, named uint64 arrays) of one segment's metric partials, for storing
-    beside the rows they describe; ``metric_partials_from_json`` is the inverse (value counts keep their values,
-    timestamps as ISO text)."""
-    entries, arrays = [], {}
-    for i, (key, value) in enumerate(partials.items()):
-        kind = key[0]
-        if kind == "hashes":
-            name = f"k{i}"
-            arrays[name] = np.asarray(value, dtype=np.uint64)
-            stored: Any = {"array": name}
-        elif kind == "vc":
-            stored = {"values": [jsonable(v) for v in value.index],
-                      "counts": [int(c) for c in value.to_numpy()]}
-        else:
-            stored = jsonable(value)
-        entries.append({"key": _key_json(key), "value": stored})
-    return entries, arrays
-
-
-def metric_partials_from_json(entries: Sequence[dict], arrays: Any) -> MetricPartials:
-    """The metric partials ``metric_partials_to_json`` gave (``arrays``: a mapping such as an open ``np.load``)."""
-    out: dict[Key, Any] = {}
-    for entry in entries:
-        key, value = _key_of(entry["key"]), entry["value"]
-        if key[0] == "hashes":
-            value = np.asarray(arrays[value["array"]], dtype=np.uint64)
-        elif key[0] == "vc":
-            # named as pandas names a fresh value_counts(): GX reads the "count" column
-            value = pd.Series(value["counts"], name="count", dtype="int64",
-                              index=pd.Index(value["values"], dtype=object, name=key[1]))
-        out[key] = value
-    return out
-
-
 class UnsupportedMetricError(PipelineError):
     """A dataset-level expectation needs a metric this module cannot compute on Dask."""
 
 
 class MetricPlan:
     """The metric partials the metric providers need, and how each metric value is derived
-    from them (``finals``: per expectation label, per metric configuration id)."""
+    from them (``finals``: per expectation, described, per metric configuration id)."""
 
     def __init__(self, columns: Sequence[str]) -> None:
         self.columns = list(columns)
@@ -175,14 +130,14 @@ class MetricPlan:
         return key
 
     def values(self, merged: dict[Key, Any], examples: Any = None) -> dict[str, dict[str, Any]]:
-        """{expectation label: {metric configuration id: value}} from merged metric partials.
+        """{described expectation: {metric configuration id: value}} from merged metric partials.
 
         ``examples``: the rows (a Dask frame of the typed key columns, or a function giving
         one, called only when a duplicate is found) where duplicated keys are looked up for the
         messages; None: no rows at hand.
         """
-        return {label: {i: f(merged, examples) for i, f in fs.items()}
-                for label, fs in self.finals.items()}
+        return {described: {i: f(merged, examples) for i, f in fs.items()}
+                for described, fs in self.finals.items()}
 
 
 def _rows(plan: MetricPlan) -> Key:
@@ -379,18 +334,18 @@ def plan_metrics(columns: Sequence[str], needed: Sequence[tuple[str, Sequence[An
 
     Args:
         columns: the dataset's columns (for the table.columns metrics).
-        needed: (expectation label, its GX MetricConfigurations) pairs.
+        needed: (the expectation described, its GX MetricConfigurations) pairs.
     """
     plan = MetricPlan(columns)
-    for label, configs in needed:
+    for described, configs in needed:
         for mc in configs:
             provider = _PROVIDERS.get(mc.metric_name)
             if provider is None:
                 raise UnsupportedMetricError(
-                    f"{label}: needs metric {mc.metric_name!r}, which etl.validation.metrics "
+                    f"{described}: needs metric {mc.metric_name!r}, which etl.validation.metrics "
                     f"cannot compute on the whole dataset (supported: {sorted(_PROVIDERS)})"
                 )
-            plan.finals.setdefault(label, {})[mc.id] = provider(plan, mc)
+            plan.finals.setdefault(described, {})[mc.id] = provider(plan, mc)
     return plan
 
 
@@ -401,27 +356,6 @@ def result_format(key: Sequence[str]) -> dict:
         "partial_unexpected_count": KEPT_EXAMPLES,
         "unexpected_index_column_names": list(key),
     }
-
-
-def _by_name(needed: Sequence[Any], by_id: Mapping[Any, Any]) -> dict[str, Any]:
-    return {mc.metric_name: by_id[mc.id] for mc in needed}
-
-
-def judge_row_counts(cfg: dict, counts: Sequence[RowCounts], key: Sequence[str], mode: str):
-    """Sum one row-level expectation's counts over the segments and let GX judge the totals."""
-    from etl.validation import gx
-
-    errors = [c.error for c in counts if c.error]
-    if errors:
-        return gx.failed_result(cfg, f"{errors[0]} (in {len(errors)} part(s))")
-    if mode == "strict":
-        kwargs = dict(cfg["kwargs"], mostly=1.0)
-        cfg = dict(cfg, kwargs=kwargs, meta={**cfg.get("meta", {}), "strict_mode": True})
-    total = summed(counts)
-    totals = {"element_count": total.element_count, "missing_count": total.missing_count,
-              "unexpected_count": total.unexpected_count, "values": list(total.values),
-              "examples": list(total.examples)}
-    return gx.judge_row(cfg, totals, result_format(key))
 
 
 @dataclass(frozen=True)
@@ -477,32 +411,3 @@ def check_dataset_metrics(suite: SplitSuite, vspec: ValidationSpec) -> None:
                 f"{vspec.expectations}: dataset-level {describe(cfg)} needs metrics "
                 f"{missing} that etl.validation.metrics cannot compute on the whole dataset"
             )
-
-
-def judge_dataset(checks: DatasetChecks, merged: Mapping[Key, Any], key: Sequence[str],
-                  examples: Any = None) -> list:
-    """GX results of the dataset-level expectations from merged metric partials
-    (``examples``: see ``MetricPlan.values``)."""
-    from etl.validation import gx
-
-    values = checks.plan.values(dict(merged), examples)
-    fmt = result_format(key)
-    return [gx.combined_result(cfg, _by_name(mcs, values.get(label, {})), fmt)
-            for (label, mcs), cfg in zip(checks.needed, checks.configs)]
-
-
-def judge_window(suite: SplitSuite, checks: DatasetChecks, key: Sequence[str], mode: str,
-                 row_counts: Sequence[Sequence[RowCounts]],
-                 partials: Sequence[MetricPartials], examples: Any = None
-                 ) -> tuple[list, list[str]]:
-    """(results, levels) of a window from what its segments stored.
-
-    ``row_counts[j][i]``: segment j's counts of row expectation i; ``partials[j]``: segment
-    j's metric partials; ``examples``: where duplicated keys are looked up
-    (``MetricPlan.values``).
-    """
-    rows = [judge_row_counts(cfg, [seg[i] for seg in row_counts], key, mode)
-            for i, cfg in enumerate(suite.row)]
-    dataset = judge_dataset(checks, merge_metric_partials(list(partials)), key, examples) \
-        if suite.dataset else []
-    return rows + dataset, [ROW] * len(rows) + [DATASET] * len(dataset)

@@ -81,7 +81,7 @@ class SegmentChecks(JsonObject):
     quarantine_files: tuple[str, ...] = key(list, strings(), default=())
     reasons: Mapping[str, Any] | None = key(dict)  # images: rejected files per reason
     row_partials: tuple[RowCounts, ...] = key(list, list_of(RowCounts), default=())
-    metric_partials: list | None = key(list)  # etl.validation.metrics.metric_partials_to_json entries
+    metric_partials: list | None = key(list)  # their JSON entries (etl.segments.build)
     metric_arrays: str | None = key(str)  # the side file holding their arrays
     keys: bool | None = key(bool)  # the side file holds the key columns
 

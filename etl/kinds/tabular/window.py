@@ -1,15 +1,14 @@
-"""The tabular kind's window: start the run, plan, build the missing segments on Dask, compact,
-judge -- and each segment's build as six coarse calls into this kind's stages.
+"""The tabular kind's window: start the run, plan, build the missing segments on Dask, compact
+-- and each segment's build as six coarse calls into this kind's stages; the kind's ``KIND``.
 
 ``build`` reads what every segment of the run shares once -- the suite and its dataset-level
 checks, the lookups, the digests of the spec and lookup files (``_start``) -- lists the
 window's raw partitions and plans its segments from that listing and the previous manifest
 (``etl.segments.plan``, pure), builds the segments no earlier run built and merges small ones
-(``etl.segments.build.compact_window``). ``judge`` then decides the window from the segments'
-stored partials (``etl.segments.compose.judge_from_partials``: row counts, dataset-level
-metrics, key uniqueness across segments), merges their statistics and measures drift against
-the previous version. Nothing here reads a row of a segment that already exists, so a nightly
-run costs its new raw partitions plus O(segments).
+(``etl.segments.build.compact_window``). The window is then judged from the segments' stored
+partials (``etl.kinds.tabular.judge``: row counts, dataset-level metrics, key uniqueness
+across segments; statistics merged, drift). Nothing here reads a row of a segment that
+already exists, so a nightly run costs its new raw partitions plus O(segments).
 
 A segment's build (``_build``) reads as six steps, each one call: the segments are claimed
 (``etl.versions.lease``: used if they exist, waited for if a live run builds them), their
@@ -29,7 +28,6 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 import dask
@@ -37,11 +35,10 @@ import pandas as pd
 
 from etl import cluster, statistics, storage
 from etl.errors import SegmentGoneError
-from etl.kinds import BuildRequest, DatasetKind, Judged, Window
-from etl.kinds.tabular.coverage import said_join_gaps
+from etl.kinds import BuildRequest, DatasetKind, Window
+from etl.kinds.tabular.judge import judge
 from etl.kinds.tabular.prepare import (
     Prepared,
-    finalize_partial,
     prepare,
     prepare_rows,
     resolve_label,
@@ -50,7 +47,7 @@ from etl.kinds.tabular.prepare import (
 from etl.kinds.tabular.read import SegmentRows, read_lookups, read_segment_rows
 from etl.provenance import iso
 from etl.segments.build import PARTIALS_NPZ, compact_window, record, write_partials
-from etl.segments.compose import judge_from_partials, manifest_schema
+from etl.segments.compose import manifest_schema
 from etl.segments.plan import (
     Digests,
     SegmentTask,
@@ -65,7 +62,6 @@ from etl.segments.plan import (
     window_listing,
 )
 from etl.spec import Spec, load_spec
-from etl.spec.drift import PEER_SIZE, calendar_features, compare
 from etl.spec.labels import label_task
 from etl.validation import (
     REASON_COLUMN,
@@ -78,11 +74,10 @@ from etl.validation import (
     check_rows,
     dataset_checks,
     metric_partials,
-    metric_partials_to_json,
     typed_frame,
 )
 from etl.validation.report import write_parquet
-from etl.versions import Manifest, lease, segment
+from etl.versions import lease, segment
 from etl.versions.segment import (
     Interval,
     Schema,
@@ -91,7 +86,6 @@ from etl.versions.segment import (
     SegmentMeta,
     SegmentOrigin,
     SourceFiles,
-    Statistics,
 )
 from etl.write.writer import WriteConfig, write_shards
 
@@ -104,8 +98,9 @@ BATCH_BYTES = 32 * 2**20  # raw bytes of consecutive segments built in one Dask 
 @dataclass(frozen=True)
 class RunInputs:
     """What every segment of a tabular run reads once, before planning: the suite split by
-    level and its dataset-level checks (what ``judge`` needs too), each column's parse kind,
-    the lookups (joined to every segment's rows) and the digests of the spec and lookup files."""
+    level and its dataset-level checks, each column's parse kind, the lookups (joined to every
+    segment's rows) and the digests of the spec and lookup files; the judgement reads the
+    suite, the checks and the lookups again (``etl.kinds.tabular.judge.Judging``)."""
 
     suite: SplitSuite
     checks: DatasetChecks
@@ -395,8 +390,8 @@ def _segment_json(task: SegmentTask, ctx: BuildContext, checked: Checked, prepar
     """The segment's metric partials and keys written (``partials.npz``); its
     ``segment.json`` to be."""
     report, misfiled = checked.report, checked.misfiled
-    entries, arrays = metric_partials_to_json(checked.metric_partials)
-    write_partials(storage.join(task.uri, PARTIALS_NPZ), arrays, checked.keys)
+    entries = write_partials(storage.join(task.uri, PARTIALS_NPZ), checked.metric_partials,
+                             checked.keys)
     origin = SegmentOrigin(
         dataset=ctx.spec.name, segment=task.segment, extent=task.extent,
         partitions=tuple((p.key, p.digest) for p in task.partitions),
@@ -426,88 +421,6 @@ def probe_statistics(task: SegmentTask, ctx: BuildContext, lookups: list[pd.Data
     rows = read_segment_rows(task.partitions, ctx.spec, lookups)
     valid = _check_rows([rows], ctx, [quarantine])[0].valid
     return split_partial(prepare_rows(valid, ctx.spec), ctx.spec)
-
-
-# --- the window judged ---------------------------------------------------------------------
-
-def judge(window: Window[Spec, RunInputs], mode: str, results_uri: str) -> Judged:
-    """The window's validation (results and Data Docs into ``results_uri``), statistics
-    and drift. Raises ValidationFailed as ``etl.segments.compose.judge_from_partials`` does."""
-    inputs = window.context
-    summary = judge_from_partials(window.spec, inputs.suite, inputs.checks, window.metas, mode,
-                                  results_uri, said_join_gaps(window.spec, inputs.lookups,
-                                                              [m for _, m in window.metas]))
-    stats, label = merged_statistics(window.spec, [m for _, m in window.metas])
-    return Judged(summary, stats, _drift(window), label)
-
-
-def merged_statistics(spec: Spec, metas: list[SegmentMeta]
-                      ) -> tuple[Statistics, dict[str, Any]]:
-    """The statistics of segments together: their partials merged, then finalized (the same
-    figures however the rows were grouped into segments); and the label as they resolve it."""
-    stats = finalize_partial(statistics.merge_all(m.statistics_partial for m in metas), spec)
-    label = stats.pop("label_schema")
-    dropped: dict[str, int] = {}
-    for m in metas:
-        for reason, n in (m.dropped_rows or {}).items():
-            dropped[reason] = dropped.get(reason, 0) + int(n)
-    stats["dropped_rows"] = dropped
-    return Statistics.from_json(stats, f"{spec.name}: the merged statistics"), label
-
-
-def _drift(window: Window[Spec, RunInputs]) -> dict[str, Any] | None:
-    """The new segments' train statistics against the previous version's, judged by the
-    spread over comparable earlier segments (``etl.spec.drift``)."""
-    previous = window.previous
-    if previous is None or not window.new:
-        return None
-    new = comparable(window.new, previous)
-    if not new:
-        first, last = window.new[0].interval, window.new[-1].interval
-        log.info("drift %s: not measured: the %d new segment(s) (%s to %s) lie before the "
-                 "window of version %s (from %s), history it never held, not data that "
-                 "follows it", window.spec.name, len(window.new), first.start or "the start",
-                 last.end, previous.version, previous.interval.start)
-        return None
-    stats, _ = merged_statistics(window.spec, new)
-    report = compare(stats, previous.statistics or Statistics(), previous.version,
-                     [m.segment for m in new], window.spec.drift,
-                     calendar_features(window.spec), _peers(window, stats.num_examples or 0),
-                     previous.verdict.drift_history)
-    name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
-    if report["drifted"]:
-        log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "
-                    "%s); see the version page's Drift section", name,
-                    ", ".join(report["drifted"]), against, rows, report["baseline"])
-    else:
-        log.info("drift %s: %d statistic(s) within limits against %s (%s new rows; baseline: "
-                 "%s)", name, len(report["features"]), against, rows, report["baseline"])
-    return report
-
-
-def comparable(new: list[SegmentMeta], previous: Manifest) -> list[SegmentMeta]:
-    """The new segments drift compares with ``previous``: those ending after its window's
-    start. A wider window's older segments (a recovery of the whole year after a week's
-    version) are history that version never held; a year against a week is not drift."""
-    since = _instant(previous.interval.start)
-    if since is None:
-        return list(new)
-    return [m for m in new if (_instant(m.interval.end) or since) > since]
-
-
-def _instant(iso_time: str | None) -> datetime | None:
-    if not iso_time:
-        return None
-    stamp = datetime.fromisoformat(iso_time)
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
-
-
-def _peers(window: Window[Spec, RunInputs], rows: int) -> list[dict[str, Any]]:
-    """The statistics of each earlier segment of comparable size (at most PEER_SIZE times the
-    new train rows: other nights, not a compacted month whose spread is narrower)."""
-    new = {m.segment for m in window.new}
-    return [merged_statistics(window.spec, [m])[0] for _, m in window.metas
-            if m.segment not in new and 0 < m.train_rows <= PEER_SIZE * rows]
 
 
 KIND: DatasetKind[Spec, RunInputs] = DatasetKind(

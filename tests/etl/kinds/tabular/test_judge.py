@@ -1,5 +1,7 @@
-"""etl.kinds.tabular.coverage: the partitions a joined source has no rows for, in words; and
-issue 51 item 6 end to end: a one-day window whose weather is missing fails naming the join."""
+"""etl.kinds.tabular.judge: the partitions a joined source has no rows for, in words; and
+issue 51 item 6 end to end: a one-day window whose weather is missing fails naming the join.
+(The window judged from stored partials -- key uniqueness across segments, a failed window,
+drift against the previous version -- runs end to end in test_window.py.)"""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from etl.kinds.tabular.coverage import join_gaps
+from etl.kinds.tabular.judge import join_gaps
 from etl.spec import load_spec
 from etl.versions.segment import Interval, SegmentMeta
 
