@@ -8,7 +8,7 @@ A version whose validation failed is never published, but its results stay in it
 the page opens for it too, marked "not published", and says each failed expectation in a
 sentence (``temp must have a value in at least 50% of rows; 0% of rows had one``), with the
 join that left its column empty where the ETL found one (``meta.join_gaps``:
-``etl.kinds.tabular.coverage``).
+``etl.kinds.tabular.judge``).
 """
 
 from __future__ import annotations
