@@ -1,5 +1,6 @@
-"""Drift: the spec's ``drift`` block (per-feature limits, calendar features) and the report
-of a run's new data against the previous version, judged by those limits.
+"""Drift: the report of a run's new data against the previous version, judged by the limits
+of the spec's ``drift`` block (per-feature limits, calendar features; parsed with every other
+field by ``etl.spec.load``):
 
 ```yaml
 drift:
@@ -37,8 +38,8 @@ derived by a calendar op or from the event-time column) are left out of the shif
 new day's weekday is not drift. Their null share is still tested. Drift is reported (the
 manifest's validation summary, the UI, a WARNING in the log), not enforced.
 
-Pure Python (no pandas): the spec loader, which the DAG files run, parses the block here.
-The statistics compared are a version's typed ``statistics`` (``etl.versions.Statistics``,
+Pure Python (no pandas). Measured only where a run has a previous version to compare with
+(``etl.kinds.tabular.judge`` imports this module then). The statistics compared are a version's typed ``statistics`` (``etl.versions.Statistics``,
 its numeric columns' ``Moments``), read by attribute; this module sits below
 ``etl.versions`` and takes them as they come.
 """
@@ -48,17 +49,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
-from etl.spec.model import (
-    DRIFT_LIMITS,
-    DriftLimits,
-    DriftSpec,
-    SpecError,
-    get_field,
-    reject_unknown,
-)
+from etl.spec.model import DriftLimits, DriftSpec
 
 _SMOOTH = 1e-4  # share given to a value absent on one side, so the log stays finite
 PEER_SIZE = 4  # an earlier segment with up to 4x the new train rows is comparable
@@ -204,40 +197,3 @@ def _baseline(peers: Sequence[Mapping[str, Any]], history: Mapping[str, list[flo
     if len(peers) + nights < MIN_PEERS:
         return f"the spec's limits ({seen}; {MIN_PEERS} needed for a spread)"
     return f"the spread over {seen}"
-
-
-# --- the spec's drift block ------------------------------------------------------------------
-
-
-def _limits(d: Any, where: str, base: DriftLimits, allow_calendar: bool) -> DriftLimits:
-    if not isinstance(d, dict):
-        raise SpecError(f"{where}: expected a mapping like {{mean_shift: 0.5}}, got {d!r}")
-    reject_unknown(d, (*DRIFT_LIMITS, "calendar") if allow_calendar else DRIFT_LIMITS, where)
-    values: dict[str, Any] = {}
-    for key in DRIFT_LIMITS:
-        value = get_field(d, key, where, (int, float), None)
-        if value is not None and value <= 0:
-            raise SpecError(f"{where}.{key}: expected a positive number, got {value!r}")
-        if key == "null_share" and value is not None and value > 1:
-            raise SpecError(f"{where}.null_share: expected a share in (0, 1], got {value!r}")
-        if value is not None:
-            values[key] = float(value)
-    if allow_calendar:
-        values["calendar"] = get_field(d, "calendar", where, bool, False)
-    return replace(base, **values)
-
-
-def parse_drift(raw: dict, where: str, features: set[str]) -> DriftSpec:
-    """The ``drift`` block of a spec (``where``: the file); names must be features."""
-    block = get_field(raw, "drift", where, dict, {})
-    w = f"{where}.drift"
-    reject_unknown(block, ("default", "features"), w)
-    default = _limits(get_field(block, "default", w, dict, {}), f"{w}.default", DriftLimits(),
-                      False)
-    own = {}
-    for name, d in get_field(block, "features", w, dict, {}).items():
-        if name not in features:
-            raise SpecError(f"{w}.features.{name}: not a feature or the label of this spec; "
-                            f"expected one of {sorted(features)}")
-        own[name] = _limits(d, f"{w}.features.{name}", default, True)
-    return DriftSpec(default, own)

@@ -13,13 +13,13 @@ from typing import Any
 
 import yaml
 
-from etl.spec.drift import parse_drift
 from etl.spec.labels import parse_label
 from etl.spec.model import (
     COMPRESSIONS,
     DEFAULT_MIN_TRAIN_SHARDS,
     DEFAULT_SHARD_BYTES,
     DERIVE_OPS,
+    DRIFT_LIMITS,
     FEATURE_DTYPES,
     FEATURE_KINDS,
     FORMATS,
@@ -28,6 +28,8 @@ from etl.spec.model import (
     RESERVED_COLUMNS,
     RESERVED_PREFIX,
     UPSTREAMS,
+    DriftLimits,
+    DriftSpec,
     Feature,
     Join,
     Partitioning,
@@ -361,3 +363,37 @@ def parse_shards(raw: dict, w: str) -> dict[str, Any]:
     return {"shard_target_bytes": target, "min_train_shards": least,
             "compression": check_choice(shards.get("compression"), COMPRESSIONS,
                                         f"{w}.shards.compression")}
+
+
+def _limits(d: Any, where: str, base: DriftLimits, allow_calendar: bool) -> DriftLimits:
+    if not isinstance(d, dict):
+        raise SpecError(f"{where}: expected a mapping like {{mean_shift: 0.5}}, got {d!r}")
+    reject_unknown(d, (*DRIFT_LIMITS, "calendar") if allow_calendar else DRIFT_LIMITS, where)
+    values: dict[str, Any] = {}
+    for key in DRIFT_LIMITS:
+        value = get_field(d, key, where, (int, float), None)
+        if value is not None and value <= 0:
+            raise SpecError(f"{where}.{key}: expected a positive number, got {value!r}")
+        if key == "null_share" and value is not None and value > 1:
+            raise SpecError(f"{where}.null_share: expected a share in (0, 1], got {value!r}")
+        if value is not None:
+            values[key] = float(value)
+    if allow_calendar:
+        values["calendar"] = get_field(d, "calendar", where, bool, False)
+    return replace(base, **values)
+
+
+def parse_drift(raw: dict, where: str, features: set[str]) -> DriftSpec:
+    """The ``drift`` block of a spec (``where``: the file); names must be features."""
+    block = get_field(raw, "drift", where, dict, {})
+    w = f"{where}.drift"
+    reject_unknown(block, ("default", "features"), w)
+    default = _limits(get_field(block, "default", w, dict, {}), f"{w}.default", DriftLimits(),
+                      False)
+    own = {}
+    for name, d in get_field(block, "features", w, dict, {}).items():
+        if name not in features:
+            raise SpecError(f"{w}.features.{name}: not a feature or the label of this spec; "
+                            f"expected one of {sorted(features)}")
+        own[name] = _limits(d, f"{w}.features.{name}", default, True)
+    return DriftSpec(default, own)

@@ -33,9 +33,8 @@ if "airflow" not in sys.modules:  # Airflow reads its home once, at first import
 HEAVY = ("tensorflow", "keras", "dask", "distributed", "great_expectations", "gcsfs",
          "pandas", "pyarrow", "tfx_bsl", "training")
 # The only project code a parse may load: where specs live and their scheduling keys (yaml).
-LIGHT_ETL = {"etl", "etl.errors", "etl.log_redaction", "etl.spec", "etl.spec.drift",
-             "etl.spec.labels", "etl.spec.load", "etl.spec.model",
-             "etl.spec.scheduling"}
+LIGHT_ETL = {"etl", "etl.errors", "etl.log_redaction", "etl.spec", "etl.spec.labels",
+             "etl.spec.load", "etl.spec.model", "etl.spec.scheduling"}
 ALLOWED_TOP_LEVEL = ("__future__", "pendulum", "airflow.sdk", "flightpipe_dags")
 DAG_FILES = sorted(p for p in DAGS.glob("*.py"))
 

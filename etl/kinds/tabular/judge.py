@@ -42,7 +42,6 @@ from etl.kinds.tabular.read import lookup_instants, ts_keys_of
 from etl.segments.build import read_keys, read_partials
 from etl.segments.plan import period_of
 from etl.spec import Spec
-from etl.spec.drift import PEER_SIZE, calendar_features, compare
 from etl.validation import (
     DatasetChecks,
     RowCounts,
@@ -307,7 +306,9 @@ def _drift(window: Window[Spec, Judging]) -> dict[str, Any] | None:
     spread over comparable earlier segments (``etl.spec.drift``)."""
     previous = window.previous
     if previous is None or not window.new:
-        return None
+        return None  # a first version: nothing to compare with
+    from etl.spec.drift import calendar_features, compare  # measured only from here on
+
     new = comparable(window.new, previous)
     if not new:
         first, last = window.new[0].interval, window.new[-1].interval
@@ -352,6 +353,8 @@ def _instant(iso_time: str | None) -> datetime | None:
 def _peers(window: Window[Spec, Judging], rows: int) -> list[dict[str, Any]]:
     """The statistics of each earlier segment of comparable size (at most PEER_SIZE times the
     new train rows: other nights, not a compacted month whose spread is narrower)."""
+    from etl.spec.drift import PEER_SIZE
+
     new = {m.segment for m in window.new}
     return [merged_statistics(window.spec, [m])[0] for _, m in window.metas
             if m.segment not in new and 0 < m.train_rows <= PEER_SIZE * rows]
