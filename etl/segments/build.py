@@ -338,12 +338,14 @@ def _copy_split(uris: list[str], run: list[SegmentMeta], split: str, out_uri: st
     ~0.015 AUC that way). Digest order is as time-free as a segment's own key-hash order,
     and fixed by the records alone, so merging stays deterministic.
     """
+    from etl.write.readback import read_framed  # only a merge reads shards back
+
     total = sum(m.split(split).num_bytes for m in run)
     count = shards.num_shards_for(total, target_bytes)
     records = sorted(
         ((record_digest(data), framed) for uri, m in zip(uris, run)
          for shard in m.split(split).shards
-         for framed, data in shards.read_framed(storage.join(uri, shard.file),
+         for framed, data in read_framed(storage.join(uri, shard.file),
                                                 shard.sha256, compression)),
         key=lambda pair: pair[0])
     n = len(records)

@@ -13,7 +13,7 @@ The shards: sizing and naming are pure arithmetic; the writer frames records exa
 ``tf.io.TFRecordWriter`` does (little-endian uint64 length, masked CRC32C of the length,
 data, masked CRC32C of the data), gzips when asked, and streams to storage through
 ``storage.open_atomic_write``: the shard appears only when complete, and memory holds one
-flush buffer, not the shard.
+flush buffer, not the shard. Reading a shard back is ``etl.write.readback``'s.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import math
 import re
 import struct
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 import google_crc32c
@@ -143,7 +143,7 @@ def write_framed(
     uri: str, framed: Iterable[bytes | memoryview], compression: str | None = None
 ) -> dict[str, Any]:
     """``write_shard`` of records already in TFRecord framing (``frame``, or as
-    ``read_framed`` yields them), stored as they are: a compaction does not frame or checksum
+    ``etl.write.readback.read_framed`` yields them), stored as they are: a compaction does not frame or checksum
     them again."""
 
     def fill(sink: Any) -> int:
@@ -184,64 +184,6 @@ def _write(uri: str, compression: str | None, fill: Any) -> dict[str, Any]:
         "bytes": out.bytes,
         "sha256": out.sha256.hexdigest(),
     }
-
-
-def read_framed(
-    uri: str, sha256: str, compression: str | None = None
-) -> Iterator[tuple[memoryview, memoryview]]:
-    """Each record of a shard as (its framed bytes, its data), for copying it unchanged.
-
-    The shard is read whole (one shard in memory at a time) and checked against ``sha256``,
-    the digest its manifest recorded, which covers every byte a per-record CRC would.
-
-    Raises:
-        ValueError: the shard's digest differs from ``sha256``, or its framing is truncated;
-            the message names the file (and the record).
-    """
-    stored = storage.read_bytes(uri)
-    digest = hashlib.sha256(stored).hexdigest()
-    if digest != sha256:
-        raise ValueError(f"{uri}: sha256 {digest}, expected {sha256} (its manifest's); "
-                         "the shard changed since it was written")
-    data = memoryview(gzip.decompress(stored) if normalize_compression(compression) else stored)
-    pos, index, size = 0, 0, len(data)
-    while pos < size:
-        if pos + 12 > size:
-            raise ValueError(f"{uri}: record {index}: truncated header")
-        end = pos + 16 + _length(data, pos)[0]
-        if end > size:
-            raise ValueError(f"{uri}: record {index}: truncated data")
-        yield data[pos:end], data[pos + 12:end - 4]
-        pos, index = end, index + 1
-
-
-_length = struct.Struct("<Q").unpack_from
-
-
-def iter_records(uri: str, compression: str | None = None) -> Iterator[bytes]:
-    """Read a shard back without TensorFlow, checking every CRC (for verification and tests).
-
-    Raises:
-        ValueError: a truncated record or a CRC mismatch, naming the file and record index.
-    """
-    with storage.open_read(uri) as raw:
-        f: Any = (
-            gzip.GzipFile(fileobj=raw, mode="rb") if normalize_compression(compression) else raw
-        )
-        index = 0
-        while header := f.read(12):
-            if len(header) < 12:
-                raise ValueError(f"{uri}: record {index}: truncated header")
-            (length,), (crc,) = struct.unpack("<Q", header[:8]), struct.unpack("<I", header[8:])
-            if masked_crc32c(header[:8]) != crc:
-                raise ValueError(f"{uri}: record {index}: length CRC mismatch")
-            body = f.read(length + 4)
-            if len(body) < length + 4:
-                raise ValueError(f"{uri}: record {index}: truncated data")
-            if masked_crc32c(body[:length]) != struct.unpack("<I", body[length:])[0]:
-                raise ValueError(f"{uri}: record {index}: data CRC mismatch")
-            yield body[:length]
-            index += 1
 
 
 # --- rows to Example bytes -------------------------------------------------------------------

@@ -12,7 +12,7 @@ from bench import floor
 from etl import pipeline, versions
 from etl.kinds.landing import LandOptions
 from etl.kinds.tabular.land import land
-from etl.write.shards import iter_records
+from etl.write.readback import iter_records
 
 START, END = "2013-01-01T00:00:00Z", "2013-01-03T00:00:00Z"
 

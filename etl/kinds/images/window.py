@@ -46,6 +46,7 @@ from etl.versions.segment import (
     Statistics,
 )
 from etl.write import shards
+from etl.write.readback import iter_records
 from etl.write.writer import (
     HASH_COL,
     SHARD_COL,
@@ -134,7 +135,7 @@ def _split_entry(uri: str, entries: list[dict[str, Any]], compression: str | Non
                  ) -> SplitInfo:
     """A split's shards with the content hash of their records (read back once)."""
     digests = [record_digest(rec) for e in entries
-               for rec in shards.iter_records(storage.join(uri, e["file"]), compression)]
+               for rec in iter_records(storage.join(uri, e["file"]), compression)]
     return split_info(entries, content_hash(digests))
 
 

@@ -21,7 +21,7 @@ from etl.errors import (
     VersionExistsError,
     VersionLockedError,
 )
-from etl.write import shards
+from etl.write import readback, shards
 
 DS = "flights"
 V1, V2, V3 = "20130102T000000Z_20130101T000000Z", "20130601T000000Z_all", "20140101T000000Z_all"
@@ -183,7 +183,7 @@ def test_two_processes_publishing_one_version(storage_root: str) -> None:
     winner = manifest.run_id
     assert versions.verify_shards(uri, manifest) == 1
     name = manifest.splits["train"].shards[0].file
-    assert set(shards.iter_records(storage.join(uri, name))) == {winner.encode()}
+    assert set(readback.iter_records(storage.join(uri, name))) == {winner.encode()}
     assert not storage.exists(storage.join(uri, versions.WRITER_LOCK))
 
 

@@ -31,7 +31,7 @@ from etl.kinds.tabular.read import join_lookups, read_lookups, read_source_file
 from etl.segments import plan
 from etl.segments.compose import manifest_schema
 from etl.spec import load_spec
-from etl.write import shards, writer
+from etl.write import readback, shards, writer
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -293,8 +293,8 @@ def test_encoders_write_the_same_examples(final, tmp_path: Path) -> None:
     for split, entries in out["tfx"].items():
         assert [e["records"] for e in entries] == [e["records"] for e in out["python"][split]]
         for a, b in zip(entries, out["python"][split]):
-            ra = shards.iter_records(f"file://{tmp_path}/tfx/{a['file']}")
-            rb = shards.iter_records(f"file://{tmp_path}/python/{b['file']}")
+            ra = readback.iter_records(f"file://{tmp_path}/tfx/{a['file']}")
+            rb = readback.iter_records(f"file://{tmp_path}/python/{b['file']}")
             assert [example_pb2.Example.FromString(r) for r in ra] == [
                 example_pb2.Example.FromString(r) for r in rb]  # same Examples, same order
     with pytest.raises(ValueError, match="encoder"):

@@ -105,7 +105,7 @@ def test_an_images_dataset_goes_through_the_same_chain(tmp_path: Path) -> None:
     content hash the sum of its records' digests."""
     from etl.kinds import land
     from etl.versions import segment
-    from etl.write.shards import iter_records
+    from etl.write.readback import iter_records
 
     root = tmp_path.as_uri()
     land(root, "digits")

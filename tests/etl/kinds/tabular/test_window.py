@@ -32,7 +32,7 @@ from etl.segments import build as segment_build
 from etl.segments import plan
 from etl.spec import SPECS_DIR
 from etl.versions import segment
-from etl.write.shards import iter_records
+from etl.write.readback import iter_records
 from etl.write.writer import content_hash, record_digest
 from tests.support.dagtest import REPO
 
