@@ -2,7 +2,7 @@
 
 Input is what extraction hands over (every value a string exactly as the file holds it, read
 by ``etl.kinds.tabular.read``), and values are parsed with validation's own parser
-(``etl.validation.rows.parse_column``), so a type, range or null drafted here is what the
+(``etl.validation.suite.parse_column``), so a type, range or null drafted here is what the
 run will find. Each Dask task profiles some files (or blocks of them) into a ``TablePartial``;
 partials merge in any order (counts add, ranges widen, value counts add up to a cap, distinct
 counts beyond it come from a k-minimum-values sketch), so every row can be profiled in
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from etl.kinds.tabular.read import parse_timestamps
-from etl.validation.rows import parse_column
+from etl.validation.suite import parse_column
 
 MAX_SET = 50  # a string column with at most this many values gets a value-set expectation
 MAX_VOCAB = 1000  # more distinct strings than this: an id or free text, not a category

@@ -3,7 +3,7 @@ and what a window is judged by as a whole from what its segments stored (the tab
 judges it: ``etl.kinds.tabular.judge``).
 
 Modules, one concept each: ``suite`` (what validation needs from a spec: modes, declared
-columns, the suite split into row and dataset levels), ``rows`` (row checks of a batch of
+columns and their text parsed, the suite split into row and dataset levels), ``rows`` (row checks of a batch of
 segments: valid rows, ``RowCounts`` per expectation, quarantine), ``metrics`` (dataset-level
 metric partials, their merge, and the metric values derived from them), ``report`` (results JSON, Data Docs,
 failure messages) and ``gx`` (Great Expectations itself). Importing this package does not
@@ -31,7 +31,6 @@ from etl.validation.rows import (
     RowReport,
     check_rows,
     summed,
-    typed_frame,
 )
 from etl.validation.suite import (
     KEPT_EXAMPLES,
@@ -40,6 +39,7 @@ from etl.validation.suite import (
     SuiteError,
     ValidationSpec,
     check_mode,
+    typed_frame,
 )
 
 __all__ = [
