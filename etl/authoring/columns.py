@@ -1,12 +1,15 @@
-"""From a merged profile to what the draft declares: each column's type, nulls, range and
-value set, the null tokens to read as nulls, and a key that holds on every row read.
+"""From a merged profile to what the draft declares: each column's identifier, type, nulls,
+range and value set, the null tokens to read as nulls, and a key that holds on every row read.
 """
 
 from __future__ import annotations
 
 import itertools
+import keyword
 import re
+import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +23,7 @@ from etl.authoring.profile import (
     TablePartial,
     distinct_of,
 )
+from etl.spec.model import RESERVED_COLUMNS, check_name
 
 MAX_KEY_COLUMNS = 3
 MAX_KEY_CANDIDATES = 12  # combinations of up to 3 among these: 298 hash checks at most
@@ -28,6 +32,45 @@ MIN_GROUPS = 20  # fewer ids than this cannot spread over train/eval/test a grou
 # An entity's id: `id`, `patient_id`, `uuid`, `row_key` (any case) or camelCase `patientId`.
 _ID_NAME = re.compile(r"(?i:(?:^|_)(?:id|uuid|guid|key)$|^id_)|[a-z0-9]I[dD]$")
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # golden-ratio multiplier: combines column hashes
+
+
+# Letters NFKD does not decompose into ASCII, spelled as their languages transliterate them.
+_LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe",
+                          "Œ": "OE", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th", "ð": "d"})
+# Soft keywords of every supported Python (3.12 adds ``type``), whatever runs the draft.
+_SOFT_KEYWORDS = frozenset({"match", "case", "type", "_"})
+
+
+def column_identifiers(headers: Sequence[str]) -> dict[str, str]:
+    """Each source header's identifier: what every stage after the read names the column.
+
+    Upstream exports name columns freely (``Ship Mode``, ``Sub-Category``, ``2nd``, ``Größe``,
+    ``class``); features, Example keys and Keras inputs need identifiers. Lowercase ASCII
+    snake_case (accents stripped), ``c_`` before a leading digit, ``column_<n>`` (1-based) for
+    a name with nothing left, ``_`` after a Python keyword (a Keras input named ``class``
+    breaks the SavedModel's signature) or a column the pipeline adds itself
+    (``quarantine_reason``), and ``_2``, ``_3``... in header order for names that
+    collide (``Price`` and ``price``), so the mapping is deterministic and one-to-one.
+    """
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for n, header in enumerate(headers, start=1):
+        if header in out:  # a repeated header names one column
+            continue
+        text = unicodedata.normalize("NFKD", str(header).translate(_LETTERS))
+        ascii_text = text.encode("ascii", "ignore").decode()
+        base = re.sub(r"[^a-z0-9]+", "_", ascii_text.lower()).strip("_") or f"column_{n}"
+        if base[0].isdigit():
+            base = f"c_{base}"
+        if keyword.iskeyword(base) or base in _SOFT_KEYWORDS or base in RESERVED_COLUMNS:
+            base = f"{base}_"
+        name, i = base, 1
+        while name in taken:
+            i += 1
+            name = f"{base}_{i}"
+        out[header] = check_name(name, f"column {header!r}")
+        taken.add(name)
+    return out
 
 
 @dataclass(frozen=True)

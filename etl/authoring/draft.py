@@ -21,6 +21,7 @@ from etl import storage
 from etl.authoring import DEFAULT_BUDGET_BYTES
 from etl.authoring.columns import (
     ColumnProfile,
+    column_identifiers,
     column_profiles,
     find_key,
     group_candidates,
@@ -39,7 +40,6 @@ from etl.authoring.sections import (
 )
 from etl.authoring.suite import draft_suite
 from etl.spec import DEFAULT_SHARD_BYTES, SpecError, check_name
-from etl.spec.model import column_identifiers
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
            ".ndjson": "jsonl", ".json": "jsonl"}

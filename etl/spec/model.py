@@ -13,10 +13,7 @@ Import-light (no YAML, no pandas): the DAG files read specs at parse time.
 
 from __future__ import annotations
 
-import keyword
 import re
-import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +22,6 @@ from etl.errors import PipelineError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MISSING = object()
-# Letters NFKD does not decompose into ASCII, spelled as their languages transliterate them.
-_LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe",
-                          "Œ": "OE", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th", "ð": "d"})
-# Soft keywords of every supported Python (3.12 adds ``type``), whatever runs the draft.
-_SOFT_KEYWORDS = frozenset({"match", "case", "type", "_"})
 
 
 class SpecError(PipelineError, ValueError):
@@ -39,7 +31,8 @@ class SpecError(PipelineError, ValueError):
 # Columns the pipeline adds to its own frames (split and its hash, shard, encoded record,
 # quarantine reason, missing-value bits; lookup join keys get the prefix): a data
 # column so named would be overwritten, so a spec may not use one (``source:`` reads such a
-# header under another name, and ``column_identifiers`` never drafts one).
+# header under another name, and ``etl.authoring.columns.column_identifiers`` never
+# drafts one).
 RESERVED_COLUMNS = frozenset({"_split", "_hash", "_shard", "_record", "quarantine_reason",
                               "_missing"})
 RESERVED_PREFIX = "__join_"
@@ -305,38 +298,6 @@ def check_name(value: Any, where: str) -> str:
     if not isinstance(value, str) or not _NAME.match(value):
         raise SpecError(f"{where}: expected an identifier like 'arr_delay', got {value!r}")
     return value
-
-
-def column_identifiers(headers: Sequence[str]) -> dict[str, str]:
-    """Each source header's identifier: what every stage after the read names the column.
-
-    Upstream exports name columns freely (``Ship Mode``, ``Sub-Category``, ``2nd``, ``Größe``,
-    ``class``); features, Example keys and Keras inputs need identifiers. Lowercase ASCII
-    snake_case (accents stripped), ``c_`` before a leading digit, ``column_<n>`` (1-based) for
-    a name with nothing left, ``_`` after a Python keyword (a Keras input named ``class``
-    breaks the SavedModel's signature) or a column the pipeline adds itself
-    (``quarantine_reason``), and ``_2``, ``_3``... in header order for names that
-    collide (``Price`` and ``price``), so the mapping is deterministic and one-to-one.
-    """
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for n, header in enumerate(headers, start=1):
-        if header in out:  # a repeated header names one column
-            continue
-        text = unicodedata.normalize("NFKD", str(header).translate(_LETTERS))
-        ascii_text = text.encode("ascii", "ignore").decode()
-        base = re.sub(r"[^a-z0-9]+", "_", ascii_text.lower()).strip("_") or f"column_{n}"
-        if base[0].isdigit():
-            base = f"c_{base}"
-        if keyword.iskeyword(base) or base in _SOFT_KEYWORDS or base in RESERVED_COLUMNS:
-            base = f"{base}_"
-        name, i = base, 1
-        while name in taken:
-            i += 1
-            name = f"{base}_{i}"
-        out[header] = check_name(name, f"column {header!r}")
-        taken.add(name)
-    return out
 
 
 def get_field(d: dict, key: str, where: str, types: type | tuple, default: Any = _MISSING) -> Any:
