@@ -119,6 +119,7 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
     from training import tasks
     from training.config import DEFAULT_GATE_CONFIDENCE, DEFAULT_MIN_MARGIN
     from training.judge import gate
+    from training.judge.evaluate import gate_scores
 
     manifest = versions.read_manifest(version_uri)
     task = tasks.task_of(manifest)
@@ -131,7 +132,7 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
     if task.name == tasks.MULTICLASS:
         k = len(manifest.schema.label.names or ()) or outputs.shape[1]
         outputs = np.pad(outputs, ((0, 0), (0, max(k - outputs.shape[1], 0))))
-    scores = gate.gate_scores(task.name, manifest, y, outputs)
+    scores = gate_scores(task.name, manifest, y, outputs)
     checks = gate.evidence_checks(task, manifest, scores, task.baseline(y, manifest), y, outputs,
                                   DEFAULT_MIN_MARGIN if margin is None else margin,
                                   DEFAULT_GATE_CONFIDENCE)

@@ -1,4 +1,6 @@
-"""Held-out evaluation: test reports and the baselines a model is judged against.
+"""Held-out evaluation: test reports and the baselines a model is judged against, and the
+figures the gate judges by (``baseline_outputs``, ``gate_scores``, ``example_losses``,
+``metric_intervals``), which the family choice and the bench reference compute the same way.
 
 With ~23% positives, always answering "not late" scores ~77% accuracy; a model is worth
 blessing (``training.judge.gate``) only if it beats that and chance AUC (0.5) by a margin, on data
@@ -16,6 +18,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 from scipy.stats import rankdata
+
+from etl.versions import Manifest
+from training.models.heads import BINARY, REGRESSION, in_units, transform_of
 
 CHANCE_AUC = 0.5
 
@@ -257,3 +262,72 @@ def _bounds(samples: list[float]) -> list[float]:
         return [float("nan"), float("nan")]
     tail = (1 - LEVEL) / 2 * 100
     return [float(np.percentile(clean, tail)), float(np.percentile(clean, 100 - tail))]
+
+
+# --- the gate's figures: the baseline's answers, scores and per-example losses -------------------
+
+def baseline_outputs(manifest: Manifest, n: int, task: str | None = None) -> np.ndarray:
+    """What the task's baseline answers for ``n`` rows, shaped like the model's outputs (in
+    the learned space), so ``training.judge.evaluate.intervals`` scores both on the same
+    resamples.
+    ``task``: the run's, where the label does not say (an image label is multi-class)."""
+    label, stats = manifest.schema.label, manifest.statistics
+    task = task or label.task_name
+    if task == REGRESSION:
+        mean = float(stats.label.mean) if stats.label else 0.0
+        return np.full((n, 1), math.log1p(mean) if transform_of(label) else mean)
+    counts = {int(k): int(v) for k, v in stats.label_counts.items()}
+    total = sum(counts.values()) or 1
+    if task == BINARY:
+        return np.full((n, 1), counts.get(1, 0) / total)
+    majority = max(counts, key=lambda k: counts[k]) if counts else 0
+    out = np.zeros((n, len(label.class_names)))
+    out[:, majority] = 1.0
+    return out
+
+
+def metric_intervals(manifest: Manifest, rules: dict[str, str], y: np.ndarray,
+                     out: np.ndarray) -> dict[str, Any]:
+    """Bootstrap intervals of the test metrics and of the lead over the baseline; ``rules``:
+    the task's gate (metric -> ``higher`` | ``lower_relative``)."""
+    label = manifest.schema.label
+    score = scorer(label.task_name, len(label.class_names), lambda v: in_units(v, label))
+    higher = {m: rule == "higher" for m, rule in rules.items()}
+    return intervals(score, y, out, baseline_outputs(manifest, len(y)), higher)
+
+
+def gate_scores(task: str, manifest: Manifest, y: np.ndarray, out: np.ndarray,
+                served: bool = False) -> dict[str, float]:
+    """The gate's metrics in plain numpy: of the core's outputs (learned space), or with
+    ``served`` of the exported model's (the target's units, labels as stored), so a model
+    loaded from an earlier run is scored like the new one."""
+    def units(v: np.ndarray) -> np.ndarray:
+        return v if served else in_units(v, manifest.schema.label)
+
+    return scorer(task, out.shape[1], units)(y, out)  # the binary scorer ignores the count
+
+
+def example_losses(task: str, manifest: Manifest, y: np.ndarray,
+                   out: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
+    """(loss name, the model's per-example loss, the baseline's) for the gate's paired test:
+    absolute error in the target's units for a regression (its differences are bounded by
+    the answers' spread, not the target's tail), log loss against the train class
+    frequencies for a classifier."""
+    stats, label = manifest.statistics, manifest.schema.label
+    if task == REGRESSION:
+        truth = in_units(y, label)
+        base = in_units(baseline_outputs(manifest, len(y), task)[:, 0], label)
+        return ("absolute error", np.abs(in_units(out[:, 0], label) - truth),
+                np.abs(base - truth))
+    eps = 1e-7
+    if task == BINARY:
+        yi, p = y.astype(np.int64) == 1, np.clip(out[:, 0], eps, 1 - eps)
+        prior = float(np.clip(baseline_outputs(manifest, 1, task)[0, 0], eps, 1 - eps))
+        return ("log loss", -np.log(np.where(yi, p, 1 - p)),
+                -np.log(np.where(yi, prior, 1 - prior)))
+    k, yi = out.shape[1], y.astype(np.int64)
+    counts = stats.label_counts
+    freq = np.array([int(counts.get(str(i), 0)) for i in range(k)], dtype=np.float64)
+    freq = np.clip(freq / (freq.sum() or 1.0), eps, 1.0)
+    return ("log loss", -np.log(np.clip(out[np.arange(len(yi)), yi], eps, 1.0)),
+            -np.log(freq[yi]))

@@ -36,14 +36,16 @@ from etl.versions import Manifest
 from training import outputs
 from training.config import TrainConfig
 from training.data.tabular import make_dataset
-from training.judge.evaluate import evaluate_split, labels_of, predictions, regression_report
-from training.judge.gate import (
-    auc_lead_bound,
+from training.judge.evaluate import (
+    evaluate_split,
     example_losses,
     gate_scores,
-    lower_bound,
+    labels_of,
     metric_intervals,
+    predictions,
+    regression_report,
 )
+from training.judge.gate import auc_lead_bound, lower_bound
 from training.models.heads import BINARY, REGRESSION, in_units
 from training.models.mlp import build_models, compile_model
 from training.models.tabular import TabularModel

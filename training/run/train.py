@@ -38,14 +38,14 @@ from training.config import (
 )
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
-from training.judge.evaluate import labels_of, predictions, scores_of
-from training.judge.gate import (
-    GateRules,
-    ModelNotBlessedError,
-    check_splits,
+from training.judge.evaluate import (
     gate_scores,
+    labels_of,
     metric_intervals,
+    predictions,
+    scores_of,
 )
+from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
 from training.models.tabular import export_serving
 from training.run import families
 from training.run.families import EVAL_SPLIT, TEST_SPLIT

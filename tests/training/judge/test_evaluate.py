@@ -1,6 +1,7 @@
 """``training.judge.evaluate``: the class and regression reports and the mean baseline on
 hand-checked numbers; bootstrap intervals that cover the point, narrow with more rows, and the
-lead's interval reported beside the gate's point check."""
+lead's interval reported beside the gate's point check; the gate's figures (what the baseline
+answers, each example's loss) on hand-checked numbers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from etl.versions import Manifest
 from training.judge import evaluate
 from training.judge.evaluate import _auc, intervals, scorer, wilson
 from training.judge.gate import baseline_checks
@@ -140,3 +142,25 @@ def test_scores_from_one_prediction_pass_are_what_keras_evaluate_reports() -> No
     assert set(got) == set(want)
     for name, value in want.items():
         assert got[name] == pytest.approx(value, abs=1e-5), name
+
+
+def test_the_baselines_answers_and_each_examples_loss_are_the_gates_figures() -> None:
+    """A binary baseline answers the train prior, a regression's the train mean (learned
+    through log1p where the label is); the paired test's losses are the model's and the
+    baseline's per example: log loss for a classifier, absolute error in the target's units."""
+    binary = Manifest.from_json({"schema": {"label": {"name": "y", "task": "binary"}},
+                                 "statistics": {"label_counts": {"0": 3, "1": 1}}}, "m")
+    assert evaluate.baseline_outputs(binary, 2).tolist() == [[0.25], [0.25]]
+    y, out = np.array([1, 0]), np.array([[0.8], [0.1]])
+    name, model, base = evaluate.example_losses("binary", binary, y, out)
+    assert name == "log loss" and np.allclose(model, [-np.log(0.8), -np.log(0.9)])
+    assert np.allclose(base, [-np.log(0.25), -np.log(0.75)])
+    logged = Manifest.from_json({"schema": {"label": {"name": "price", "task": "regression",
+                                                      "transform": "log1p"}},
+                                 "statistics": {"label": {"mean": 99.0}}}, "m")
+    assert evaluate.baseline_outputs(logged, 1)[0, 0] == pytest.approx(np.log1p(99.0))
+    y, out = np.log1p(np.array([[9.0], [99.0]])).ravel(), np.log1p(np.array([[19.0], [99.0]]))
+    name, model, base = evaluate.example_losses("regression", logged, y, out)
+    assert name == "absolute error" and np.allclose(model, [10.0, 0.0])
+    assert np.allclose(base, [90.0, 0.0])
+

@@ -61,13 +61,13 @@ def _binary(positives: float, n_train: int = 20000) -> Manifest:
 
 
 def _verdict(manifest: Manifest, y: np.ndarray, p: np.ndarray, models: str) -> gate.Blessing:
-    from training.judge.evaluate import intervals, scorer
+    from training.judge.evaluate import baseline_outputs, intervals, scorer
     from training.tasks import TASKS
 
     task, out = TASKS["binary"], p[:, None]
     score = scorer("binary", 2, lambda v: v)
     test = {**score(y, out), "intervals": intervals(
-        score, y, out, gate.baseline_outputs(manifest, len(y)), {"accuracy": True, "auc": True})}
+        score, y, out, baseline_outputs(manifest, len(y)), {"accuracy": True, "auc": True})}
     rules = gate.GateRules(margin=0.01, confidence=0.95, tolerance=0.01)
     blessing, _ = gate.judge(task, manifest, test, task.baseline(y, manifest), (y, out), rules,
                              models, lambda model: {})

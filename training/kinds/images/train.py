@@ -34,8 +34,7 @@ from training.config import (
     read_model_record,
 )
 from training.judge import gate
-from training.judge.evaluate import evaluate_split, predictions
-from training.judge.gate import gate_scores
+from training.judge.evaluate import evaluate_split, gate_scores, predictions
 from training.kinds.images.data import image_feature, make_image_dataset
 from training.kinds.images.model import build_cnn
 from training.models.heads import MULTICLASS
