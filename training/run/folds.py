@@ -1,8 +1,8 @@
 """Small tables judged on more than one split: repeated k-fold over train and eval.
 
-Below ``training.run.families.SMALL_TABLE_ROWS`` rows one small test split is all the evidence
+Below ``training.run.choice.SMALL_TABLE_ROWS`` rows one small test split is all the evidence
 the choice of family and the verdict would get: a 214-row table left 44 test rows, where two
-rows moved accuracy by 5%. There (``training.run.families.cross_validated`` calls
+rows moved accuracy by 5%. There (``training.run.choice.cross_validated`` calls
 ``cross_validate``) every candidate family is fitted ``REPEATS`` times over ``FOLDS``
 stratified folds of the train and eval rows, each fold's rows predicted by a model that never
 saw them. ``cross_validated`` chooses the family on the out-of-fold answers (``keep``: trees,
@@ -31,8 +31,8 @@ from training.data.tabular import feature_map, make_dataset
 from training.models.heads import REGRESSION
 
 # ``run`` below is a ``training.run.families.FitRun`` and ``families`` its ``Family`` objects;
-# families imports this module (for small tables only) and judges its answers, so this one
-# names them without importing them.
+# families and choice import this module (for small tables only) and choice judges its
+# answers, so this one names them without importing them.
 FitRun = Any
 Family = Any
 
@@ -141,7 +141,7 @@ class OutOfFold(NamedTuple):
 
 def cross_validate(run: FitRun, families: dict[str, Family]) -> OutOfFold:
     """Fit each family over ``REPEATS`` x ``FOLDS`` folds of train + eval; their out-of-fold
-    answers (judged by ``training.run.families.cross_validated``)."""
+    answers (judged by ``training.run.choice.cross_validated``)."""
     columns = read_rows(run)
     raw = columns[run.manifest.schema.label.name]
     task, n = run.task.name, len(raw)

@@ -48,6 +48,7 @@ from training.judge.evaluate import (
 from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
 from training.models.tabular import export_serving
 from training.run import families
+from training.run.choice import choose, choose_target
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
 from training.run.runtime import DeviceSetup, Phases, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
@@ -197,10 +198,10 @@ def _fit_and_evaluate(
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
     with phases.phase("fit"):
-        run, done, target = families.choose_target(families.FitRun(
+        run, done, target = choose_target(families.FitRun(
             version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
         manifest = run.manifest
-        fitted, choice, cv = families.choose(run, done)
+        fitted, choice, cv = choose(run, done)
     model, test_ds, ev = fitted.model, fitted.test_ds, fitted.eval
     with phases.phase("evaluate"):
         labels, out = predictions(model, test_ds)  # once: figures, report, intervals, plots

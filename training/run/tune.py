@@ -3,9 +3,9 @@
 
 ``python -m training tune`` fits the trees and the MLP with settings drawn by Optuna's TPE
 sampler (seeded), each fit judged by the figure ``family: auto`` compares
-(``training.run.families.eval_metric``) the way training judges it: on the eval split, or,
-below ``training.run.families.SMALL_TABLE_ROWS`` rows, as the mean out-of-fold figure of
-``training.run.families.cross_validated`` (one small eval split would pick settings by
+(``training.run.choice.eval_metric``) the way training judges it: on the eval split, or,
+below ``training.run.choice.SMALL_TABLE_ROWS`` rows, as the mean out-of-fold figure of
+``training.run.choice.cross_validated`` (one small eval split would pick settings by
 luck); the test split is never looked at. The first trials
 are each family's defaults, so the best found is never worse on eval than what an untuned
 training fits. The search stops at the budget's trials or minutes, whichever comes first (no
@@ -34,7 +34,7 @@ from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge.evaluate import labels_of
 from training.judge.gate import check_splits
 from training.outputs import TUNED_SETTINGS, TuneConfig
-from training.run import families
+from training.run import choice, families
 from training.run.runtime import DeviceSetup, precision_policy, setup_device
 from training.tasks import task_of
 
@@ -76,8 +76,8 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (families.EVAL_SPLIT, families.TEST_SPLIT)},
                  config.min_eval_examples)
-    metric, setup = families.eval_metric(task), setup_device(config.precision, config.devices)
-    folds = families.small_table(manifest)
+    metric, setup = choice.eval_metric(task), setup_device(config.precision, config.devices)
+    folds = choice.small_table(manifest)
     judged = _judged(folds)
     log.info("tune %s on %s: up to %d trials or %g min over %s, judged by %s %s",
              manifest.dataset, manifest.version, budget.trials, budget.minutes,
@@ -91,7 +91,7 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
     if not done:
         raise ValueError(f"tune {manifest.dataset}: no trial finished within {budget.minutes:g} "
                          f"min; raise tune.minutes in the spec or pass --minutes")
-    best = min(done, key=lambda t: families.rank(t["eval"], metric))
+    best = min(done, key=lambda t: choice.rank(t["eval"], metric))
     tuned = outputs.Tuned(
         dataset=manifest.dataset, version=manifest.version,
         label=manifest.schema.label.name, task=task.name,
@@ -140,10 +140,10 @@ def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
     run = families.FitRun(search.version_uri, manifest, str(trial_dir / "run"), search.setup,
                           planned, trial_dir, task_of(manifest), (), weights)
     if search.folds:
-        _, cv, _ = families.cross_validated(run, {family: families.FAMILIES[family]})
+        _, cv, _ = choice.cross_validated(run, {family: families.FAMILIES[family]})
         score = float(cv["families"][family]["mean"])
     else:
-        score = families.eval_figure(run, families.FAMILIES[family].fit(run))
+        score = choice.eval_figure(run, families.FAMILIES[family].fit(run))
     keras.backend.clear_session()
     trials.append({"number": trial.number, "family": family, "defaults": defaults,
                    "settings": settings, "eval": score,

@@ -1,163 +1,28 @@
-"""``training.run.families``: decisions made on the data before the model family is chosen (a
-skewed, non-negative regression target is fitted raw and through log1p, and the lower eval RMSE
-in the target's units keeps its target, recorded in metrics.json and the card), and the choice
-(the first family, trees, is kept unless a later one is better beyond noise)."""
+"""``training.run.families``: the families a run can fit, in the order ``auto`` fits them, each
+able to fit a version and a small table's folds; an MLP epoch as a whole number of executions.
+(Each family fitted: ``test_folds.py`` and ``test_train.py``; which one is kept:
+``test_choice.py``.)"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
-import pytest
-import tensorflow as tf
-
-from etl import pipeline
-from etl.__main__ import main as etl_main
 from etl.versions import Manifest
-from training.config import InputConfig, ModelConfig, TrainConfig
-from training.run.families import SKEWED, keep, lead, skewness
-from training.run.train import train
-
-TREES = TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees"))
+from training.config import InputConfig, TrainConfig
+from training.run.families import FAMILIES, epoch_steps, fit_mlp, fit_trees
 
 
-def _table(path: Path, n: int, seed: int, skewed: bool) -> None:
-    """``n`` rows of two numeric features and a target: log-normal (``skewed``) or normal."""
-    rng = np.random.default_rng(seed)
-    x1, x2 = rng.normal(size=n), rng.normal(size=n)
-    signal = 0.9 * x1 - 0.5 * x2 + rng.normal(0, 0.6, n)
-    y = np.exp(2.0 + signal) if skewed else 50 + 10 * signal
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("x1,x2,price\n" + "".join(
-        f"{a:.4f},{b:.4f},{t:.4f}\n" for a, b, t in zip(x1, x2, y, strict=True)))
+def _train_rows(n: int) -> Manifest:
+    return Manifest.from_json({"splits": {"train": {"num_examples": n}}}, "manifest.json")
 
 
-def _trained(tmp_path: Path, monkeypatch, skewed: bool) -> dict:
-    data = tmp_path / "data"
-    _table(data / "raw" / "prices" / "prices.csv", 1500, 3, skewed)
-    out = tmp_path / "specs" / "prices"
-    assert etl_main(["spec", "init", "--name", "prices", "--source", "raw/prices/prices.csv",
-                     "--root", data.as_uri(), "--label", "price", "--task", "regression",
-                     "--out", str(out)]) == 0
-    monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
-    res = pipeline.run("prices", data.as_uri(), "2100-01-01", run_id="r")
-    return train(res["version_uri"], f"{data.as_uri()}/models", "r", TREES)
+def test_auto_fits_the_trees_first_then_the_mlp() -> None:
+    assert list(FAMILIES) == ["trees", "mlp"]
+    assert (FAMILIES["trees"].fit, FAMILIES["mlp"].fit) == (fit_trees, fit_mlp)
+    assert all(callable(family.folds) for family in FAMILIES.values())
 
 
-def test_skewness_of_a_symmetric_and_a_log_normal_sample() -> None:
-    rng = np.random.default_rng(0)
-    assert abs(skewness(rng.normal(size=5000))) < 0.2
-    assert skewness(np.exp(rng.normal(size=5000))) > 3 * SKEWED
-    assert skewness(np.ones(10)) == 0.0
-
-
-@pytest.mark.timeout(600)
-def test_a_skewed_target_is_decided_on_the_eval_split(tmp_path: Path, monkeypatch) -> None:
-    result = _trained(tmp_path, monkeypatch, skewed=True)
-    m = result["metrics"]
-    choice = m["target_choice"]
-    assert choice["skewness"] > SKEWED and choice["min"] >= 0
-    rmse = choice["eval_rmse"]
-    assert set(rmse) == {"raw", "log1p"} and all(np.isfinite(v) for v in rmse.values())
-    assert choice["chosen"] == min(rmse, key=rmse.get)  # the lower eval RMSE keeps its target
-    assert m["transform"] == (None if choice["chosen"] == "raw" else "log1p")
-    assert m["test"]["rmse"] < m["baseline"]["rmse"] and result["blessing"].blessed
-    # the set family's eval figure is the one ``auto`` compares: squared error in the units
-    assert m["family_choice"]["eval"]["trees"] == pytest.approx(rmse[choice["chosen"]] ** 2,
-                                                                rel=1e-4)
-    run = Path(result["model_uri"].removeprefix("file://"))
-    card = (run / "model_card.md").read_text()
-    assert "Target decided on the data: " + choice["chosen"] in card
-    # the served model answers in the target's units whichever target it learned
-    served = tf.saved_model.load(str(run / "saved_model"))
-    answer = served.serve({"x1": tf.constant([1.0]), "x2": tf.constant([0.0])})
-    value = float(np.asarray(next(iter(answer.values())) if isinstance(answer, dict)
-                             else answer).reshape(-1)[0])
-    assert 5 < value < 60  # exp(2 + 0.9) ~ 18 in the target's units, not its log
-
-
-@pytest.mark.timeout(600)
-def test_a_symmetric_target_stays_raw_and_says_why(tmp_path: Path, monkeypatch) -> None:
-    m = _trained(tmp_path, monkeypatch, skewed=False)["metrics"]
-    choice = m["target_choice"]
-    assert choice["chosen"] == "raw" and "eval_rmse" not in choice
-    assert f"is at most {SKEWED}" in choice["why"] and m["transform"] is None
-
-
-# --- the family kept: trees unless beaten beyond noise ---------------------------------------
-
-def _choice_manifest(task: str, classes: int = 2, transform: str | None = None) -> Manifest:
-    label = {"name": "y", "task": task, **({"transform": transform} if transform else {})}
-    if task != "regression":
-        label.update(names=[f"c{i}" for i in range(classes)], classes=classes)
-    return Manifest.from_json({
-        "dataset": "d", "version": "v", "splits": {"train": {"num_examples": 400}},
-        "schema": {"label": label},
-        "statistics": {"label_counts": {str(i): 100 for i in range(classes)},
-                       "label": {"mean": 0.0}}}, "test")
-
-
-def _binary(n: int, signal: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    score = signal * (y - 0.5) + rng.normal(0, 1, n)
-    return y, (1 / (1 + np.exp(-score)))[:, None]
-
-
-def test_a_binary_challenger_replaces_the_trees_only_beyond_noise() -> None:
-    m = _choice_manifest("binary")
-    y, weak = _binary(300, 0.5, 1)
-    _, strong = _binary(300, 3.0, 1)  # same labels (same seed), far better ranking
-    kept, how = keep("binary", m, y, {"trees": weak, "mlp": strong})
-    assert kept == "mlp" and how.startswith("mlp replaces trees: lead +")
-    # a challenger a hair better: the same answers, one positive row ranked a little higher
-    nudged = weak.copy()
-    nudged[np.flatnonzero(y == 1)[0], 0] += 0.05
-    gained, bound = lead("binary", m, y, weak, nudged)
-    assert gained >= 0 and bound <= 0
-    kept, how = keep("binary", m, y, {"trees": weak, "mlp": nudged})
-    assert kept == "trees" and how.startswith("mlp does not replace trees: lead +")
-    assert how.endswith("(95% one-sided) needs > 0")
-
-
-def test_losses_decide_a_regression_and_a_multiclass_label() -> None:
-    rng = np.random.default_rng(0)
-    y = rng.normal(0, 1, 200)
-    close, far = (y + rng.normal(0, 0.1, 200))[:, None], (y + rng.normal(0, 1, 200))[:, None]
-    reg = _choice_manifest("regression")
-    assert keep("regression", reg, y, {"trees": far, "mlp": close})[0] == "mlp"
-    assert keep("regression", reg, y, {"trees": close, "mlp": far})[0] == "trees"
-    # the same answers but one row: no lead beyond noise, the first family stays
-    one = close.copy()
-    one[0, 0] = y[0]
-    assert keep("regression", reg, y, {"trees": close, "mlp": one})[0] == "trees"
-    labels = rng.integers(0, 3, 200)
-    sure = np.full((200, 3), 0.05)
-    sure[np.arange(200), labels] = 0.9
-    flat = np.full((200, 3), 1 / 3)
-    multi = _choice_manifest("multiclass", 3)
-    assert keep("multiclass", multi, labels, {"trees": flat, "mlp": sure})[0] == "mlp"
-    kept, how = keep("multiclass", multi, labels, {"trees": sure, "mlp": flat})
-    assert kept == "trees" and how.startswith("mlp does not replace trees: lead -")
-
-
-def test_a_log1p_target_is_compared_in_its_units() -> None:
-    """Answers in the learned (log) space are judged by their squared error in the target's
-    units, as the gate and the reference judge them: the family close on the small values
-    (lower log-space loss) loses to the one close on the large values (lower RMSE)."""
-    rng = np.random.default_rng(4)
-    units = np.exp(rng.uniform(0, 10, 400))  # 1 to 22,000: a skewed, non-negative target
-    y, big = np.log1p(units), units > np.median(units)
-    small_right = np.where(big, np.log1p(units * 1.5), y)[:, None]  # 50% off the large ones
-    large_right = np.where(big, np.log1p(units * 1.02), y + 0.5)[:, None]
-    assert np.mean((small_right[:, 0] - y) ** 2) < np.mean((large_right[:, 0] - y) ** 2)
-    reg = _choice_manifest("regression", transform="log1p")
-    kept, how = keep("regression", reg, y, {"trees": small_right, "mlp": large_right})
-    assert kept == "mlp" and how.startswith("mlp replaces trees: lead +"), how
-    assert keep("regression", reg, y, {"trees": large_right, "mlp": small_right})[0] == "trees"
-
-
-def test_a_challenger_without_a_figure_never_replaces() -> None:
-    y, p = _binary(100, 2.0, 3)
-    answers = {"trees": p, "mlp": np.full_like(p, np.nan)}
-    assert keep("binary", _choice_manifest("binary"), y, answers)[0] == "trees"
+def test_an_epoch_is_a_whole_number_of_executions_and_one_step_a_call_over_replicas() -> None:
+    config = TrainConfig(input=InputConfig(batch_size=100), steps_per_execution=16)
+    assert epoch_steps(_train_rows(1300), config) == (13, 13)  # 13 steps: one call of 13
+    assert epoch_steps(_train_rows(1700), config) == (32, 16)  # 17 steps: two calls of 16
+    assert epoch_steps(_train_rows(1700), config, replicas=2) == (17, 1)
+    assert epoch_steps(_train_rows(10), config) == (1, 1)  # at least one step

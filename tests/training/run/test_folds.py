@@ -16,7 +16,8 @@ from etl.versions.manifest import read_manifest
 from tests.support.training_fixtures import drafted_iris
 from training.config import InputConfig, ModelConfig, TrainConfig, plan
 from training.judge.evaluate import predictions
-from training.run.families import SMALL_TABLE_ROWS, FitRun, fit_trees, mlp_folds, trees_folds
+from training.run.choice import SMALL_TABLE_ROWS
+from training.run.families import FitRun, fit_trees, mlp_folds, trees_folds
 from training.run.folds import FOLDS, REPEATS, FoldRows, fold_ids, mapped, read_rows
 from training.run.runtime import setup_device
 from training.run.train import train

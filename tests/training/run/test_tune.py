@@ -14,7 +14,7 @@ from tests.support import training_fixtures as fx
 from training.__main__ import main
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.outputs import TuneConfig, Tuned, read_tuned, write_tuned
-from training.run.families import rank
+from training.run.choice import rank
 from training.run.train import train
 from training.run.tune import tune
 
