@@ -8,6 +8,8 @@ A fresh Airflow home and PostgreSQL database; api-server, scheduler (LocalExecut
 dag-processor and triggerer as real processes (``tests.integration.airflow_stack``), the three
 flights DAGs unpaused. Training takes longer than an ETL run here (TensorFlow's start and a
 fit against a one-day build), so publishes land while a training holds the ``gpu`` pool. The
+backfill is the command docs/AIRFLOW.md gives, and this test also checks what a backfill
+publishes: one version per interval from its own run, LATEST on the newest. The
 spec's arrival wait is 0: the one nightly run the scheduler creates for today's interval fails
 at once (no raw data for it) instead of waiting beside the test. Skips without PostgreSQL, but
 not under CI=true.
@@ -61,6 +63,8 @@ def _unlinked(dsn: str, asset: str, dag_id: str) -> list[tuple]:
 
 def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
         tmp_path: Path, postgres_db: str, processes) -> None:
+    doc = REPO / "docs" / "AIRFLOW.md"  # the command users are told to run
+    assert "airflow " + " ".join(BACKFILL) in doc.read_text(), doc
     env = start(tmp_path, postgres_db, processes, lambda spec: spec + SPEC, LANDED,
                 unpause=DAGS)
     dsn, root = dsn_of(postgres_db), env["PIPELINE_STORAGE_ROOT"]
@@ -109,6 +113,7 @@ def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
         assert all(s == "success" for s, _ in runs.values()), (dag_id, runs, diagnostics())
     published = list_versions(root, "flights")
     assert len(published) == 16 and published[-1] == NEWEST, published
+    _one_version_per_interval(dsn, Path(root.removeprefix("file://")), published)
     for activity in ledger.ACTIVITIES:
         found = {s.version: s for s in ledger.states(root, "flights", activity, published)}
         assert found[NEWEST].state == ledger.DONE, (activity, found[NEWEST])
@@ -146,3 +151,26 @@ def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
     current = json.loads((Path(root.removeprefix("file://")) / "models" / "flights" /
                           "current.json").read_text())
     assert version_key(current["version"]) <= version_key(NEWEST)
+
+
+def _one_version_per_interval(dsn: str, root: Path, published: list[str]) -> None:
+    """Each backfill interval published its own version from its own run, in whatever order
+    the runs went; each version added its day; LATEST is the newest; one event per version."""
+    runs = query_rows(dsn, "SELECT run_id, data_interval_end FROM dag_run WHERE dag_id = "
+                           "'etl_flights' AND run_type = 'backfill' ORDER BY data_interval_end")
+    nightly = [v for v in published if v.endswith("_all")]
+    assert len(runs) == len(nightly) == 14, (runs, nightly)
+    data = root / "datasets" / "flights"
+    sizes = []
+    for (run_id, end), version in zip(runs, nightly, strict=True):
+        manifest = json.loads((data / version / "manifest.json").read_text())
+        assert version.startswith(end.strftime("%Y%m%dT000000Z")), (run_id, end, version)
+        assert manifest["run_id"] == run_id and manifest["layout"] == "segments", manifest
+        sizes.append(manifest["splits"]["train"]["num_examples"])
+    assert 0 < sizes[0] and sizes == sorted(set(sizes)), f"each version adds a day: {sizes}"
+    assert (data / "LATEST").read_text().strip() == NEWEST
+    events = query_rows(dsn, "SELECT extra, source_run_id FROM asset_event WHERE "
+                             "source_dag_id = 'etl_flights'")
+    assert sorted(e["version"] for e, _ in events) == sorted(published), events
+    assert sorted((e["version"], r) for e, r in events if r.startswith("backfill")) == \
+        sorted(zip(nightly, (r for r, _ in runs), strict=True)), events
