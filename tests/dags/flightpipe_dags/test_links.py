@@ -98,3 +98,23 @@ def test_the_predictions_url_opens_the_plugins_predictions_page(tmp_path: Path) 
     assert url.startswith(links.NAV_ROUTE + URL_PREFIX + "/datasets/"), url
     client = TestClient(create_app(built.uri))
     assert client.get(url.removeprefix(links.NAV_ROUTE + URL_PREFIX)).status_code == 200
+
+
+def test_the_drift_warning_tells_moved_values_from_missing_ones(caplog) -> None:
+    """Issue 51: "ten features moved beyond their limits" when eight of them were missing
+    values; the publish task's WARNING names the two kinds apart, with the page."""
+    import logging
+
+    from etl.versions.manifest import Manifest
+
+    rows = [{"name": n, "kind": k, "drifted": True} for n, k in
+            (("dep_hour", "numeric"), ("carrier", "categorical"), ("temp", "missing"),
+             ("wind_speed", "missing"))]
+    manifest = Manifest.from_json({"validation": {"success": True, "drift": {
+        "against": "v1", "features": rows,
+        "drifted": ["dep_hour", "carrier", "temp", "wind_speed"]}}}, "test")
+    with caplog.at_level(logging.WARNING, logger="airflow.task"):
+        links.warn_drift("flights", manifest, "/page")
+    assert caplog.messages == [(
+        "drift flights: values moved beyond their limits in dep_hour, carrier; more values "
+        "missing than their limits allow in temp, wind_speed, against v1; see /page")]
