@@ -6,7 +6,9 @@ details (Airflow 3 operator extra links). The task body knows the page (the vers
 model's run folder) and pushes its URL under the link's XCom key (``remember``); Airflow calls
 ``get_link`` when the task ends and stores what it returns under that key, which is all the
 api-server reads to draw the button (a task that ended without a page has none: the API
-answers null for its link and the UI lists no button).
+answers null for its link and the UI lists no button). Its "Extra Links" heading stays: the UI
+draws it for any task whose serialized operator declares a link, whatever the URLs, and the
+api-server never calls our ``get_link`` (it reads the XCom), so nothing here can hide it.
 
 URLs open the page inside the Airflow UI (the plugin's nav route, deep-linked), under
 ``[api] base_url`` when it is set, else root-relative. The routes mirror
