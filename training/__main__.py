@@ -98,8 +98,11 @@ def run_score(args: argparse.Namespace) -> int:
         raise SystemExit(f"give --root (or ${ROOT_ENV})")
     if args.batch_size < 1:
         raise SystemExit(f"--batch-size {args.batch_size}: expected a positive number of rows")
+    # a path on the command line is a local file, relative to where the command runs (the
+    # scoring form's paths are under the storage root: training.score.run.raw_uris)
+    raw = tuple(p if "://" in p else os.path.abspath(p) for p in args.raw)
     done = score(ScoreOptions(
-        root=args.root, dataset=args.dataset, version=args.version, raw=tuple(args.raw),
+        root=args.root, dataset=args.dataset, version=args.version, raw=raw,
         models_root=args.models_root, batch_size=args.batch_size, spec=args.spec,
         run_id=args.run_id or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())))
     m, dist = done.manifest, done.manifest.get("distribution") or {}

@@ -65,7 +65,7 @@ from etl.segments.plan import (
     window_listing,
 )
 from etl.spec import Spec, load_spec
-from etl.spec.drift import PEER_SIZE, calendar_features, compare
+from etl.spec.drift import PEER_SIZE, calendar_features, compare, drifted_words
 from etl.spec.labels import label_task
 from etl.validation import (
     REASON_COLUMN,
@@ -474,9 +474,9 @@ def _drift(window: Window[Spec, RunInputs]) -> dict[str, Any] | None:
                      previous.verdict.drift_history)
     name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
     if report["drifted"]:
-        log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "
-                    "%s); see the version page's Drift section", name,
-                    ", ".join(report["drifted"]), against, rows, report["baseline"])
+        log.warning("drift %s: %s, against %s (%s new rows; baseline: %s); see the version "
+                    "page's Drift section", name, drifted_words(report), against, rows,
+                    report["baseline"])
     else:
         log.info("drift %s: %d statistic(s) within limits against %s (%s new rows; baseline: "
                  "%s)", name, len(report["features"]), against, rows, report["baseline"])

@@ -86,3 +86,21 @@ def test_a_row_failing_the_checks_is_quarantined_not_scored(wine, tmp_path) -> N
     assert table["sample_id"].astype(int).tolist() == [bad_id]
     reason = table.filter(like="reason").iloc[0, 0]
     assert "magnesium" in reason, reason
+
+
+def test_a_raw_path_under_the_storage_root_is_scored_like_its_uri(wine, tmp_path) -> None:
+    """Issue 51 item 7: the scoring form's "raw/wine/....csv" (a path under the storage root,
+    as the ETL reads a source's) failed with FileNotFoundError: it was opened from the
+    worker's working directory. It now reads under the root, and may not climb out of it."""
+    from etl.errors import PathOutsideRootError
+
+    root, _ = wine
+    folder = root / "raw" / "wine" / "new"
+    folder.mkdir(parents=True, exist_ok=True)
+    raw_uri, rows = _new_rows(root, folder, bad=False)
+    done = score(ScoreOptions(root=root.as_uri(), dataset="wine",
+                              raw=("raw/wine/new/tomorrow.csv",)))
+    m = done.manifest
+    assert m["rows"] == m["scored"] == len(rows) and m["source"]["files"][0]["uri"] == raw_uri
+    with pytest.raises(PathOutsideRootError):
+        score(ScoreOptions(root=root.as_uri(), dataset="wine", raw=("../outside.csv",)))
