@@ -153,7 +153,7 @@ def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
     print(f"\n14 nights + 2 manual windows: {len(published)} versions, {len(trainings)} trained, "
           f"{len(_runs(dsn, 'train_flights'))} training runs ({len(skipped)} skipped), "
           f"{len(_runs(dsn, 'score_flights'))} score runs in {took:.0f} s; events Airflow "
-          f"linked to no run: { {k[1]: len(v) for k, v in orphans.items()} }")
+          f"linked to no run: { {f'{k[0]}->{k[1]}': len(v) for k, v in orphans.items()} }")
 
     url = (f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}/pipeline/datasets/flights"
            "?per_page=50")
