@@ -27,6 +27,7 @@ import pytest
 
 from tests.integration.airflow_stack import DASK_CLUSTER, airflow_env
 from tests.integration.services import free_port, query_rows, wait_for
+from tests.support import ui_links
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]
@@ -266,7 +267,7 @@ def _asset_model_links_its_run(browser, context, base: str, version: str, run_id
 
 def _links_resolve(page, ctx, base: str) -> None:
     frame = next(f for f in page.frames if f != page.main_frame)
-    frame.wait_for_load_state()
+    ui_links.settle(page, frame, frame.url)  # Airflow will not move it while its links are read
     refs = frame.eval_on_selector_all(
         "a[href], img[src], link[href], script[src]",
         "els => els.map(e => e.getAttribute('href') === null ? e.src : e.href)")
