@@ -8,7 +8,8 @@ its help shows), and the test waits for that run to publish and for ``train_flig
 finish. Then every plugin page of the published version is opened from inside the Airflow
 UI frame, light and dark, and every link on it fetched. Screenshots go to
 ``ui-screenshots/operator-first-run/``. ``PIPELINE_ETL_SCHEDULE=none`` keeps the nightly
-schedule from adding runs of its own. Skips without PostgreSQL, but not under CI=true.
+schedule from adding runs of its own. Skips without PostgreSQL or Chromium, but not under
+CI=true.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "ui-screenshots" / "operator-first-run"
 USER, PASSWORD = "operator", "operator-pw"
 # January 2013 (~27k flights): one day is too little for the model to pass its quality gate.
@@ -113,10 +113,9 @@ def _finished(api: Api, processes, dag_id: str, run_type: str | None = None) -> 
     return done[0] if done else None
 
 
-def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, postgres_db: str,
+def test_operator_triggers_a_run_and_browses_what_it_published(chromium: Path, tmp_path: Path,
+                                                                postgres_db: str,
                                                                 processes) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (`make browser`)")
     from playwright.sync_api import expect, sync_playwright
 
     env = _start_airflow(tmp_path, postgres_db, processes)
@@ -138,7 +137,7 @@ def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, p
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM),
+        browser = pw.chromium.launch(executable_path=str(chromium),
                                      args=["--no-sandbox", "--disable-gpu"])
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
