@@ -8,8 +8,9 @@ its help shows), and the test waits for that run to publish and for ``train_flig
 finish. Then every plugin page of the published version is opened from inside the Airflow
 UI frame, light and dark, and every link on it fetched. Screenshots go to
 ``ui-screenshots/operator-first-run/``. ``PIPELINE_ETL_SCHEDULE=none`` keeps the nightly
-schedule from adding runs of its own. Skips without PostgreSQL or Chromium, but not under
-CI=true.
+schedule from adding runs of its own. The specs are the shipped ones, flights' with a small
+training budget (one family, 100 rounds): the pages show whatever the model scored. Skips
+without PostgreSQL or Chromium, but not under CI=true.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pytest
 
 from tests.integration.airflow_stack import DASK_CLUSTER, airflow_env
 from tests.integration.services import free_port, query_rows, wait_for
-from tests.support import ui_links
+from tests.support import specs, ui_links
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]
@@ -45,7 +46,7 @@ def _env(tmp: Path, db_url: str, port: int, dask_port: int) -> dict[str, str]:
     """The shared stack's environment, with a real login (one admin user) and no schedule."""
     (tmp / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
     env = airflow_env(tmp, db_url, port, dask_port)
-    del env["PIPELINE_SPECS_PATH"]  # the repo's own specs
+    specs.budgeted(Path(env["PIPELINE_SPECS_PATH"]), {"flights": specs.ONE_FIT})  # shipped ones
     env.update({
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__CORE__AUTH_MANAGER":
@@ -197,6 +198,7 @@ def _check_published(env: dict[str, str], train_run: str) -> str:
     [metrics] = (root / "models" / "flights" / version).glob("*/metrics.json")
     stored = json.loads(metrics.read_text())
     assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_run), stored
+    assert stored["family"] == "trees", stored["family_choice"]  # the spec's training budget
     assert train_run.startswith("asset_triggered__"), train_run
     return version
 
