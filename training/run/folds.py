@@ -5,10 +5,10 @@ the choice of family and the verdict would get: a 214-row table left 44 test row
 rows moved accuracy by 5%. There (``training.run.families.cross_validated`` calls
 ``cross_validate``) every candidate family is fitted ``TrainConfig.repeats`` times over
 ``TrainConfig.folds`` stratified folds of the train and eval rows (2 x 5 unless set; 0 folds
-skips all this), each fold's rows predicted by a model that never
-saw them. ``cross_validated`` chooses the family on the out-of-fold answers (``keep``: trees,
-unless another is better beyond noise), and the gate judges them (averaged over the repeats,
-one per row) instead of the test split alone; the test split stays held out, is scored once
+skips all this), each fold's rows predicted by a model that never saw them.
+``cross_validated`` chooses the family on the out-of-fold answers (``keep``: trees, unless
+another is better beyond noise), and the gate judges them (averaged over the repeats, one per
+row) instead of the test split alone; the test split stays held out, is scored once
 by the kept family refitted on every train and eval row for the median of where its folds'
 early stopping ended (``training.run.families.Refit``), and is what the current-model
 comparison uses. The figures, per repeat and with intervals, go in metrics.json's
@@ -112,8 +112,9 @@ def read_rows(run: FitRun) -> dict[str, np.ndarray]:
 
 
 def fold_ids(labels: np.ndarray, classified: bool, repeat: int, folds: int) -> np.ndarray:
-    """Each row's fold (of ``folds``) in one repeat: shuffled, then dealt round-robin within each class (a
-    classifier's folds hold every class in its share), or over all rows (a regression)."""
+    """Each row's fold (of ``folds``) in one repeat: shuffled, then dealt round-robin within
+    each class (a classifier's folds hold every class in its share), or over all rows (a
+    regression)."""
     rng = np.random.default_rng(SEED + repeat)
     order = rng.permutation(len(labels))
     out = np.empty(len(labels), np.int64)
