@@ -8,7 +8,9 @@ its help shows), and the test waits for that run to publish and for ``train_flig
 finish. Then every plugin page of the published version is opened from inside the Airflow
 UI frame, light and dark, and every link on it fetched. Screenshots go to
 ``ui-screenshots/operator-first-run/``. ``PIPELINE_ETL_SCHEDULE=none`` keeps the nightly
-schedule from adding runs of its own. Skips without PostgreSQL, but not under CI=true.
+schedule from adding runs of its own. The specs are the shipped ones, flights' with a small
+training budget (one family, 100 rounds): the pages show whatever the model scored. Skips
+without PostgreSQL or Chromium, but not under CI=true.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ import pytest
 
 from tests.integration.airflow_stack import DASK_CLUSTER, airflow_env
 from tests.integration.services import free_port, query_rows, wait_for
+from tests.support import specs, ui_links
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "ui-screenshots" / "operator-first-run"
 USER, PASSWORD = "operator", "operator-pw"
 # January 2013 (~27k flights): one day is too little for the model to pass its quality gate.
@@ -44,7 +46,7 @@ def _env(tmp: Path, db_url: str, port: int, dask_port: int) -> dict[str, str]:
     """The shared stack's environment, with a real login (one admin user) and no schedule."""
     (tmp / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
     env = airflow_env(tmp, db_url, port, dask_port)
-    del env["PIPELINE_SPECS_PATH"]  # the repo's own specs
+    specs.budgeted(Path(env["PIPELINE_SPECS_PATH"]), {"flights": specs.ONE_FIT})  # shipped ones
     env.update({
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__CORE__AUTH_MANAGER":
@@ -112,10 +114,9 @@ def _finished(api: Api, processes, dag_id: str, run_type: str | None = None) -> 
     return done[0] if done else None
 
 
-def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, postgres_db: str,
+def test_operator_triggers_a_run_and_browses_what_it_published(chromium: Path, tmp_path: Path,
+                                                                postgres_db: str,
                                                                 processes) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (`make browser`)")
     from playwright.sync_api import expect, sync_playwright
 
     env = _start_airflow(tmp_path, postgres_db, processes)
@@ -137,7 +138,7 @@ def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, p
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM),
+        browser = pw.chromium.launch(executable_path=str(chromium),
                                      args=["--no-sandbox", "--disable-gpu"])
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
@@ -197,6 +198,7 @@ def _check_published(env: dict[str, str], train_run: str) -> str:
     [metrics] = (root / "models" / "flights" / version).glob("*/metrics.json")
     stored = json.loads(metrics.read_text())
     assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_run), stored
+    assert stored["family"] == "trees", stored["family_choice"]  # the spec's training budget
     assert train_run.startswith("asset_triggered__"), train_run
     return version
 
@@ -266,7 +268,7 @@ def _asset_model_links_its_run(browser, context, base: str, version: str, run_id
 
 def _links_resolve(page, ctx, base: str) -> None:
     frame = next(f for f in page.frames if f != page.main_frame)
-    frame.wait_for_load_state()
+    ui_links.settle(page, frame, frame.url)  # Airflow will not move it while its links are read
     refs = frame.eval_on_selector_all(
         "a[href], img[src], link[href], script[src]",
         "els => els.map(e => e.getAttribute('href') === null ? e.src : e.href)")

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from etl.__main__ import main as etl_main
 from tests.training.score.conftest import FAST
+from training.config import read_model_record
 from training.judge.current import promote, read_current
 from training.run.train import train
 from training.score.publish import read_predictions
@@ -31,10 +32,12 @@ def wine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
                      "--interval-end", "2026-01-01"]) == 0
     version = next((root / "datasets" / "wine").glob("2026*"))
     result = train(version.as_uri(), f"{uri}/models", "run-1",
-                   FAST.with_overrides(min_eval_examples=10, min_margin=0.0))
+                   FAST.with_overrides(min_eval_examples=10, min_margin=0.0, folds=0))
     if not result["promoted"]:  # scoring is under test, not the gate: make the run current
         _, token = read_current(f"{uri}/models", "wine")
-        assert promote(f"{uri}/models", result["metrics"], "accuracy", token)
+        record = read_model_record(result["model_uri"])
+        assert record is not None and promote(f"{uri}/models", record, "accuracy", token)
+    assert read_current(f"{uri}/models", "wine")[0].run == "run-1"
     return root, result
 
 
