@@ -18,8 +18,10 @@ root logger is at INFO and routes every propagating record:
   notice, oneDNN and CUDA-stub INFO lines). ``import_quietly`` holds file descriptor 2
   during that import and TensorFlow's first GPU query, and passes on only records at WARNING
   or above, less the cuInit "error" of a machine without an NVIDIA driver. On such a machine,
-  TensorFlow's CPU-fallback "error" during a fit (oneDNN and DT_INT32) is filtered out of
-  stderr for the rest of the process.
+  two known-harmless native "errors" of a fit are filtered out of stderr for the rest of the
+  process, each by its exact text: TensorFlow's CPU fallback (oneDNN and DT_INT32), and
+  grappler's "topological sort failed" on the trees' walk loop (an optimizer pass it skips;
+  every training logged it twice a graph).
 
 ``configure`` is called by the command lines (with a handler), by each DAG task body (Airflow
 owns the handlers, so only levels change) and, through ``dask_setup``, by every Dask worker.
@@ -68,6 +70,14 @@ NVIDIA_DRIVER = "/proc/driver/nvidia/version"
 # back to the default Eigen-based implementation if present." Nothing failed.
 CPU_FALLBACK_NOTICE = re.compile(r"^E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] oneDNN supports "
                                  r"DT_INT32 only on platforms with AVX-512")
+# Grappler's dependency optimizer gives up on a graph with a loop it cannot order (the
+# compiled forest's tf.while_loop, ``training.models.forest``) and says so as an error, twice
+# a graph: "E0000 ... dependency_optimizer.cc:773] Iteration = 0, topological sort failed with
+# message: The graph couldn't be sorted in topological order." The pass is skipped; the graph
+# runs as built.
+GRAPPLER_SORT_NOTICE = re.compile(
+    r"^E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ dependency_optimizer\.cc:\d+\] Iteration = \d+, "
+    r"topological sort failed with message: The graph couldn't be sorted in topological order")
 _HANDLER_NAME = "flightpipe"
 _applied: dict[str, int] = {}  # the library level configure() chose in this process
 _pending_filter: list[int] = []  # a filter's pipe, put on fd 2 once the held import ends
@@ -152,7 +162,7 @@ def import_quietly(name: str = "tensorflow") -> ModuleType:
             if name == "tensorflow":  # its CUDA platform starts on the first device query
                 module.config.list_physical_devices("GPU")
                 if not os.path.exists(NVIDIA_DRIVER):
-                    _filter_stderr(CPU_FALLBACK_NOTICE, saved)
+                    _filter_stderr((CPU_FALLBACK_NOTICE, GRAPPLER_SORT_NOTICE), saved)
             return module
         finally:
             sys.stderr.flush()
@@ -172,9 +182,9 @@ def import_quietly(name: str = "tensorflow") -> ModuleType:
                 os.write(2, b"".join(kept))
 
 
-def _filter_stderr(drop: re.Pattern[str], target: int) -> None:
+def _filter_stderr(drop: tuple[re.Pattern[str], ...], target: int) -> None:
     """From now on, lines written to fd 2 reach ``target`` (a dup of the real stderr) through a
-    pipe that leaves out those matching ``drop``; at exit the pipe is drained.
+    pipe that leaves out those matching one of ``drop``; at exit the pipe is drained.
 
     Only on machines without an NVIDIA driver: a GPU crash's last native line must never wait
     in a pipe when the process aborts.
@@ -185,7 +195,8 @@ def _filter_stderr(drop: re.Pattern[str], target: int) -> None:
     def pump() -> None:
         with os.fdopen(read_fd, "rb") as source:
             for line in source:
-                if not drop.match(line.decode(errors="replace")):
+                text = line.decode(errors="replace")
+                if not any(pattern.match(text) for pattern in drop):
                     os.write(out, line)
 
     thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)

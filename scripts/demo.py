@@ -38,9 +38,9 @@ SUMMARY = re.compile(r"\[info\s*\] (.+?)\s+\[(?:etl\.pipeline|training\.outputs)
 TAIL_LINES = 40
 # What to do next in the UI: README "The first UI run" (a test holds the Params to it).
 FIRST_UI_RUN = ("Next, in the Airflow UI (make standalone, http://localhost:8080): unpause "
-                "train_flights, trigger etl_flights with interval_end = 2014-01-01 and "
-                "window_days = 7: it publishes a new version and trains on it. README: "
-                "'The first UI run'.")
+                "train_flights and score_flights, trigger etl_flights with interval_end = "
+                "2014-01-01 and window_days = 7: it publishes a new version, trains on it and "
+                "scores it. README: 'The first UI run'.")
 
 
 class StepFailed(Exception):

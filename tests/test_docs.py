@@ -146,3 +146,21 @@ def test_a_planted_broken_link_or_anchor_is_caught(tmp_path: Path) -> None:
         readme + "docs/AIRFLOW.md#no-such (no heading #no-such in AIRFLOW.md)",
         ui + "../README.md#what-the-demo-did (no heading #what-the-demo-did in README.md)",
     ]
+
+
+def test_the_first_ui_run_unpauses_every_dag_it_needs_and_ends_on_predictions() -> None:
+    """Issue 51 item 7: the README's first UI run produced no predictions, `score_flights`
+    staying paused (every DAG starts paused) with nothing saying so. Its steps, and the
+    demo's last line that points to them, unpause both consumers of the publish."""
+    import sys
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## The first UI run", 1)[1].split("\n## ", 1)[0]
+    first = section.split("\n1. ", 1)[1].split("\n2. ", 1)[0]
+    assert "Unpause `train_flights` and `score_flights`" in first, first
+    assert "**Predictions page**" in section and "`score` task" in section
+    sys.path.insert(0, str(REPO / "scripts"))
+    import demo
+
+    assert "unpause train_flights and score_flights" in demo.FIRST_UI_RUN
+    assert demo.FIRST_UI_RUN in text  # the README's copy of what the demo prints

@@ -104,8 +104,12 @@ def test_the_route_is_what_a_flights_run_and_its_training_execute(tmp_path):
     assert land.returncode == 0, land.stderr[-3000:]
     executed = _trace(tmp_path / "etl.txt", env, "etl", "run", "--dataset", "flights",
                       "--interval-end", "2013-01-08")
+    # both families on a small budget (docs/TRAINING.md): the route is which modules run, not
+    # for how many optimizer steps (64, not the budget chosen from the train size) or boosting
+    # rounds (50, not up to 3,000)
     for path, how in _trace(tmp_path / "train.txt", env, "training", "train", "--dataset",
-                            "flights", "--version", "latest").items():
+                            "flights", "--version", "latest", "--step-budget", "64",
+                            "--max-rounds", "50").items():
         executed[path] = "call" if "call" in (how, executed.get(path)) else how
     entries, infra = route_of(DOC.read_text(encoding="utf-8"))
 

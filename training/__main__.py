@@ -74,6 +74,32 @@ def _add_gate_args(t: argparse.ArgumentParser, d: TrainConfig) -> None:
                         "the model is written either way and only a blessed one becomes current)")
 
 
+def _folds(text: str) -> int:
+    """``--folds``: a count of 2 or more, or 0 / off for no k-fold."""
+    value = 0 if text.strip().lower() == "off" else int(text)
+    if value < 0 or value == 1:
+        raise argparse.ArgumentTypeError(f"expected 0 or off (no k-fold) or 2 or more, got {text}")
+    return value
+
+
+def _add_budget_args(t: argparse.ArgumentParser, d: TrainConfig) -> None:
+    """What a run may spend: families fitted, epochs or steps, boosting rounds, a small table's
+    k-fold. A flag left at its default leaves the spec's ``training:`` key of that name."""
+    g = t.add_argument_group("budget (the spec's training: block sets these too; a flag wins)")
+    g.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
+                   help="model family; auto fits both and keeps the better on eval (%(default)s)")
+    g.add_argument("--epochs", type=int, default=d.epochs, help="upper bound (%(default)s)")
+    g.add_argument("--step-budget", type=int, default=None,
+                   help="optimizer steps of the run (default: from the train size)")
+    g.add_argument("--max-rounds", type=int, default=d.model.max_rounds,
+                   help="boosting rounds at most; early stopping usually ends sooner (%(default)s)")
+    g.add_argument("--folds", type=_folds, default=d.folds,
+                   help="a table under 1,000 rows: k of its repeated k-fold, which chooses the "
+                        "family and judges it; 0 or off: chosen on eval, judged on test (%(default)s)")
+    g.add_argument("--repeats", type=int, default=d.repeats,
+                   help="repeats of that k-fold (%(default)s)")
+
+
 def _add_score_args(sub: Any) -> None:
     c = sub.add_parser("score", help="the current model's predictions for a version's window, "
                        "or for raw rows with no label yet, published under predictions/")
@@ -98,8 +124,11 @@ def run_score(args: argparse.Namespace) -> int:
         raise SystemExit(f"give --root (or ${ROOT_ENV})")
     if args.batch_size < 1:
         raise SystemExit(f"--batch-size {args.batch_size}: expected a positive number of rows")
+    # a path on the command line is a local file, relative to where the command runs (the
+    # scoring form's paths are under the storage root: training.score.run.raw_uris)
+    raw = tuple(p if "://" in p else os.path.abspath(p) for p in args.raw)
     done = score(ScoreOptions(
-        root=args.root, dataset=args.dataset, version=args.version, raw=tuple(args.raw),
+        root=args.root, dataset=args.dataset, version=args.version, raw=raw,
         models_root=args.models_root, batch_size=args.batch_size, spec=args.spec,
         run_id=args.run_id or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())))
     m, dist = done.manifest, done.manifest.get("distribution") or {}
@@ -132,7 +161,6 @@ def build_parser() -> argparse.ArgumentParser:
     d = TrainConfig()
     t.add_argument("--models-root", help="default: <root>/models")
     t.add_argument("--run", help="run folder name; reuse it to resume (default: cli-<UTC time>)")
-    t.add_argument("--epochs", type=int, default=d.epochs, help="upper bound (%(default)s)")
     t.add_argument("--steps-per-epoch", type=int, default=None, help="default: one pass")
     t.add_argument("--patience", type=int, default=d.patience, help="early stopping (%(default)s)")
     t.add_argument("--learning-rate", type=float, default=d.model.learning_rate)
@@ -147,14 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure the stall ratio on this many batches first (default: off)")
     t.add_argument("--seed", type=int, default=d.seed, help="weight init seed (%(default)s)")
     t.add_argument("--overwrite", action="store_true", help="retrain a finished run")
-    t.add_argument("--step-budget", type=int, default=None,
-                   help="optimizer steps of the run (default: from the train size)")
     t.add_argument("--class-weights", choices=["auto", "balanced", "none"], default=d.class_weights,
                    help="auto: balanced when the largest class is 5x the smallest")
     t.add_argument("--lr-schedule", choices=["cosine", "constant"], default=d.model.lr_schedule)
     _add_gate_args(t, d)
-    t.add_argument("--family", choices=["auto", "trees", "mlp"], default=d.model.family,
-                   help="model family; auto fits both and keeps the better on eval (%(default)s)")
+    _add_budget_args(t, d)
     _add_tune_parser(sub)
     s = sub.add_parser("show", help="the dataset's current (blessed) model")
     s.add_argument("--root", default=os.environ.get(ROOT_ENV),
@@ -209,10 +234,9 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
     return f"{parts[0]}/models"
 
 
-def run_train(args: argparse.Namespace) -> dict[str, Any]:
-    from training.run.train import train
-
-    vuri = version_uri(args)
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The run's settings from the ``train`` flags; one left at its default leaves the spec's
+    ``training:`` key (``training.config.spec_overrides``)."""
     config = replace(
         TrainConfig(), input=input_config(args), epochs=args.epochs,
         steps_per_epoch=args.steps_per_epoch, patience=args.patience, min_margin=args.min_margin,
@@ -223,9 +247,17 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
         step_budget=args.step_budget, class_weights=args.class_weights,
         gate_confidence=args.gate_confidence, promote_tolerance=args.promote_tolerance,
         min_eval_examples=args.min_eval_examples, fail_unblessed=args.fail_unblessed,
+        folds=args.folds, repeats=args.repeats,
     )
-    config = config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule,
-                                   family=args.family)
+    return config.with_overrides(learning_rate=args.learning_rate, lr_schedule=args.lr_schedule,
+                                 family=args.family, max_rounds=args.max_rounds)
+
+
+def run_train(args: argparse.Namespace) -> dict[str, Any]:
+    from training.run.train import train
+
+    vuri = version_uri(args)
+    config = train_config(args)
     run = args.run or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())
     result = train(vuri, models_root(args, vuri), run, config)
     print_result(result)

@@ -46,6 +46,7 @@ DEFAULT_TREE_LEARNING_RATE = 0.05
 DEFAULT_NUM_LEAVES = 0  # 0: 31 leaves, 63 from 50,000 train rows (training.models.trees)
 DEFAULT_MAX_ROUNDS = 3000  # boosting rounds at most; early stopping usually ends sooner
 DEFAULT_EARLY_STOPPING_ROUNDS = 100
+DEFAULT_FOLDS, DEFAULT_REPEATS = 5, 2  # a small table's k-fold (training.run.folds); 0 folds: off
 
 PRECISIONS = ("auto", "mixed_float16", "float32")
 LR_SCHEDULES = ("cosine", "constant")
@@ -307,6 +308,9 @@ class TrainConfig:
             before training and report it in metrics.json.
         work_dir: Local scratch for outputs before upload; None = a temp dir.
         overwrite: Retrain even if the run folder already holds a finished run.
+        folds, repeats: A small table's (``training.run.families.SMALL_TABLE_ROWS``) family
+            choice and verdict: ``repeats`` x ``folds``-fold over train and eval; 0 folds skips
+            it (chosen on eval, judged on test, as a larger table is).
     """
 
     input: InputConfig = field(default_factory=InputConfig)
@@ -329,9 +333,15 @@ class TrainConfig:
     gate_confidence: float = DEFAULT_GATE_CONFIDENCE
     promote_tolerance: float = DEFAULT_PROMOTE_TOLERANCE
     fail_unblessed: bool = False
+    folds: int = DEFAULT_FOLDS
+    repeats: int = DEFAULT_REPEATS
 
     def __post_init__(self) -> None:
-        _positive(self, "epochs", "patience", "steps_per_execution", "min_eval_examples")
+        _positive(self, "epochs", "patience", "steps_per_execution", "min_eval_examples",
+                  "repeats")
+        if not isinstance(self.folds, int) or self.folds < 0 or self.folds == 1:
+            raise ValueError(f"TrainConfig.folds: expected 0 (no k-fold) or 2 or more, got "
+                             f"{self.folds!r}")
         if self.step_budget is not None and self.step_budget <= 0:
             raise ValueError(f"TrainConfig.step_budget: expected > 0 or None, got {self.step_budget}")
         if self.class_weights not in CLASS_WEIGHTS:
@@ -426,38 +436,6 @@ def _autotune_or_positive(obj: object, *names: str) -> None:
             raise ValueError(
                 f"{type(obj).__name__}.{name}: expected AUTOTUNE (-1) or a positive int, got {value!r}"
             )
-
-
-@dataclass(frozen=True)
-class ImageTrainConfig:
-    """Settings of an image run; defaults suit small images on a few CPU cores."""
-
-    batch_size: int = 64
-    epochs: int = 30
-    patience: int = 5
-    learning_rate: float = 3e-3
-    min_margin: float = 0.2  # test accuracy over the majority-class baseline
-    filters: tuple[int, ...] = (32, 64)
-    dense_units: int = 128
-    dropout: float = 0.3
-    image_size: tuple[int, int] | None = None  # None: the manifest's shape
-    cache: bool = True
-    shuffle_buffer: int = 4096
-    seed: int = 42
-
-    @classmethod
-    def from_train_config(cls, config: TrainConfig) -> ImageTrainConfig:
-        """Take epochs / batch_size / min_margin / seed only where the caller changed them."""
-        base, out = TrainConfig(), {}
-        if config.epochs != base.epochs:
-            out["epochs"] = config.epochs
-        if config.input.batch_size != base.input.batch_size:
-            out["batch_size"] = config.input.batch_size
-        if config.min_margin != base.min_margin:
-            out["min_margin"] = config.min_margin
-        if config.seed != base.seed:
-            out["seed"] = config.seed
-        return cls(**out)
 
 
 # --- settings chosen from the data ----------------------------------------------------------

@@ -36,11 +36,12 @@ TABULAR_INPUTS = "It takes the raw feature values; normalization and vocabularie
 
 
 def plot_learning_curves(
-    history: dict[str, list[float]], out_dir: Path, first_epoch: int = 1
+    history: dict[str, list[float]], out_dir: Path, first_epoch: int = 1, unit: str = "epoch"
 ) -> list[Path]:
-    """One PNG per metric, train vs eval by epoch (matplotlib's Agg: no display needed).
+    """One PNG per metric, train vs eval by ``unit`` (``step_unit``: an epoch, or the trees'
+    boosting round; matplotlib's Agg: no display needed).
 
-    ``first_epoch`` is the 1-based number of the first epoch in ``history`` (a resumed run
+    ``first_epoch`` is the 1-based number of the first step in ``history`` (a resumed run
     starts later).
     """
     plt = _pyplot()
@@ -54,9 +55,9 @@ def plot_learning_curves(
         ax.plot(epochs, history[name], marker="o", label="train")
         if f"val_{name}" in history:
             ax.plot(epochs, history[f"val_{name}"], marker="o", label="eval")
-        ax.set_xlabel("epoch")
+        ax.set_xlabel(unit)
         ax.set_ylabel(name)
-        ax.set_title(f"{name} by epoch")
+        ax.set_title(f"{name} by {unit.split()[-1]}")  # "loss by round" for trees
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
@@ -149,7 +150,7 @@ def write_run_files(out: Path, metrics: ModelRecord, hyperparameters: dict[str, 
     """Learning curves, the model card and ``label.json`` (the output's description: task,
     class names in output order, target transform) beside the saved model; the file list."""
     plot_learning_curves(metrics.history, out / PLOTS_DIR,
-                         first_epoch=metrics.resumed_from_epoch + 1)
+                         first_epoch=metrics.resumed_from_epoch + 1, unit=step_unit(metrics))
     (out / CARD_FILE).write_text(model_card(metrics, hyperparameters, about, names, inputs))
     names = metrics.classes
     if metrics.task == "binary" and names:  # the positive class, by name
@@ -296,22 +297,28 @@ def _fit_line(metrics: ModelRecord) -> str:
             f"{metrics.best_epoch}), resumed from epoch {metrics.resumed_from_epoch}")
 
 
+def step_unit(metrics: ModelRecord) -> str:
+    """What one of ``epochs_run`` is: a boosting round of the trees, else an epoch; every
+    place that shows the fit's length (log line, card, plots) says it with this word."""
+    return "boosting round" if metrics.trees else "epoch"
+
+
 def _steps_word(metrics: ModelRecord) -> str:
-    """What ``epochs_run`` counts: the trees' boosting rounds, else the network's epochs."""
-    return "boosting round(s) (trees)" if metrics.family == "trees" else "epoch(s)"
+    return f"{step_unit(metrics)}(s)" + (" (trees)" if metrics.trees else "")
 
 
 def log_summary(metrics: ModelRecord, run_uri: str,
                 names: tuple[str, ...] = ("accuracy", "auc")) -> None:
     """The training task's one line: data, epochs, the task's test metrics (``names``)
-    against the baseline, time."""
+    against the baseline, the kept family's own fit time (not the fit phase's)."""
     fit = metrics.fit_seconds
     run, most = metrics.epochs_run, metrics.epochs
     epochs = f"{run}/{most}" if most else f"{run}"
     device = f" on {metrics.device}" if metrics.device else ""
-    log.info("train %s on %s: %s %s%s%s, fit %s -> %s", metrics.dataset,
+    log.info("train %s on %s: %s %s%s%s, %s %s -> %s", metrics.dataset,
              metrics.version, epochs, _steps_word(metrics), device,
              "".join(_pair(metrics, n) for n in names),
+             f"fit of the kept family ({metrics.family})" if metrics.family else "fit",
              f"{fit:.1f} s" if isinstance(fit, (int, float)) else "?", run_uri)
 
 

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 _LOG = logging.getLogger("airflow.task")
+# The XCom a skipped task leaves with its reason, for the dataset page (``pipeline_ui.runs``):
+# Airflow stores no word of a skip (the exception's message reaches the task log only).
+SKIP_KEY = "skipped"
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,18 @@ def log_events(dataset: str, events: Iterable[Any], activity: str) -> None:
 
 
 def skip(reason: str) -> NoReturn:
-    """End the task skipped, the reason in its log (a skipped task's log is its only word)."""
+    """End the task skipped, the reason in its log and in its ``SKIP_KEY`` XCom, which the
+    dataset page shows beside the run (called outside a task, by a test, the log only)."""
+    from airflow.sdk import get_current_context
     from airflow.sdk.exceptions import AirflowSkipException
 
     _LOG.warning("%s", reason)
+    try:
+        ti = get_current_context()["ti"]
+    except RuntimeError:  # "no context was found": not running as an Airflow task
+        ti = None
+    if ti is not None:
+        ti.xcom_push(key=SKIP_KEY, value=reason)
     raise AirflowSkipException(reason)
 
 

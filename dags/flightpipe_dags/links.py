@@ -7,7 +7,9 @@ results of the version it did not publish (``failed_validation``). The task body
 model's run folder) and pushes its URL under the link's XCom key (``remember``); Airflow calls
 ``get_link`` when the task ends and stores what it returns under that key, which is all the
 api-server reads to draw the button (a task that ended without a page has none: the API
-answers null for its link and the UI lists no button).
+answers null for its link and the UI lists no button). Its "Extra Links" heading stays: the UI
+draws it for any task whose serialized operator declares a link, whatever the URLs, and the
+api-server never calls our ``get_link`` (it reads the XCom), so nothing here can hide it.
 
 URLs open the page inside the Airflow UI (the plugin's nav route, deep-linked), under
 ``[api] base_url`` when it is set, else root-relative. The routes mirror
@@ -160,9 +162,10 @@ def warn_drift(dataset: str, manifest: Manifest, page: str) -> None:
     the version is not published yet when it is logged)."""
     import logging
 
+    from etl.spec.drift import drifted_words  # pure Python, in the task body only
+
     drift = manifest.verdict.drift
-    drifted = drift.get("drifted") if isinstance(drift, dict) else None
-    if drifted:
+    said = drifted_words(drift) if isinstance(drift, dict) else ""
+    if said:
         logging.getLogger("airflow.task").warning(
-            "drift %s: %s moved beyond their limits against %s; see %s", dataset,
-            ", ".join(str(d) for d in drifted), drift.get("against"), page)
+            "drift %s: %s, against %s; see %s", dataset, said, drift.get("against"), page)

@@ -136,14 +136,13 @@ def training_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def skip_already_published(dataset: str, result: Mapping[str, Any]) -> None:
-    """Skip publish saying why in its own log: the run is green but published nothing."""
-    from airflow.sdk.exceptions import AirflowSkipException
+    """Skip publish saying why in its own log (and on the dataset page): the run is green
+    but published nothing."""
+    from flightpipe_dags import choice
 
-    reason = (f"Nothing published: version {result['version']} of {dataset} already exists at "
-              f"{result['version_uri']} (no Asset event, no training). Trigger with "
-              "force_republish to publish a new revision.")
-    logging.getLogger("airflow.task").warning(reason)
-    raise AirflowSkipException(reason)
+    choice.skip(f"Nothing published: version {result['version']} of {dataset} already exists "
+                f"at {result['version_uri']} (no Asset event, no training). Trigger with "
+                "force_republish to publish a new revision.")
 
 
 def metrics_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:

@@ -191,6 +191,30 @@ def _label(judge: _Judge, new: Any, limits: DriftLimits, few: bool) -> None:
                   lambda p: p.label)
 
 
+def drifted_by_kind(report: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(features whose values moved beyond their limits: a mean, PSI or label shift;
+    features whose share of missing values rose beyond its limit) of a drift report. A
+    feature whose values vanish is the second kind, not the first. A report without rows
+    (written by hand, or old) has its ``drifted`` names all of the first kind."""
+    rows = [r for r in report.get("features") or [] if isinstance(r, Mapping) and r.get("drifted")]
+    if not rows:
+        return [str(n) for n in report.get("drifted") or []], []
+    moved = [str(r.get("name")) for r in rows if r.get("kind") != "missing"]
+    missing = [str(r.get("name")) for r in rows if r.get("kind") == "missing"]
+    return list(dict.fromkeys(moved)), list(dict.fromkeys(missing))
+
+
+def drifted_words(report: Mapping[str, Any]) -> str:
+    """What drifted, in words for a log line or a page: "values moved beyond their limits in
+    temp, carrier; more values missing than their limits allow in wind_speed"; "" when
+    nothing drifted. Eight features gone missing used to read as ten that "moved"."""
+    moved, missing = drifted_by_kind(report)
+    return "; ".join(
+        ([f"values moved beyond their limits in {', '.join(moved)}"] if moved else [])
+        + ([f"more values missing than their limits allow in {', '.join(missing)}"]
+           if missing else []))
+
+
 def _baseline(peers: Sequence[Mapping[str, Any]], history: Mapping[str, list[float]]) -> str:
     nights = max((len(v) for v in history.values()), default=0)
     seen = f"{len(peers)} comparable earlier segments and {nights} earlier nights' figures"

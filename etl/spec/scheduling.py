@@ -50,6 +50,8 @@ TRAINING_KEYS: dict[str, tuple[type, float | None, float | None]] = {
     "embedding_max_dim": (int, 1, None), "step_budget": (int, 1, None),
     "min_eval_examples": (int, 1, None), "class_weights": (str, None, None),
     "lr_schedule": (str, None, None), "family": (str, None, None),
+    # the budget: boosting rounds at most, a small table's k-fold (folds 0 or off: none)
+    "max_rounds": (int, 1, None), "folds": (int, 0, None), "repeats": (int, 1, None),
 }
 # Settings that take one of a few words (training.config: CLASS_WEIGHTS, LR_SCHEDULES, FAMILIES).
 TRAINING_CHOICES = {"class_weights": ("auto", "balanced", "none"),
@@ -276,6 +278,11 @@ def _training(d: Any, where: str) -> dict[str, Any]:
             raise SpecSettingsError(f"{where}.{key}: unknown training setting; expected one "
                                     f"of {sorted(TRAINING_KEYS)}")
         kind, low, high = TRAINING_KEYS[key]
+        if key == "folds" and value in (False, "off", 1):  # YAML reads `off` as false
+            if value == 1:
+                raise SpecSettingsError(f"{where}.folds: expected 0 or off (no k-fold) or an "
+                                        f"int >= 2, got {value!r}")
+            value = 0
         if kind is str:
             if value not in TRAINING_CHOICES[key]:
                 raise SpecSettingsError(f"{where}.{key}: expected one of "

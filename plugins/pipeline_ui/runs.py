@@ -1,11 +1,14 @@
 """Each dataset's recent DAG runs, from Airflow's metadata database: what storage cannot show.
 
 Storage holds only what was published; a run that failed, was refused or is still waiting for
-late data left nothing there. Inside the api-server the plugin reads the runs of ``etl_<name>``
-and ``train_<name>`` with Airflow's ORM (the session the api-server itself uses), the last
-started first (a run not started yet, queued, above them), and the task that says why a run
-is where it is (a deferred ``wait_for_data``, with what it waits for and until when, from the
-XCom it left: ``flightpipe_dags.wait``; a failed ``build``, a skipped ``publish``). A dataset with DAGs but nothing published is still listed.
+late data left nothing there. Inside the api-server the plugin reads the runs of ``etl_<name>``,
+``train_<name>`` and ``score_<name>`` with Airflow's ORM (the session the api-server itself
+uses), the last started first (a run not started yet, queued, above them), and the task that
+says why a run is where it is (a deferred ``wait_for_data``, with what it waits for and until
+when, from the XCom it left: ``flightpipe_dags.wait``; a failed ``build``; a skipped ``train``,
+``score`` or ``publish`` with its reason, from the XCom ``flightpipe_dags.choice.skip`` left:
+Airflow keeps no word of a skip but the task log). A dataset with DAGs but nothing published
+is still listed.
 Standalone (tests, no Airflow) the app gets no run source and shows none.
 """
 
@@ -15,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-DAG_PREFIXES = ("etl_", "train_")
-RECENT_RUNS = 10
+DAG_PREFIXES = ("etl_", "train_", "score_")
+RECENT_RUNS = 15
 # A task in one of these states explains its run's state, most telling first.
 _TELLING = ("deferred", "failed", "up_for_retry", "upstream_failed", "running", "queued",
             "skipped")
@@ -33,7 +36,7 @@ class RunRow:
     run_after: datetime | None
     start: datetime | None
     end: datetime | None
-    note: str = ""  # e.g. "wait_for_data deferred", "build failed", "publish skipped"
+    note: str = ""  # e.g. "wait_for_data deferred", "build failed", "train skipped: <why>"
 
 
 class RunSource(Protocol):
@@ -43,7 +46,8 @@ class RunSource(Protocol):
 
 
 def dataset_of(dag_id: str) -> str | None:
-    """``etl_flights`` / ``train_flights`` -> ``flights``; other DAGs are not ours."""
+    """``etl_flights`` / ``train_flights`` / ``score_flights`` -> ``flights``; other DAGs are
+    not ours."""
     for prefix in DAG_PREFIXES:
         if dag_id.startswith(prefix) and len(dag_id) > len(prefix):
             return dag_id[len(prefix):]
@@ -51,6 +55,7 @@ def dataset_of(dag_id: str) -> str | None:
 
 
 WAITING_TASK, WAITING_KEY = "wait_for_data", "waiting"  # flightpipe_dags.wait's XCom
+SKIP_KEY = "skipped"  # flightpipe_dags.choice.skip's XCom: a skipped task's reason
 
 
 def waiting_note(waiting: Any) -> str:
@@ -66,15 +71,20 @@ def waiting_note(waiting: Any) -> str:
             f"({waiting.get('shown', '')}) until {until}")
 
 
-def summarize(state: str, tasks: list[tuple[str, str]], waiting: Any = None
-              ) -> tuple[str, str]:
+def summarize(state: str, tasks: list[tuple[str, str]], waiting: Any = None,
+              skipped: dict[str, Any] | None = None) -> tuple[str, str]:
     """(state shown, note): a running run whose task is deferred reads "deferred"; a
-    deferred ``wait_for_data`` says what it waits for and until when (``waiting``)."""
+    deferred ``wait_for_data`` says what it waits for and until when (``waiting``), a
+    skipped task why (``skipped``: task id -> the reason its ``SKIP_KEY`` XCom holds)."""
     ranked = sorted((t for t in tasks if t[1] in _TELLING), key=lambda t: _TELLING.index(t[1]))
-    said = waiting_note(waiting)
-    note = ", ".join(f"{task} {s.replace('_', ' ')}"
-                     + (f": {said}" if (task, s) == (WAITING_TASK, "deferred") and said else "")
-                     for task, s in ranked[:2])
+    said, skipped = waiting_note(waiting), skipped or {}
+
+    def why(task: str, s: str) -> str:
+        if (task, s) == (WAITING_TASK, "deferred") and said:
+            return f": {said}"
+        return f": {skipped[task]}" if s == "skipped" and skipped.get(task) else ""
+
+    note = ", ".join(f"{task} {s.replace('_', ' ')}{why(task, s)}" for task, s in ranked[:2])
     if state == "running" and ranked and ranked[0][1] == "deferred":
         return "deferred", note
     return state, note
@@ -115,19 +125,26 @@ class AirflowRuns:
                        TaskInstance.state)
                 .where(TaskInstance.dag_id.in_(dag_ids),
                        TaskInstance.run_id.in_(run_ids))).all()
-            waiting = {(x.dag_id, x.run_id): XComModel.deserialize_value(x)
-                       for x in session.execute(
-                           select(XComModel.dag_id, XComModel.run_id, XComModel.value)
-                           .where(XComModel.dag_id.in_(dag_ids), XComModel.run_id.in_(run_ids),
-                                  XComModel.task_id == WAITING_TASK,
-                                  XComModel.key == WAITING_KEY)).all()}
+            said = session.execute(
+                select(XComModel.dag_id, XComModel.run_id, XComModel.task_id, XComModel.key,
+                       XComModel.value)
+                .where(XComModel.dag_id.in_(dag_ids), XComModel.run_id.in_(run_ids),
+                       XComModel.key.in_((WAITING_KEY, SKIP_KEY)))).all()
+            waiting = {(x.dag_id, x.run_id): XComModel.deserialize_value(x) for x in said
+                       if (x.task_id, x.key) == (WAITING_TASK, WAITING_KEY)}
+            skipped: dict[tuple[str, str], dict[str, Any]] = {}
+            for x in said:
+                if x.key == SKIP_KEY:
+                    skipped.setdefault((x.dag_id, x.run_id), {})[x.task_id] = \
+                        XComModel.deserialize_value(x)
         by_run: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for ti in tis:
             by_run.setdefault((ti.dag_id, ti.run_id), []).append((ti.task_id, str(ti.state)))
         rows = []
         for r in runs:
             state, note = summarize(str(r.state), by_run.get((r.dag_id, r.run_id), []),
-                                    waiting.get((r.dag_id, r.run_id)))
+                                    waiting.get((r.dag_id, r.run_id)),
+                                    skipped.get((r.dag_id, r.run_id)))
             rows.append(RunRow(r.dag_id, r.run_id, str(r.run_type), state, r.run_after,
                                r.start_date, r.end_date, note))
         return rows

@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from etl.spec.drift import drifted_by_kind
 from etl.versions import Manifest
 
 _W, _H = 120, 24
@@ -28,10 +29,11 @@ def drift_words(manifest: Manifest | None) -> str:
     report = drift_of(manifest)
     if report is None:
         return "not measured"
-    drifted = report.get("drifted") or []
-    if not drifted:
+    moved, missing = drifted_by_kind(report)
+    if not moved and not missing:
         return "none"
-    return f"{len(drifted)} feature{'s' if len(drifted) != 1 else ''}"
+    return ", ".join(([f"{len(moved)} feature{'s' if len(moved) != 1 else ''}"] if moved else [])
+                     + ([f"{len(missing)} with more missing values"] if missing else []))
 
 
 def trend_rows(rows: list[Any], key_metrics: Any) -> list[dict[str, Any]]:

@@ -34,17 +34,36 @@ _LABELS = {
     "shard_target_bytes": "Shard target (bytes)", "dask": "Dask", "gx": "GX", "id": "ID",
     "uri": "URI", "macro_f1": "Macro-F1", "rmse": "RMSE", "mae": "MAE", "r2": "R²",
     "per_class": "Per class", "confusion_matrix": "Confusion matrix",
+    # the whole fit phase (every family fitted, folds, the choice), not the kept one's fit
+    "phases.fit": "Phases › Whole fit phase (each family tried, the choice)",
 }
+# A trees model's ``epochs*`` keys count boosting rounds (metrics.json names them as a
+# network's), and its ``fit_seconds`` is the kept family's own fit, not the fit phase.
+_ROUNDS = {"epochs": "Boosting rounds (at most)", "epochs_run": "Boosting rounds run",
+           "best_epoch": "Best round", "resumed_from_epoch": "Resumed from round"}
 
 
-def label(key: str) -> str:
-    """``timings_s.row_level_task_cpu`` -> ``Timings (s) › Row level task CPU``."""
-    return " › ".join(_label_part(p) for p in str(key).split(".") if p)
+def run_words(record: ModelRecord) -> dict[str, str]:
+    """The labels of one model run's own keys: rounds for trees, whose fit it timed."""
+    fit = {"fit_seconds": f"Own fit of the kept family, {record.family} (s)"} \
+        if record.family else {}
+    return {**(_ROUNDS if record.trees else {}), **fit}
 
 
-def _label_part(part: str) -> str:
-    if part in _LABELS:
-        return _LABELS[part]
+def label(key: str, words: dict[str, str] | None = None) -> str:
+    """``timings_s.row_level_task_cpu`` -> ``Timings (s) › Row level task CPU``; ``words``:
+    labels of keys (dotted from the top: ``phases.fit``) that win over the shared ones."""
+    words = {**_LABELS, **(words or {})}
+    parts = [p for p in str(key).split(".") if p]
+    for cut in range(len(parts), 1, -1):  # a dotted key labelled whole, the rest below it
+        if (head := ".".join(parts[:cut])) in words:
+            return " › ".join([words[head], *(_label_part(p, words) for p in parts[cut:])])
+    return " › ".join(_label_part(p, words) for p in parts)
+
+
+def _label_part(part: str, labels: dict[str, str] = _LABELS) -> str:
+    if part in labels:
+        return labels[part]
     words = [_LABELS.get(w, w) for w in re.split(r"[_\s]+", part) if w]
     if words and words[-1] == "s" and len(words) > 1:
         words[-1] = "(s)"
@@ -52,11 +71,13 @@ def _label_part(part: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def labelled(obj: Any, skip: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
+def labelled(obj: Any, skip: tuple[str, ...] = (),
+             words: dict[str, str] | None = None) -> list[tuple[str, Any]]:
     """Flattened ``(readable label, value)`` rows, leaving out top-level keys in ``skip``."""
     if not isinstance(obj, dict):
         return []
-    return [(label(k), v) for k, v in flatten({k: v for k, v in obj.items() if k not in skip})]
+    return [(label(k, words), v)
+            for k, v in flatten({k: v for k, v in obj.items() if k not in skip})]
 
 
 @dataclass(frozen=True)
@@ -89,10 +110,12 @@ class ModelView:
     facts: list[tuple[str, Any]]
     hyperparameters: list[tuple[str, Any]]
     history_keys: list[str]
-    history: list[list[Any]]  # one row per epoch: epoch number, then a value per key
+    history: list[list[Any]]  # one row per step: its number, then a value per key
     history_truncated: bool
     level: Any = None  # the intervals' confidence level (0.95), None when none were stored
     tuned: list[tuple[str, Any]] | None = None  # metrics.json ``tuned``: where settings came from
+    steps: tuple[str, str] = ("epochs", "Epoch")  # what a history row is: plural, column
+    scope_names: dict[str, str] = field(default_factory=dict)  # a column's name, where not its key
 
 
 def model_view(record: ModelRecord | None) -> ModelView:
@@ -115,10 +138,14 @@ def model_view(record: ModelRecord | None) -> ModelView:
     rows = [[i + 1, *(history[k][i] if i < len(history[k]) else None for k in keys)]
             for i in range(min(epochs, MAX_HISTORY_EPOCHS))]
     skip = (*scopes, "history", "hyperparameters", "artifacts", "blessing", "tuned")
-    return ModelView(scopes, quality, labelled(record.to_json(), skip),
+    return ModelView(scopes, quality, labelled(record.to_json(), skip, run_words(record)),
                      hyperparameter_rows(record.hyperparameters),
                      [label(k) for k in keys], rows, epochs > MAX_HISTORY_EPOCHS,
-                     ci.get("level"), tuned_rows(record.tuned))
+                     ci.get("level"), tuned_rows(record.tuned),
+                     ("boosting rounds", "Round") if record.trees else ("epochs", "Epoch"),
+                     # a small table's eval rows trained the kept model: its figures there
+                     # are the cross-validation's out-of-fold ones (training.run.families)
+                     {"eval": "out-of-fold"} if record.cross_validation else {})
 
 
 def tuned_rows(tuned: Any) -> list[tuple[str, Any]] | None:

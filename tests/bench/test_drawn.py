@@ -122,10 +122,17 @@ def test_one_drawn_pair_runs_as_a_new_user_runs_it(tmp_path: Path) -> None:
     result = drawn.run_pair(pair, tmp_path / "pair")
     detail = json.dumps(result, indent=1, default=str)[:4000]
     assert not result["verdict"]["traceback_in"] and "error" not in result, detail
-    assert result["verdict"]["status"] in ("blessed", "not blessed"), detail
+    # the verdict is the run's own (its metrics.json's blessing, kept beside it)
+    blessed = result["gate"]["blessing"]["blessed"]
+    assert result["verdict"]["status"] == ("blessed" if blessed else "not blessed"), detail
     assert {"accuracy", "auc"} <= set(result["model"]) and "auc" in result["reference"], detail
     assert isinstance(result["reference_gate"]["beats_baseline"], bool), detail
-    assert result["ratio"] > 0 and result["rows"] == 205 and result["format"] == "csv", detail
+    assert result["rows"] == 205 and result["format"] == "csv", detail
+    # the training read exactly what the ETL published, split by split, and scored the whole
+    # test split
+    assert result["examples"] == result["splits"], detail
+    assert result["model"]["examples"] == result["splits"]["test"], detail
+    assert result["metric"] == "accuracy and auc" and result["ratio"] > 0, detail
     assert not (tmp_path / "pair" / "data").exists()  # the landed data and models removed
     assert (tmp_path / "pair" / "training.log").is_file()  # the logs kept
 

@@ -14,7 +14,7 @@ import pytest
 
 from bench import gauntlet, gauntlet_report
 from bench.tables import TABLES
-from training.config import ModelRecord
+from training.config import ModelRecord, read_model_record
 
 
 def test_a_failed_step_is_a_refusal_and_a_crash_is_flagged() -> None:
@@ -62,10 +62,23 @@ def test_a_new_user_gets_a_model_without_a_traceback(name: str, tmp_path: Path) 
     assert "error" not in result and not result["verdict"]["traceback_in"], detail
     for step in ("spec_init", "etl_run", "training"):
         assert result[step]["ok"] and not result[step]["traceback"], detail
-    assert result["verdict"]["status"] in ("blessed", "not blessed"), detail
     run = Path(result["model_uri"].removeprefix("file://"))
     assert (run / "metrics.json").is_file() and list(run.rglob("saved_model.pb")), detail
     assert result["etl_read"]["rows"] >= result["rows"] > 0, detail
+    # what the harness records is the run's own: its verdict, its test figures (the whole test
+    # split the ETL published), trained on every split the ETL published, and set against a
+    # reference in the task's metric
+    record = read_model_record(result["model_uri"])
+    assert record is not None and record.blessing is not None, detail
+    assert result["verdict"]["status"] == ("blessed" if record.blessing["blessed"]
+                                           else "not blessed"), detail
+    assert result["model"] == {k: float(v) for k, v in record.test.items()
+                               if isinstance(v, (int, float))}, detail
+    assert result["examples"] == result["splits"] and \
+        result["model"]["examples"] == result["splits"]["test"], detail
+    metric = {"regression": "rmse", "binary": "accuracy and auc"}.get(table.task,
+                                                                     "accuracy or macro_f1")
+    assert result["metric"] == metric and result["ratio"] > 0, detail
 
 
 def test_a_harness_error_after_the_model_is_written_is_kept_beside_its_verdict() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import scoring
+from bench import report, scoring
 
 
 class _Model:
@@ -51,19 +51,21 @@ def test_the_part_scores_each_scale_beside_its_ceiling(tmp_path: Path) -> None:
     for run, rows in ((one, one["version_rows"]), (two, two["version_rows"]),
                       (two["small_model"], two["version_rows"])):
         score, top = run["score"], run["ceiling"]
+        # counted three ways apart: what score's manifest says it scored, what the ceiling read
+        # from the version, what the ETL published
         assert score["scored"] == score["rows"] == top["read_rows"] == rows
         assert 0 < top["rows"] <= rows
-        assert score["rows_per_s"] == pytest.approx(score["scored"] / score["wall_s"])
         assert score["wall_s"] > 0 and score["cpu_s"] > 0 and score["peak_rss_mb"] > 100
-        assert run["ratio"] == pytest.approx(score["rows_per_s"] / top["rows_per_s"])
-    marginal = result["score_marginal"]
-    if marginal["rows_per_s"] is not None:  # the 2x run's wall above the 1x run's
-        wall = two["score"]["wall_s"] - one["score"]["wall_s"]
-        assert marginal["rows_per_s"] == pytest.approx(one["version_rows"] / wall)
+        # two clocks apart: score runs the same model over every row and reads, checks and
+        # writes them too, so per row it is slower than the model alone on rows in memory
+        assert 0 < score["rows_per_s"] < top["rows_per_s"], (score, top)
+    # the targets are the largest scale's and the smallest's, and make bench's report shows them
     targets = result["targets"]
-    assert targets["score_over_ceiling"]["value"] == two["ratio"]
-    assert targets["score_over_ceiling"]["met"] == (two["ratio"] >= scoring.RATE_TARGET)
-    growth = two["score"]["peak_rss_mb"] / one["score"]["peak_rss_mb"]
-    assert targets["peak_rss_growth"]["value"] == pytest.approx(growth)
-    assert targets["peak_rss_growth"]["met"] == (growth <= scoring.RSS_TARGET)
+    assert (targets["score_over_ceiling"]["at"], targets["peak_rss_growth"]["of"]) == \
+        ("2x", "2x / 1x")
+    assert targets["score_over_ceiling"]["value"] == two["ratio"] != one["ratio"]
+    shown = {c["figure"]: c for c in report.check_targets({"scoring": result})}
+    for key in ("score_over_ceiling", "peak_rss_growth"):
+        check = shown[f"scoring.targets.{key}"]
+        assert check["value"] == targets[key]["value"] and check["value"] > 0, check
     assert not any(p.name.startswith("scoring-") for p in tmp_path.iterdir())  # cleaned up

@@ -13,7 +13,7 @@ from distributed import Client, LocalCluster
 from etl import pipeline, versions
 from etl.kinds import land
 from etl.versions import Manifest
-from training.config import ImageTrainConfig
+from training.kinds.images.config import ImageTrainConfig
 from training.kinds.images.data import make_image_dataset
 from training.run.train import train
 

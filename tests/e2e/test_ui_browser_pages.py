@@ -244,11 +244,7 @@ def test_the_diff_page_keeps_figures_and_options_whole(chromium: Path,  # noqa: 
         path.write_text(json.dumps(doc))
     client = TestClient(create_app(tmp_path.as_uri()))
 
-    def serve(route) -> None:
-        url = urlsplit(route.request.url)
-        r = client.get(f"{url.path}?{url.query}")
-        route.fulfill(status=r.status_code, body=r.content,
-                      headers={"content-type": r.headers.get("content-type", "text/html")})
+    serve = _served_by(client)
 
     lines = "e => new Set([...e.getClientRects()].map(r => Math.round(r.top))).size"
     with sync_playwright() as pw:
@@ -289,11 +285,7 @@ def test_a_failed_validation_opens_from_the_dataset_page(chromium: Path,  # noqa
     shots = REPO / "ui-screenshots" / "failed-validation"
     shots.mkdir(parents=True, exist_ok=True)
 
-    def serve(route) -> None:
-        url = urlsplit(route.request.url)
-        r = client.get(f"{url.path}?{url.query}")
-        route.fulfill(status=r.status_code, body=r.content,
-                      headers={"content-type": r.headers.get("content-type", "text/html")})
+    serve = _served_by(client)
 
     wider = "() => document.documentElement.scrollWidth - window.innerWidth"
     with sync_playwright() as pw:
@@ -324,3 +316,13 @@ def test_a_failed_validation_opens_from_the_dataset_page(chromium: Path,  # noqa
                 page.close()
         finally:
             browser.close()
+
+
+def _served_by(client):
+    """A Playwright route handler answering every request from the app's TestClient."""
+    def serve(route) -> None:
+        url = urlsplit(route.request.url)
+        r = client.get(f"{url.path}?{url.query}")
+        route.fulfill(status=r.status_code, body=r.content,
+                      headers={"content-type": r.headers.get("content-type", "text/html")})
+    return serve

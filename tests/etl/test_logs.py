@@ -125,12 +125,17 @@ def test_tensorflow_on_a_cpu_only_machine_logs_no_cuinit_error() -> None:
 
 CPU_FALLBACK = (b"E0000 00:00:1795552812.527179    9390 util.cc:131] oneDNN supports DT_INT32 only "
                 b"on platforms with AVX-512. Falling back to the default Eigen-based implementation.")
+GRAPPLER_SORT = (b"E0000 00:00:1795937018.686729   16706 dependency_optimizer.cc:773] Iteration = 0, "
+                 b"topological sort failed with message: The graph couldn't be sorted in "
+                 b"topological order.")
 AFTER_IMPORT = f"""
 import logging, os
 from etl import logs
 logs.configure(logging.INFO)
 logs.import_quietly("tensorflow")
 os.write(2, {CPU_FALLBACK!r} + b"\\n")  # as TensorFlow writes it at a fit's first int32 op
+os.write(2, {GRAPPLER_SORT!r} + b"\\n")  # grappler, on the trees' walk loop
+os.write(2, b"E0000 00:00:1795552812.6    9390 dependency_optimizer.cc:9] another failure\\n")
 os.write(2, b"E0000 00:00:1795552812.6    9390 other.cc:1] a real error\\n")
 raise ValueError("the last words of a failed run")
 """
@@ -139,11 +144,15 @@ raise ValueError("the last words of a failed run")
 @pytest.mark.timeout(240)
 def test_tensorflow_cpu_fallback_notice_is_filtered_and_errors_still_pass() -> None:
     """After TensorFlow's import, a machine without an NVIDIA driver drops the oneDNN/AVX-512
-    fallback "error" from stderr; real errors and a Python traceback still get through."""
+    fallback "error" and grappler's "topological sort failed" (every training logged it,
+    issue 51) from stderr; real errors, another line of the same optimizer and a Python
+    traceback still get through."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     proc = subprocess.run([sys.executable, "-c", AFTER_IMPORT], capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=200, check=False)
     assert proc.returncode == 1 and "ValueError: the last words of a failed run" in proc.stderr
     assert "other.cc:1] a real error" in proc.stderr, proc.stderr
+    assert "dependency_optimizer.cc:9] another failure" in proc.stderr  # only the known text goes
     gpu_machine = os.path.exists(logs.NVIDIA_DRIVER)  # no filter there: nothing may wait in it
     assert ("DT_INT32" in proc.stderr) == gpu_machine, proc.stderr
+    assert ("topological sort failed" in proc.stderr) == gpu_machine, proc.stderr

@@ -31,6 +31,17 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package, as `make browser` installs it
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """The browser the UI tests drive; skips without it, except under CI=true (``unavailable``)."""
+    if not CHROMIUM.exists():
+        unavailable(f"{CHROMIUM} not installed (`make browser`)")
+    return CHROMIUM
+
+
 @pytest.fixture(scope="session")
 def postgres_admin() -> Callable[[], object]:
     """A connect() to the server's maintenance database; skips when the server is down."""

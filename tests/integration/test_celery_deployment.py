@@ -4,7 +4,9 @@ A fresh PostgreSQL database, a claimed Redis db, docker/airflow-init.sh (migrate
 password, pools), then api-server, scheduler, dag-processor and two Celery workers (queues
 ``default`` and ``gpu``) as real processes. The test triggers the ETL DAG through the REST
 API with Params, waits for the Asset-triggered training DAG, and checks that both succeeded
-and which Celery worker ran each task (``celery_taskmeta`` with extended results).
+and which Celery worker ran each task (``celery_taskmeta`` with extended results). The specs
+are the shipped ones, flights' with a small training budget (one family, 100 rounds): where
+each task ran is under test, not the model's figures.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 import yaml
 
 from tests.integration.services import api_server_env, free_port, wait_for
+from tests.support import specs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1080)]
 
@@ -103,6 +106,7 @@ def _env(tmp: Path, db_url: str, redis_url: str, port: int, password: str) -> di
         "AIRFLOW_DASK_POOL_SLOTS": "2",
         "AIRFLOW_GPU_POOL_SLOTS": "1",
         "PIPELINE_STORAGE_ROOT": f"file://{tmp / 'data'}",
+        "PIPELINE_SPECS_PATH": str(specs.budgeted(tmp / "specs", {"flights": specs.ONE_FIT})),
         # No nightly run for "today" competing with the triggered one.
         "PIPELINE_ETL_SCHEDULE": "none",
         "TF_CPP_MIN_LOG_LEVEL": "2",
@@ -258,7 +262,9 @@ def test_etl_then_asset_triggered_training_on_celery(deployment: Deployment) -> 
                       "train/xcomEntries/return_value")["value"]
     assert trained["version"] == published["version"]
     assert trained["model_uri"].startswith(f"{dep.root}/models/flights/{published['version']}/")
-    assert Path(trained["model_uri"].removeprefix("file://"), "metrics.json").is_file()
+    record = json.loads(Path(trained["model_uri"].removeprefix("file://"), "metrics.json")
+                        .read_text())
+    assert record["family"] == "trees", record["family_choice"]  # the spec's budget, on Celery
 
     tis = {(ti["dag_id"], ti["task_id"]): ti
            for d, r in (("etl_flights", run["dag_run_id"]), ("train_flights", train_run["dag_run_id"]))

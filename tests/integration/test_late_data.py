@@ -11,8 +11,8 @@ lands fails after the 40 s, once (no retry), with the one line naming the day an
 In headless Chromium, the run's grid shows the waiting task deferred; meanwhile a run of another
 window publishes (the waiting one holds it not) and the dataset page lists it first and says
 beside the waiting run what it waits for and until when; once the day lands, the run published
-(screenshots in ``ui-screenshots/late-data/``). Skips without PostgreSQL, but
-not under CI=true.
+(screenshots in ``ui-screenshots/late-data/``). Skips without PostgreSQL (or, the grid's test,
+Chromium), but not under CI=true.
 """
 
 from __future__ import annotations
@@ -104,15 +104,12 @@ def test_a_run_waits_deferred_for_a_late_day_and_gives_up_on_a_missing_one(
     print(f"\nlate day: run waited and published; missing day: failed after {waited:.0f} s")
 
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / "ui-screenshots" / "late-data"
 
 
-def test_a_waiting_run_shows_as_deferred_in_the_grid(tmp_path: Path, postgres_db: str,
-                                                      processes) -> None:
+def test_a_waiting_run_shows_as_deferred_in_the_grid(chromium: Path, tmp_path: Path,
+                                                      postgres_db: str, processes) -> None:
     """The operator's view: the run's `wait_for_data` is deferred in the grid (Chromium)."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (`make browser`)")
     from playwright.sync_api import expect, sync_playwright
 
     env = start(tmp_path, postgres_db, processes, lambda spec: spec + ARRIVAL.replace(
@@ -125,7 +122,7 @@ def test_a_waiting_run_shows_as_deferred_in_the_grid(tmp_path: Path, postgres_db
     base = f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}"
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM),
+        browser = pw.chromium.launch(executable_path=str(chromium),
                                      args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 900})

@@ -4,11 +4,15 @@ A fresh Airflow home and a uniquely named PostgreSQL database; api-server, sched
 (LocalExecutor) and dag-processor as real processes on loopback, the pipeline_ui plugin loaded,
 one shared Dask cluster. Headless Chromium logs in through Airflow's login form, triggers
 ``etl_flights`` from the trigger form with one changed Param (Interval end, typed as a date as
-its help shows), and the test waits for that run to publish and for ``train_flights`` to be started by the Asset event and
-finish. Then every plugin page of the published version is opened from inside the Airflow
-UI frame, light and dark, and every link on it fetched. Screenshots go to
+its help shows), and the test waits for that run to publish, for ``train_flights`` to be started by the Asset event and
+finish, and for ``score_flights`` (unpaused, as the README's first UI run says) to publish the
+version's predictions. Then every plugin page of the published version is opened from inside the Airflow
+UI frame, light and dark, and every link on it fetched; the version page says it is trained
+and scored, and its predictions page opens from it. Screenshots go to
 ``ui-screenshots/operator-first-run/``. ``PIPELINE_ETL_SCHEDULE=none`` keeps the nightly
-schedule from adding runs of its own. Skips without PostgreSQL, but not under CI=true.
+schedule from adding runs of its own. The specs are the shipped ones, flights' with a small
+training budget (one family, 100 rounds): the pages show whatever the model scored. Skips
+without PostgreSQL or Chromium, but not under CI=true.
 """
 
 from __future__ import annotations
@@ -27,13 +31,13 @@ import pytest
 
 from tests.integration.airflow_stack import DASK_CLUSTER, airflow_env
 from tests.integration.services import free_port, query_rows, wait_for
+from tests.support import specs, ui_links
 
 psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "ui-screenshots" / "operator-first-run"
 USER, PASSWORD = "operator", "operator-pw"
 # January 2013 (~27k flights): one day is too little for the model to pass its quality gate.
@@ -44,7 +48,7 @@ def _env(tmp: Path, db_url: str, port: int, dask_port: int) -> dict[str, str]:
     """The shared stack's environment, with a real login (one admin user) and no schedule."""
     (tmp / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
     env = airflow_env(tmp, db_url, port, dask_port)
-    del env["PIPELINE_SPECS_PATH"]  # the repo's own specs
+    specs.budgeted(Path(env["PIPELINE_SPECS_PATH"]), {"flights": specs.ONE_FIT})  # shipped ones
     env.update({
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__CORE__AUTH_MANAGER":
@@ -112,10 +116,9 @@ def _finished(api: Api, processes, dag_id: str, run_type: str | None = None) -> 
     return done[0] if done else None
 
 
-def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, postgres_db: str,
+def test_operator_triggers_a_run_and_browses_what_it_published(chromium: Path, tmp_path: Path,
+                                                                postgres_db: str,
                                                                 processes) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (`make browser`)")
     from playwright.sync_api import expect, sync_playwright
 
     env = _start_airflow(tmp_path, postgres_db, processes)
@@ -132,12 +135,12 @@ def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, p
              on_timeout=processes.tails, retry_on=RETRY_ON)
     for pool, slots in (("dask", 2), ("gpu", 1)):  # the pools docs/AIRFLOW.md has set up
         assert api.call("POST", "/pools", {"name": pool, "slots": slots}).status_code == 201
-    for dag_id in ("etl_flights", "train_flights"):
+    for dag_id in ("etl_flights", "train_flights", "score_flights"):  # README's step 1
         assert api.call("PATCH", f"/dags/{dag_id}", {"is_paused": False}).status_code == 200
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM),
+        browser = pw.chromium.launch(executable_path=str(chromium),
                                      args=["--no-sandbox", "--disable-gpu"])
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
@@ -152,10 +155,45 @@ def test_operator_triggers_a_run_and_browses_what_it_published(tmp_path: Path, p
                 lambda: _finished(api, processes, "train_flights", "asset_triggered"),
                 WAIT_TRAIN_S, on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
             version = _check_published(env, train_run)
+            wait_for("score_flights to publish the version's predictions",
+                     lambda: _scored(env, api, processes, version), WAIT_TRAIN_S,
+                     on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
             _browse_in_frame(browser, context, api.base, version, expect)
+            _predictions_page(browser, context, api.base, version, expect)
             _asset_model_links_its_run(browser, context, api.base, version, train_run, expect)
         finally:
             browser.close()
+
+
+def _scored(env: dict[str, str], api: Api, processes, version: str) -> bool:
+    """The first run's predictions: published by a score run that a publish or the first
+    promotion started (the README's first UI run ends with a predictions page)."""
+    processes.check_alive()
+    if any(state == "failed" for _, _, state in api.runs("score_flights")):
+        pytest.fail(f"score_flights failed\n{api.diagnostics(processes)}", pytrace=False)
+    root = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"))
+    return bool(list((root / "predictions" / "flights" / version).glob("*/manifest.json")))
+
+
+def _predictions_page(browser, context, base: str, version: str, expect) -> None:
+    """From the version page (its states: trained, scored) to its predictions, in the frame;
+    every link on the page resolves."""
+    token = next(c["value"] for c in context.cookies() if c["name"] == "_token")
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    ctx.add_cookies([{"name": "_token", "value": token, "url": base}])
+    page = ctx.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{base}/plugin/pipeline-datasets/pipeline/datasets/flights/versions/{version}")
+    frame = page.frame_locator("iframe")
+    states = frame.locator(".version-state")
+    expect(states.filter(has_text="training: done")).to_have_count(1)
+    expect(states.filter(has_text="scoring: done")).to_have_count(1)
+    frame.locator("a.predictions-link").first.click()
+    page.wait_for_url(re.compile(r"/predictions/[^/]+/[^/]+$"))
+    expect(frame.locator("main h1").first).to_contain_text("Predictions")
+    _links_resolve(page, ctx, base)
+    page.screenshot(path=str(SHOTS / "predictions.png"), full_page=True)
+    ctx.close()
 
 
 def _log_in_and_trigger(page, base: str, expect) -> None:
@@ -197,6 +235,7 @@ def _check_published(env: dict[str, str], train_run: str) -> str:
     [metrics] = (root / "models" / "flights" / version).glob("*/metrics.json")
     stored = json.loads(metrics.read_text())
     assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_run), stored
+    assert stored["family"] == "trees", stored["family_choice"]  # the spec's training budget
     assert train_run.startswith("asset_triggered__"), train_run
     return version
 
@@ -266,7 +305,7 @@ def _asset_model_links_its_run(browser, context, base: str, version: str, run_id
 
 def _links_resolve(page, ctx, base: str) -> None:
     frame = next(f for f in page.frames if f != page.main_frame)
-    frame.wait_for_load_state()
+    ui_links.settle(page, frame, frame.url)  # Airflow will not move it while its links are read
     refs = frame.eval_on_selector_all(
         "a[href], img[src], link[href], script[src]",
         "els => els.map(e => e.getAttribute('href') === null ? e.src : e.href)")

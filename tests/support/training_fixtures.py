@@ -112,13 +112,15 @@ def write_version(
     dataset: str = DATASET,
     compression: str | None = None,
     names: Sequence[str] = (),
+    categorical: Sequence[str] | None = None,
 ) -> WrittenVersion:
     """Write shards, then manifest.json last, then LATEST, exactly as a publish would.
-    ``names``: the features' names instead of ``FEATURES``' (``named_features``)."""
+    ``names``: the features' names instead of ``FEATURES``', ``categorical`` those of them
+    that are categorical (``named_features``)."""
     import tensorflow as tf
 
     shards = shards or {"train": 3, "eval": 1, "test": 1}
-    copies = named_features(names) if names else {name: name for name in FEATURES}
+    copies = named_features(names, categorical) if names else {name: name for name in FEATURES}
     features = {name: FEATURES[source] for name, source in copies.items()}
     rows = make_rows(n, seed, random_labels)
     if names:
@@ -154,11 +156,25 @@ def write_version(
     return WrittenVersion(Path(root), path.as_uri(), path, manifest, ordered)
 
 
-def named_features(names: Sequence[str]) -> dict[str, str]:
+def named_features(names: Sequence[str],
+                   categorical: Sequence[str] | None = None) -> dict[str, str]:
     """Each of ``names`` -> the ``FEATURES`` column it holds a copy of, in turn: with seven
-    names or more every column is there, so the label can still be learned."""
+    names or more every column is there, so the label can still be learned. ``categorical``:
+    the names that take copies of the categorical columns in turn, the others copies of the
+    numeric ones (every column is there from four numeric and three categorical names);
+    None: every name the next column, whatever its kind."""
     columns = list(FEATURES)
-    return {name: columns[i % len(columns)] for i, name in enumerate(names)}
+    if categorical is None:
+        return {name: columns[i % len(columns)] for i, name in enumerate(names)}
+    by_kind = {kind: [c for c in columns if FEATURES[c]["kind"] == kind]
+               for kind in ("numeric", "categorical")}
+    taken = {kind: 0 for kind in by_kind}
+    copies = {}
+    for name in names:
+        kind = "categorical" if name in categorical else "numeric"
+        copies[name] = by_kind[kind][taken[kind] % len(by_kind[kind])]
+        taken[kind] += 1
+    return copies
 
 
 def build_manifest(dataset: str, version: str, splits: dict, train: list[dict],

@@ -1,8 +1,8 @@
 """Wine (multi-class) and diabetes (regression) versions and models for the UI browser tests.
 
 The real ETL publishes each shipped scikit-learn table (``etl land`` + ``etl.pipeline.run``)
-and a short real training run (``training.run.train.train``) writes its model folder: metrics
-with the task's own keys (macro-F1 and a confusion matrix; RMSE/R² and residuals), its plots
+and a short real training run (``training.run.train.train``, a small budget) writes its model
+folder: metrics with the task's own keys (macro-F1 and a confusion matrix; RMSE/R² and residuals), its plots
 and card. Built once per pytest session, then copied into each caller's root.
 """
 
@@ -23,13 +23,14 @@ _built: dict[str, object] = {}
 
 def _build(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     from etl import pipeline, versions
-    from training.config import InputConfig, TrainConfig
+    from training.config import InputConfig, ModelConfig, TrainConfig
     from training.run.train import train
 
     root = tmp_path_factory.mktemp("ui-real-tasks") / "root"
-    # Settings that pass each task's quality gate in seconds (tests/test_tasks_e2e.py).
-    config = TrainConfig(input=InputConfig(batch_size=32, seed=3), epochs=40, patience=6,
-                         steps_per_execution=1, min_margin=0.0)
+    # A small budget: the pages show whatever figures the run has, so one family (trees, 200
+    # rounds at most) fits once, without the small-table k-fold's 2 x 5 folds.
+    config = TrainConfig(input=InputConfig(seed=3), model=ModelConfig(family="trees", max_rounds=200),
+                         folds=0, min_margin=0.0)
     built = {}
     for name in TASK_DATASETS:
         pipeline.land(root.as_uri(), name)

@@ -6,6 +6,17 @@ with a response below 400 (a navigation the frame's sandbox blocks never happens
 wait for it fails); a ``target="_top"`` link puts the link's URL in the top window's address
 bar (inside Airflow that is the Airflow router, see plugins/pipeline_ui/static/ui.js) and the
 page there names the run. After each click the page is opened again for the next link.
+
+Inside Airflow the frame and the address bar are kept in step by Airflow's external-view page
+(Airflow 3's ``ExternalView``): when the frame loads a page, Airflow notes its URL and tells its
+router, which renders that route later (a React transition); when a rendered route differs from
+the URL noted last, Airflow moves the frame there. A frame moved again before Airflow rendered
+its previous page is therefore moved back to it when that render lands, then forward again: the
+page just opened is destroyed under whoever reads it ("Execution context was destroyed, most
+likely because of a navigation"). So after every navigation of the frame the test waits until
+it has settled (``settle``): the frame shows the page, loaded; Airflow's address bar names it;
+and the Airflow page has no work left queued (an idle callback), so the route is rendered and
+nothing will move the frame but the next click.
 """
 
 from __future__ import annotations
@@ -16,6 +27,9 @@ from urllib.parse import unquote, urldefrag, urlsplit
 
 LINK_TIMEOUT_MS = 15_000
 FRAME_ROUTE = "/plugin/pipeline-datasets"
+# Resolves once the page's event loop has nothing queued (React renders in queued tasks); at
+# the latest after the timeout, as requestIdleCallback promises.
+IDLE = "ms => new Promise(done => requestIdleCallback(() => done(), {timeout: ms}))"
 
 
 @dataclass(frozen=True)
@@ -24,6 +38,25 @@ class Link:
     href: str  # as written in the page
     url: str  # resolved by the browser
     target: str
+
+
+def _shown_in_frame(url: str) -> Callable[[str], bool]:
+    """Whether an Airflow URL is the nav route showing ``url`` (of this app) in its frame."""
+    parts = urlsplit(urldefrag(url)[0])
+    want = f"{parts.scheme}://{parts.netloc}{FRAME_ROUTE}{unquote(parts.path)}?{parts.query}"
+
+    def shown(got: str) -> bool:
+        g = urlsplit(urldefrag(got)[0])
+        return f"{g.scheme}://{g.netloc}{unquote(g.path)}?{g.query}" == want
+    return shown
+
+
+def settle(page, frame, url: str) -> None:
+    """Wait until ``frame`` shows ``url``, loaded, Airflow's address bar names it and Airflow has
+    rendered that route: from then on nothing moves the frame but the next click."""
+    frame.wait_for_url(_same_page(url), timeout=LINK_TIMEOUT_MS)
+    page.wait_for_url(_shown_in_frame(url), timeout=LINK_TIMEOUT_MS)
+    page.evaluate(IDLE, LINK_TIMEOUT_MS)
 
 
 def links_on(scope) -> list[Link]:
@@ -60,6 +93,8 @@ def click(page, scope, link: Link, expect) -> str:
         where.click()
     response = nav.value
     assert response is not None and response.status < 400, (link, response and response.status)
+    if scope is not page.main_frame:  # inside Airflow: it may move the frame until settled
+        settle(page, scope, link.url)
     return link.url
 
 
@@ -73,18 +108,19 @@ def top_level(page, base: str) -> Callable[[str], object]:
 
 
 def in_airflow_frame(page, base: str, expect) -> Callable[[str], object]:
-    """Opens a plugin page inside the Airflow UI (its nav route); returns the iframe's frame."""
+    """Opens a plugin page inside the Airflow UI (its nav route); returns the iframe's frame,
+    settled (``settle``)."""
     def open_page(path: str):
         frames = page.main_frame.child_frames
         if urlsplit(page.url).path.startswith(FRAME_ROUTE) and frames:
-            frame = frames[0]  # Airflow still shows the frame: only the frame navigates
+            frame = frames[0]  # Airflow still shows the frame, settled: only the frame navigates
             response = frame.goto(base + path)
             assert response is not None and response.status == 200, (path, response)
         else:
             page.goto(f"{base}{FRAME_ROUTE}{path}")
             frame = page.wait_for_selector("iframe").content_frame()
             assert frame is not None, path
-            frame.wait_for_url(_same_page(base + path))
+        settle(page, frame, base + path)
         expect(frame.locator("main").first).to_be_visible()
         return frame
     return open_page

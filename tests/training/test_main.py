@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import training_fixtures as fx
-from training.__main__ import build_parser, main, models_root
+from training.__main__ import build_parser, main, models_root, train_config
+from training.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,7 +26,8 @@ def test_help_documents_every_command_without_importing_tensorflow() -> None:
     assert top.returncode == 0 and "train" in top.stdout and "bench-input" in top.stdout
     train_help = _cli("train", "--help").stdout
     for flag in ("--version-uri", "--root", "--dataset", "--version", "--epochs", "--staging-dir",
-                 "--cache", "--min-margin", "--precision", "--jit-compile", "--steps-per-execution"):
+                 "--cache", "--min-margin", "--precision", "--jit-compile", "--steps-per-execution",
+                 "--family", "--max-rounds", "--folds", "--repeats", "--step-budget"):
         assert flag in train_help, flag
     assert "--batches" in _cli("bench-input", "--help").stdout
     score_help = _cli("score", "--help").stdout
@@ -35,6 +37,21 @@ def test_help_documents_every_command_without_importing_tensorflow() -> None:
     probe = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                            timeout=60, check=True)
     assert probe.stdout.strip() == "False"
+
+
+def test_the_budget_flags_reach_the_runs_settings_and_their_defaults_leave_the_spec(
+        capsys) -> None:
+    parse = build_parser().parse_args
+    small = train_config(parse(["train", "--family", "trees", "--max-rounds", "40", "--folds",
+                                "off", "--repeats", "1", "--epochs", "3", "--step-budget", "9"]))
+    assert (small.model.family, small.model.max_rounds, small.folds, small.repeats,
+            small.epochs, small.step_budget) == ("trees", 40, 0, 1, 3, 9)
+    assert train_config(parse(["train", "--folds", "3"])).folds == 3
+    # no flag: every default, so the spec's training: keys apply (spec_overrides)
+    assert train_config(parse(["train"])) == TrainConfig()
+    with pytest.raises(SystemExit):
+        parse(["train", "--folds", "1"])
+    assert "expected 0 or off (no k-fold) or 2 or more, got 1" in capsys.readouterr().err
 
 
 def test_score_refuses_bad_arguments_in_one_line(tmp_path: Path) -> None:

@@ -26,3 +26,35 @@ def test_the_run_summary_line_names_the_tasks_metrics(caplog, task, test, base, 
     with caplog.at_level("INFO", logger="training.outputs"):
         outputs.log_summary(metrics, "file:///m/run", TASKS[task].card_metrics)
     assert shown in caplog.text and "3/10 epoch(s)" in caplog.text, caplog.text
+
+
+def test_a_trees_run_says_boosting_rounds_in_its_log_line_plots_and_card(
+        caplog, monkeypatch, tmp_path) -> None:
+    """Issue 51: a trees model read in epochs ("loss by epoch"); ``_steps_word`` named its
+    rounds in the log line only. The plots, the card and the line now share ``step_unit``,
+    and the line's fit time says it is the kept family's own (the fit phase is longer)."""
+    import matplotlib.axes
+
+    from training import outputs
+    from training.config import ModelRecord
+
+    titles: list[tuple[str, str]] = []
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
+                        lambda ax, t, *a, **k: titles.append((ax.get_xlabel(), t)))
+    metrics = ModelRecord.of(dataset="d", version="v1", task="binary", family="trees",
+                             test={"auc": 0.8}, baseline={"auc": 0.5}, epochs_run=183,
+                             epochs=3000, best_epoch=83, fit_seconds=0.68,
+                             examples={"train": 3200, "eval": 400, "test": 400},
+                             history={"loss": [0.6, 0.5], "val_loss": [0.61, 0.55]})
+    outputs.write_run_files(tmp_path, metrics, {}, ("what", "gate"), ("auc",), "probability")
+    assert titles == [("boosting round", "loss by round")], titles
+    card = (tmp_path / outputs.CARD_FILE).read_text()
+    assert "183 boosting rounds (best eval loss at round 83)" in card and "poch" not in card
+    with caplog.at_level("INFO", logger="training.outputs"):
+        outputs.log_summary(metrics, "file:///m/run", ("auc",))
+    assert "183/3000 boosting round(s) (trees)" in caplog.text
+    assert "fit of the kept family (trees) 0.7 s -> file:///m/run" in caplog.text, caplog.text
+    titles.clear()
+    outputs.plot_learning_curves({"loss": [0.6]}, tmp_path / "mlp")  # a network: epochs
+    assert titles == [("epoch", "loss by epoch")]
+

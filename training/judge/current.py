@@ -64,7 +64,7 @@ def load_model(model_uri: str) -> Any:
     needs none of our code."""
     import keras
 
-    import training.models.trees  # noqa: F401 (registers the trees' layer for model.keras)
+    import training.models.trees  # noqa: F401 (registers our layers for model.keras)
 
     keras_uri = storage.join(model_uri, "model.keras")
     if storage.exists(keras_uri):

@@ -56,7 +56,7 @@ import numpy as np
 from etl.errors import PipelineError
 from etl.versions import Manifest
 from training.config import ModelRecord, TrainConfig
-from training.judge.current import Current, promote, read_current, score_current
+from training.judge.current import Current, Scores, promote, read_current, score_current
 from training.judge.evaluate import example_losses, gate_scores
 from training.models.heads import BINARY, MULTICLASS, REGRESSION
 
@@ -69,7 +69,6 @@ BALANCED_SHARE = 0.20
 minority class holds at least this share: below it "always the majority" is a bar no useful
 model clears (6% positives: 94% accuracy for answering "no"), and AUC and log loss judge."""
 CHANCE_AUC = 0.5
-Scores = dict[str, float]
 
 
 @dataclass(frozen=True)

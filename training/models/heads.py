@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from etl.versions.segment import LabelSchema, Schema, Statistics
 from training.config import ModelConfig
+from training.models.tabular import Names
 
 BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
 # Target transforms: (forward in tf.data, inverse in the exported model, inverse in numpy).
@@ -29,8 +30,9 @@ TRANSFORMS: dict[str, tuple[Callable, Callable, Callable]] = {
     "log1p": (tf.math.log1p, keras.ops.expm1, np.expm1),
 }
 
-Head = Callable[[Any, Schema, Statistics, ModelConfig], Any]
-"""(hidden features, schema, statistics, config) -> the core's output (the task's head)."""
+Head = Callable[[Any, Schema, Statistics, ModelConfig, Names], Any]
+"""(hidden features, schema, statistics, config, the core's ``Names``) -> the core's output
+(the task's head); its layers are named by the names given (the label's, unless taken)."""
 Serve = Callable[[Any, LabelSchema], Any]
 """(core output, schema.label) -> what the exported model returns (e.g. a target's units)."""
 
@@ -44,7 +46,8 @@ def prior_logit(label_counts: dict[str, int]) -> float:
     return math.log(p / (1 - p))
 
 
-def binary_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig) -> Any:
+def binary_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig,
+                names: Names | None = None) -> Any:
     """One sigmoid unit starting at the train base rate."""
     del config
     label = schema.label
@@ -53,10 +56,11 @@ def binary_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig) 
                          "needs 2")
     bias = keras.initializers.Constant(prior_logit(stats.label_counts))
     return keras.layers.Dense(1, activation="sigmoid", bias_initializer=bias, dtype="float32",
-                              name=label.name)(x)
+                              name=(names or Names())(label.name))(x)
 
 
-def softmax_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig) -> Any:
+def softmax_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig,
+                 names: Names | None = None) -> Any:
     """One softmax unit per class, starting at the train class frequencies."""
     del config
     label = schema.label
@@ -67,16 +71,20 @@ def softmax_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig)
     counts = stats.label_counts
     total = sum(int(counts.get(str(i), 0)) for i in range(k)) or 1
     priors = [math.log(max(int(counts.get(str(i), 0)) / total, 1e-4)) for i in range(k)]
-    return keras.layers.Dense(k, activation="softmax", dtype="float32", name=label.name,
+    return keras.layers.Dense(k, activation="softmax", dtype="float32",
+                              name=(names or Names())(label.name),
                               bias_initializer=keras.initializers.Constant(priors))(x)
 
 
-def linear_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig) -> Any:
+def linear_head(x: Any, schema: Schema, stats: Statistics, config: ModelConfig,
+                names: Names | None = None) -> Any:
     """One linear unit, scaled so its start is the train mean with the train spread."""
     del config
+    names = names or Names()
     mean, std = _target_space(stats, schema.label)
-    z = keras.layers.Dense(1, dtype="float32", name="standardized")(x)
-    return keras.layers.Rescaling(std, offset=mean, dtype="float32", name=schema.label.name)(z)
+    z = keras.layers.Dense(1, dtype="float32", name=names("standardized"))(x)
+    return keras.layers.Rescaling(std, offset=mean, dtype="float32",
+                                  name=names(schema.label.name))(z)
 
 
 def transform_of(label: LabelSchema) -> tuple[Callable, Callable, Callable] | None:

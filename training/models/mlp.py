@@ -27,7 +27,14 @@ from etl.versions import Manifest
 from etl.versions.segment import Moments
 from training.config import ModelConfig
 from training.models.heads import Head, Serve, binary_head
-from training.models.tabular import OOV_INDICES, TabularModel, vocabulary_lookup
+from training.models.tabular import (
+    OOV_INDICES,
+    Columns,
+    Names,
+    TabularModel,
+    compose,
+    vocabulary_lookup,
+)
 
 _EMBED_SCALE, _EMBED_POWER = 1.6, 0.56  # fastai's rule of thumb for embedding width
 NUMERIC = "numeric"
@@ -63,6 +70,7 @@ def build_models(
     config, head = config or ModelConfig(), head or binary_head
     schema, stats = manifest.schema, manifest.statistics
     where = f"manifest {manifest.dataset}/{manifest.version}"
+    names = Names(schema.features)  # the preprocessing's and the full model's own layers
     raw, prepared, sizes, numeric = {}, {}, {}, []
     for name, feat in sorted(schema.features.items()):
         raw[name] = keras.Input(shape=(), name=name, dtype=feat.dtype)
@@ -70,33 +78,29 @@ def build_models(
             numeric.append(name)
         elif feat.kind == "categorical":
             vocab = stats.vocabularies.get(name)
-            prepared[name] = vocabulary_lookup(where, name, feat, vocab)(raw[name])
+            prepared[name] = vocabulary_lookup(where, name, feat, vocab, names)(raw[name])
             sizes[name] = len(vocab) + OOV_INDICES
         else:
             raise ValueError(f"{where}: feature {name!r} has kind {feat.kind!r}; "
                              "the tabular model encodes 'numeric' and 'categorical'")
     if numeric:
-        prepared[numeric_key(raw)] = _normalize(where, numeric, raw, stats.numeric)
+        prepared[numeric_key(raw)] = _normalize(where, numeric, raw, stats.numeric, names)
     dataset = (manifest.dataset or "dataset")
-    preprocess = keras.Model(raw, prepared, name=f"{dataset}_preprocess")
+    preprocess = keras.Model(raw, prepared, name=names(f"{dataset}_preprocess"))
     with core_scope or contextlib.nullcontext():
         core_inputs, encoded = {}, []
-        for name in prepared:
-            if name in sizes:
-                core_inputs[name] = keras.Input(shape=(), name=name, dtype="int64")
-                encoded.append(_encode(name, sizes[name], core_inputs[name], config))
-            else:  # the numeric matrix
-                core_inputs[name] = keras.Input(shape=prepared[name].shape[1:], name=name)
-                encoded.append(core_inputs[name])
-        hidden = _hidden(encoded, config)
+        core_names = Names(prepared)  # the core's inputs: ids by feature name, the matrix
+        for name, x in prepared.items():  # int64 ids [batch]; the float32 numeric matrix
+            core_inputs[name] = keras.Input(shape=x.shape[1:], name=name, dtype=x.dtype)
+            encoded.append(_encode(name, sizes[name], core_inputs[name], config, core_names)
+                           if name in sizes else core_inputs[name])
+        hidden = _hidden(encoded, config, core_names)
         try:
-            out = head(hidden, schema, stats, config)
+            out = head(hidden, schema, stats, config, core_names)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
-        core = keras.Model(core_inputs, out, name=f"{dataset}_core")
-    served = core(preprocess(raw))
-    full = keras.Model(raw, serve(served, schema.label) if serve else served,
-                       name=f"{dataset}_model")
+        core = keras.Model(core_inputs, out, name=names(f"{dataset}_core"))
+    full = compose(raw, preprocess, core, serve, schema.label, f"{dataset}_model")
     return TabularModel(preprocess, core, full)
 
 
@@ -122,12 +126,12 @@ def embedding_dim(vocab_size: int, max_dim: int) -> int:
     return max(2, min(max_dim, round(_EMBED_SCALE * vocab_size**_EMBED_POWER)))
 
 
-def _hidden(encoded: list, config: ModelConfig) -> Any:
-    x = keras.layers.Concatenate(name="features")(encoded)
+def _hidden(encoded: list, config: ModelConfig, names: Names) -> Any:
+    x = keras.layers.Concatenate(name=names("features"))(encoded)
     for i, units in enumerate(config.hidden_units):
-        x = keras.layers.Dense(units, activation="relu", name=f"dense_{i}")(x)
+        x = keras.layers.Dense(units, activation="relu", name=names(f"dense_{i}"))(x)
         if config.dropout:
-            x = keras.layers.Dropout(config.dropout, name=f"dropout_{i}")(x)
+            x = keras.layers.Dropout(config.dropout, name=names(f"dropout_{i}"))(x)
     return x
 
 
@@ -140,33 +144,34 @@ def numeric_key(features: Mapping[str, Any]) -> str:
     return key
 
 
-def _normalize(where: str, names: list[str], raw: dict[str, Any],
-               numeric_stats: Mapping[str, Moments]) -> Any:
-    """The numeric features, in ``names`` order, as one normalized [batch, len(names)] matrix.
+def _normalize(where: str, numeric: list[str], raw: dict[str, Any],
+               numeric_stats: Mapping[str, Moments], names: Names) -> Any:
+    """The numeric features, in ``numeric`` order, as one normalized [batch, len(numeric)]
+    matrix; its layers named by ``names``.
 
     One matrix, not one input per column: on a 250-row x 750-column table the per-column
     inputs (750 Keras inputs, 750 normalization layers, a 750-tensor dict per batch) made the
     MLP the slow part of a run that timed out (docs/TRAINING.md, "Wide tables": 13x faster)."""
-    missing = [n for n in names if n not in numeric_stats]
+    missing = [n for n in numeric if n not in numeric_stats]
     if missing:
         raise ValueError(f"{where}: numeric feature {missing[0]!r} has no statistics.numeric "
                          "entry")
-    mean = np.array([float(numeric_stats[n].mean) for n in names], np.float32)
-    var = np.array([float(numeric_stats[n].var) for n in names], np.float32)
-    x = keras.ops.stack([keras.ops.cast(raw[n], "float32") for n in names], axis=1)
+    mean = np.array([float(numeric_stats[n].mean) for n in numeric], np.float32)
+    var = np.array([float(numeric_stats[n].var) for n in numeric], np.float32)
     # A missing value (NaN in the records, or at serving time) becomes the train mean.
-    x = keras.ops.where(keras.ops.isnan(x), mean, x)
+    x = Columns(fill=mean, name=names("numeric_columns"))([raw[n] for n in numeric])
     # float32 even under mixed precision: raw values (e.g. variances ~1e6) overflow float16.
     return keras.layers.Normalization(axis=-1, mean=mean, variance=var, dtype="float32",
-                                      name="norm_numeric")(x)
+                                      name=names("norm_numeric"))(x)
 
 
-def _encode(name: str, size: int, ids: Any, config: ModelConfig) -> Any:
+def _encode(name: str, size: int, ids: Any, config: ModelConfig, names: Names) -> Any:
     """Small vocabularies one-hot, larger ones a learned embedding."""
     if size <= config.one_hot_max_vocab:
-        return keras.layers.CategoryEncoding(size, output_mode="one_hot", name=f"onehot_{name}")(ids)
+        return keras.layers.CategoryEncoding(size, output_mode="one_hot",
+                                             name=names(f"onehot_{name}"))(ids)
     dim = embedding_dim(size, config.embedding_max_dim)
-    return keras.layers.Embedding(size, dim, name=f"embed_{name}")(ids)
+    return keras.layers.Embedding(size, dim, name=names(f"embed_{name}"))(ids)
 
 
 def _learning_rate(config: ModelConfig) -> Any:

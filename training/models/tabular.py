@@ -7,20 +7,25 @@ takes one dict keyed by the spec's feature names, so serving applies exactly the
 training did and any valid spec name serves; its flat ``serving_default`` signature keys the
 features by position (``serving_keys``, ``export_serving``). Evaluation, the gate and the
 export never know which family won.
+
+A Keras model takes a dict keyed by its inputs' names, so a model's inputs are named after the
+features, and the names of its own layers and ops share their namespace: every one is given by
+the model's ``Names`` (none taken twice, none an input's, whatever the features are called;
+issue 53) and its ops live in named layers (``Columns``), never auto-named (``cast``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from etl.versions.segment import FeatureSchema
+from etl.versions.segment import FeatureSchema, LabelSchema
 
 OOV_INDICES = 1
 
@@ -35,11 +40,67 @@ class TabularModel(NamedTuple):
     full: keras.Model
 
 
+class Names:
+    """The names of one Keras model's own layers and ops: each the name asked for, unless an
+    input of the model (a feature) or an earlier layer has it; then with ``_`` appended until
+    none has. A functional model refuses two operations of one name (``The name "features"
+    is used 2 times in the model``), and a feature may be called anything: ``features``,
+    ``dense_0``, ``lookup_<another feature>``, ``<dataset>_core``."""
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.taken = set(taken)
+
+    def __call__(self, name: str) -> str:
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name
+
+
+@keras.saving.register_keras_serializable(package="flightpipe")
+class Columns(keras.layers.Layer):
+    """``[batch]`` number tensors -> one ``[batch, columns]`` float32 matrix, in order; a NaN
+    in column i becomes ``fill[i]`` (None: NaN stays). One named layer for what were
+    ``keras.ops`` calls, which Keras names itself (``cast``, ``stack``), whatever the model's
+    inputs are called."""
+
+    def __init__(self, fill: Sequence[float] | None = None, **kwargs: Any) -> None:
+        kwargs["dtype"] = "float32"  # not float16 under mixed precision: raw values overflow it
+        super().__init__(**kwargs)
+        self.fill = None if fill is None else [float(v) for v in fill]
+
+    def call(self, columns: list) -> Any:
+        x = keras.ops.stack([keras.ops.cast(c, "float32") for c in columns], axis=1)
+        if self.fill is None:
+            return x
+        return keras.ops.where(keras.ops.isnan(x), np.asarray(self.fill, np.float32), x)
+
+    def compute_output_shape(self, shapes: list) -> tuple:
+        return (shapes[0][0], len(shapes))
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "fill": self.fill}
+
+
+def compose(raw: dict[str, Any], preprocess: keras.Model, core: keras.Model,
+            serve: Callable[[Any, LabelSchema], Any] | None, label: LabelSchema,
+            name: str) -> keras.Model:
+    """The full model, ``serve(core(preprocess(raw)))``, named ``name``: ``serve`` (None: the
+    core's output as is) in a model of its own, so the ops it adds (``expm1``) are named where
+    no feature is."""
+    out = core(preprocess(raw))
+    if serve is not None:
+        names = Names([*raw, preprocess.name, core.name])
+        x = keras.Input(shape=out.shape[1:], dtype=out.dtype, name="output")
+        out = keras.Model(x, serve(x, label), name=names("served"))(out)
+    return keras.Model(raw, out, name=name)
+
+
 def vocabulary_lookup(where: str, name: str, feat: FeatureSchema,
-                      vocab: list | None) -> keras.layers.Layer:
-    """The categorical feature's train vocabulary as a lookup layer: id 0 for a value it never
-    saw (``OOV_INDICES``), 1.. for the rest in vocabulary order. ``where`` names the manifest
-    in the errors.
+                      vocab: list | None, names: Names) -> keras.layers.Layer:
+    """The categorical feature's train vocabulary as a lookup layer, named by ``names``
+    (``lookup_<name>``): id 0 for a value it never saw (``OOV_INDICES``), 1.. for the rest in
+    vocabulary order. ``where`` names the manifest in the errors.
 
     Raises:
         ValueError: the manifest has no vocabulary for the feature, or one with duplicates.
@@ -48,14 +109,12 @@ def vocabulary_lookup(where: str, name: str, feat: FeatureSchema,
         raise ValueError(f"{where}: categorical feature {name!r} has no statistics.vocabularies entry")
     if len(set(vocab)) != len(vocab):
         raise ValueError(f"{where}: vocabulary of {name!r} has duplicate entries")
+    layer = names(f"lookup_{name}")
     if feat.dtype == "string":
         return keras.layers.StringLookup(
-            vocabulary=[str(v) for v in vocab], num_oov_indices=OOV_INDICES, name=f"lookup_{name}"
-        )
+            vocabulary=[str(v) for v in vocab], num_oov_indices=OOV_INDICES, name=layer)
     return keras.layers.IntegerLookup(
-        vocabulary=np.asarray(vocab, dtype="int64"), num_oov_indices=OOV_INDICES,
-        name=f"lookup_{name}",
-    )
+        vocabulary=np.asarray(vocab, dtype="int64"), num_oov_indices=OOV_INDICES, name=layer)
 
 
 SERVING_KEY = "feature_{}"  # a feature's key in the flat signature: its position, never its name

@@ -27,7 +27,7 @@ from etl.versions import Manifest
 from training.config import ModelConfig
 from training.models.forest import Forest, compile_forest
 from training.models.heads import Serve
-from training.models.tabular import TabularModel, vocabulary_lookup
+from training.models.tabular import Columns, Names, TabularModel, compose, vocabulary_lookup
 
 log = logging.getLogger(__name__)
 FEATURES = "features"  # the core's one input: [batch, features] float32
@@ -70,25 +70,25 @@ def tree_preprocess(manifest: Manifest) -> TreeInputs:
     """
     schema, stats = manifest.schema, manifest.statistics
     where = f"manifest {manifest.dataset}/{manifest.version}"
+    names = Names(schema.features)  # the preprocessing's own layers
     raw, cols, columns, categorical = {}, [], [], []
     for name, feat in sorted(schema.features.items()):
         raw[name] = keras.Input(shape=(), name=name, dtype=feat.dtype)
         if feat.kind == "categorical":
             vocab = stats.vocabularies.get(name)
-            ids = vocabulary_lookup(where, name, feat, vocab)(raw[name])
             categorical.append(len(columns))
-            cols.append(keras.ops.cast(ids, "float32"))
+            cols.append(vocabulary_lookup(where, name, feat, vocab, names)(raw[name]))
         elif feat.kind == "numeric":
-            cols.append(keras.ops.cast(raw[name], "float32"))
+            cols.append(raw[name])
         else:
             raise ValueError(f"{where}: feature {name!r} has kind {feat.kind!r}; "
                              "the tree model takes 'numeric' and 'categorical'")
         columns.append(name)
-    matrix = keras.ops.stack(cols, axis=1) if cols else None
-    if matrix is None:
+    if not cols:
         raise ValueError(f"{where}: no features to fit trees on")
+    matrix = Columns(name=names("columns"))(cols)  # NaN kept: LightGBM sent it a way
     model = keras.Model(raw, {FEATURES: matrix},
-                        name=f"{manifest.dataset or 'dataset'}_preprocess")
+                        name=names(f"{manifest.dataset or 'dataset'}_preprocess"))
     return TreeInputs(raw, model, columns, categorical)
 
 
@@ -199,9 +199,9 @@ def assemble(manifest: Manifest, inputs: TreeInputs, forest: Forest,
              serve: Serve | None = None) -> TabularModel:
     """``TabularModel`` views of the trees: the same contract as the MLP's."""
     dataset = (manifest.dataset or "dataset")
+    names = Names([*inputs.raw, inputs.preprocess.name])  # the full model's own layers
     features = keras.Input(shape=(len(inputs.columns),), name=FEATURES, dtype="float32")
-    core = keras.Model({FEATURES: features}, forest(features), name=f"{dataset}_core")
-    served = core(inputs.preprocess(inputs.raw))
-    full = keras.Model(inputs.raw, serve(served, manifest.schema.label) if serve
-                       else served, name=f"{dataset}_model")
+    core = keras.Model({FEATURES: features}, forest(features), name=names(f"{dataset}_core"))
+    full = compose(inputs.raw, inputs.preprocess, core, serve, manifest.schema.label,
+                   f"{dataset}_model")
     return TabularModel(inputs.preprocess, core, full)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from etl.versions import Manifest
+from training.config import TrainConfig
 from training.data.tabular import make_dataset
 from training.judge.evaluate import (
     example_losses,
@@ -109,11 +110,11 @@ def choose(run: FitRun, done: dict[str, Fitted] | None = None
            ) -> tuple[Fitted, dict[str, Any], dict[str, Any] | None]:
     """Fit the configured family, or every family for ``auto`` and keep one (``keep``);
     (the kept one, metrics.json's ``family_choice``: the eval figures and why, and below
-    ``SMALL_TABLE_ROWS`` the repeated k-fold's figures and evidence, else None). ``done``:
-    families already fitted on this run (``choose_target``'s), not fitted again."""
+    ``SMALL_TABLE_ROWS`` the repeated k-fold's figures and evidence, else None; ``folds: 0``
+    skips it). ``done``: families already fitted on this run (``choose_target``'s)."""
     wanted, done = run.config.model.family, done or {}
     fits = FAMILIES if wanted == "auto" else {wanted: FAMILIES[wanted]}
-    if small_table(run.manifest):
+    if folded(run.config, run.manifest):
         chosen, cv, refit = cross_validated(run, fits)
         kept = FAMILIES[chosen].fit(run._replace(refit=refit))
         # the eval rows trained the kept model: its eval figures are the out-of-fold ones
@@ -215,9 +216,9 @@ def cross_validated(run: FitRun, fits: dict[str, Family]
     (``training.run.folds``), judged; (the family kept, metrics.json's ``cross_validation``,
     the verdict's evidence under ``evidence``: labels and out-of-fold answers averaged over
     the repeats, learned space; how to fit the kept family on all those rows)."""
-    from training.run.folds import FOLDS, REPEATS, cross_validate  # small tables only
+    from training.run.folds import cross_validate  # small tables only
 
-    oof = cross_validate(run, fits)
+    oof, (folds, repeats) = cross_validate(run, fits), (run.config.folds, run.config.repeats)
     task, y, n = run.task.name, oof.labels, len(oof.labels)
     figures = {}
     for family, outs in oof.answers.items():
@@ -235,7 +236,7 @@ def cross_validated(run: FitRun, fits: dict[str, Family]
     text = ", ".join(f"{k} {v['mean']:.4f} (repeats "
                      f"{', '.join(f'{x:.4f}' for x in v['per_repeat'])})"
                      for k, v in figures.items())
-    why = (f"{chosen} is kept: mean out-of-fold {metric} over {REPEATS} x {FOLDS}-fold "
+    why = (f"{chosen} is kept: mean out-of-fold {metric} over {repeats} x {folds}-fold "
            f"cross-validation of the {n} train and eval rows: {text} "
            f"({'higher' if metric == 'auc' else 'lower'} is better)" + (f"; {how}" if how else ""))
     refit = Refit(oof.rows, figures[chosen]["median_length"], oof.steps)
@@ -243,7 +244,7 @@ def cross_validated(run: FitRun, fits: dict[str, Family]
     log.info("train %s: %s; %s is fitted on all %d train and eval rows for %d %s, the median "
              "its folds stopped at (%s)", run.manifest.dataset, why, chosen, n, refit.length,
              unit, ", ".join(map(str, oof.lengths[chosen])))
-    return chosen, {"rows": n, "folds": FOLDS, "repeats": REPEATS, "metric": metric,
+    return chosen, {"rows": n, "folds": folds, "repeats": repeats, "metric": metric,
                     "families": figures, "chosen": chosen, "why": why,
                     "refit": {"rows": n, "length": refit.length, "unit": unit},
                     "out_of_fold": scores, "evidence": (y, out)}, refit
@@ -254,11 +255,11 @@ def _median_length(lengths: list[int]) -> int:
     return max(1, round(float(np.median(lengths)))) if lengths else 1
 
 
-def small_table(manifest: Manifest) -> bool:
-    """Fewer than ``SMALL_TABLE_ROWS`` rows in train, eval and test: the family choice, the
-    verdict and tuning's trials are judged by repeated k-fold (``training.run.folds``)."""
-    return sum(manifest.splits[s].num_examples if s in manifest.splits else 0
-               for s in ("train", EVAL_SPLIT, TEST_SPLIT)) < SMALL_TABLE_ROWS
+def folded(config: TrainConfig, manifest: Manifest) -> bool:
+    """Under ``SMALL_TABLE_ROWS`` rows in train, eval and test, and ``config.folds`` not 0: the
+    family choice, verdict and tuning's trials are judged by k-fold (``training.run.folds``)."""
+    return config.folds > 0 and sum(manifest.splits[s].num_examples if s in manifest.splits else 0
+                                    for s in ("train", EVAL_SPLIT, TEST_SPLIT)) < SMALL_TABLE_ROWS
 
 
 def eval_metric(task: Task) -> str:

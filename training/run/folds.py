@@ -3,11 +3,12 @@
 Below ``training.run.choice.SMALL_TABLE_ROWS`` rows one small test split is all the evidence
 the choice of family and the verdict would get: a 214-row table left 44 test rows, where two
 rows moved accuracy by 5%. There (``training.run.choice.cross_validated`` calls
-``cross_validate``) every candidate family is fitted ``REPEATS`` times over ``FOLDS``
-stratified folds of the train and eval rows, each fold's rows predicted by a model that never
-saw them. ``cross_validated`` chooses the family on the out-of-fold answers (``keep``: trees,
-unless another is better beyond noise), and the gate judges them (averaged over the repeats,
-one per row) instead of the test split alone; the test split stays held out, is scored once
+``cross_validate``) every candidate family is fitted ``TrainConfig.repeats`` times over
+``TrainConfig.folds`` stratified folds of the train and eval rows (2 x 5 unless set; 0 folds
+skips all this), each fold's rows predicted by a model that never saw them.
+``cross_validated`` chooses the family on the out-of-fold answers (``keep``: trees, unless
+another is better beyond noise), and the gate judges them (averaged over the repeats, one per
+row) instead of the test split alone; the test split stays held out, is scored once
 by the kept family refitted on every train and eval row for the median of where its folds'
 early stopping ended (``training.run.families.Refit``), and is what the current-model
 comparison uses. The figures, per repeat and with intervals, go in metrics.json's
@@ -38,8 +39,6 @@ Family = Any
 
 log = logging.getLogger(__name__)
 
-FOLDS = 5
-REPEATS = 2
 SEED = 0
 
 
@@ -112,16 +111,17 @@ def read_rows(run: FitRun) -> dict[str, np.ndarray]:
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
-def fold_ids(labels: np.ndarray, classified: bool, repeat: int) -> np.ndarray:
-    """Each row's fold in one repeat: shuffled, then dealt round-robin within each class (a
-    classifier's folds hold every class in its share), or over all rows (a regression)."""
+def fold_ids(labels: np.ndarray, classified: bool, repeat: int, folds: int) -> np.ndarray:
+    """Each row's fold (of ``folds``) in one repeat: shuffled, then dealt round-robin within
+    each class (a classifier's folds hold every class in its share), or over all rows (a
+    regression)."""
     rng = np.random.default_rng(SEED + repeat)
     order = rng.permutation(len(labels))
     out = np.empty(len(labels), np.int64)
     groups = [order[labels[order] == c] for c in np.unique(labels)] if classified else [order]
     start = 0
     for rows in groups:  # continue the deal where the last class stopped: folds stay even
-        out[rows] = (start + np.arange(len(rows))) % FOLDS
+        out[rows] = (start + np.arange(len(rows))) % folds
         start += len(rows)
     return out
 
@@ -140,17 +140,18 @@ class OutOfFold(NamedTuple):
 
 
 def cross_validate(run: FitRun, families: dict[str, Family]) -> OutOfFold:
-    """Fit each family over ``REPEATS`` x ``FOLDS`` folds of train + eval; their out-of-fold
-    answers (judged by ``training.run.choice.cross_validated``)."""
+    """Fit each family over ``repeats`` x ``folds`` folds of train + eval (the run's
+    ``TrainConfig``); their out-of-fold answers (judged by
+    ``training.run.choice.cross_validated``)."""
     columns = read_rows(run)
     raw = columns[run.manifest.schema.label.name]
-    task, n = run.task.name, len(raw)
+    task, n, k = run.task.name, len(raw), run.config.folds
     classified = task != REGRESSION
-    folds = [fold_ids(raw.astype(np.int64) if classified else raw, classified, r)
-             for r in range(REPEATS)]
-    # every fold trains on about (FOLDS - 1) / FOLDS of the rows: one epoch length for all,
+    folds = [fold_ids(raw.astype(np.int64) if classified else raw, classified, r, k)
+             for r in range(run.config.repeats)]
+    # every fold trains on about (k - 1) / k of the rows: one epoch length for all,
     # so a family readied once (``Family.folds``) fits each fold the same way
-    steps = max(1, math.ceil(n * (FOLDS - 1) / FOLDS / run.config.input.batch_size))
+    steps = max(1, math.ceil(n * (k - 1) / k / run.config.input.batch_size))
     run = run._replace(callbacks=(), config=dataclasses.replace(
         run.config, measure_stall_batches=0, steps_per_epoch=steps))
     answers: dict[str, list[np.ndarray]] = {}
@@ -161,7 +162,7 @@ def cross_validate(run: FitRun, families: dict[str, Family]) -> OutOfFold:
         answers[family], lengths[family] = [], []
         for r, ids in enumerate(folds):
             out = None
-            for f in range(FOLDS):
+            for f in range(k):
                 held, train = np.flatnonzero(ids == f), np.flatnonzero(ids != f)
                 work = Path(run.work_dir) / "folds" / f"{family}-{r}-{f}"
                 y, o, length = fit(run._replace(rows=FoldRows(columns, train, held),

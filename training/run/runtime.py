@@ -44,9 +44,12 @@ class Phases:
 
     def __init__(self) -> None:
         self.figures: dict[str, dict[str, float]] = {}
+        self.about: dict[str, str] = {}  # what a phase holds, where its name does not say
 
     @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
+    def phase(self, name: str, about: str = "") -> Iterator[None]:
+        if about:
+            self.about[name] = about
         wall, cpu = time.perf_counter(), time.process_time()
         yield
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
@@ -56,8 +59,9 @@ class Phases:
 
     def line(self) -> str:
         """One plain line: each phase's wall and CPU seconds."""
-        return ", ".join(f"{name} {f['seconds']:.1f} s (CPU {f['cpu_s']:.1f} s)"
-                         for name, f in self.figures.items())
+        return "phases: " + ", ".join(
+            f"{name}{f' ({self.about[name]})' if name in self.about else ''} "
+            f"{f['seconds']:.1f} s (CPU {f['cpu_s']:.1f} s)" for name, f in self.figures.items())
 
 
 @dataclass(frozen=True)

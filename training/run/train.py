@@ -197,7 +197,7 @@ def _fit_and_evaluate(
     task, phases = task_of(manifest), Phases()
     check_splits(manifest, {s: labels_of(make_dataset(version_uri, s, manifest, config.input))
                             for s in (EVAL_SPLIT, TEST_SPLIT)}, config.min_eval_examples)
-    with phases.phase("fit"):
+    with phases.phase("fit", "each family tried, the choice"):
         run, done, target = choose_target(families.FitRun(
             version_uri, manifest, run_uri, setup, config, work_dir, task, extra, weights))
         manifest = run.manifest

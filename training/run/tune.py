@@ -77,8 +77,8 @@ def tune(version_uri: str, models_root: str, budget: TuneConfig,
                             for s in (families.EVAL_SPLIT, families.TEST_SPLIT)},
                  config.min_eval_examples)
     metric, setup = choice.eval_metric(task), setup_device(config.precision, config.devices)
-    folds = choice.small_table(manifest)
-    judged = _judged(folds)
+    folds = choice.folded(config, manifest)
+    judged = _judged(config if folds else None)
     log.info("tune %s on %s: up to %d trials or %g min over %s, judged by %s %s",
              manifest.dataset, manifest.version, budget.trials, budget.minutes,
              ", ".join(budget.families), judged, metric)
@@ -150,7 +150,8 @@ def _trial(search: _Search, trial: Any, trials: list[dict[str, Any]]) -> float:
                    "seconds": round(time.perf_counter() - began, 2)})
     log.info("tune %s: trial %d/%d %s %s: %s %s %.4f, %.1f s", manifest.dataset,
              trial.number + 1, search.budget.trials, family,
-             "defaults" if defaults else _text(settings), _judged(search.folds), search.metric,
+             "defaults" if defaults else _text(settings),
+             _judged(search.config if search.folds else None), search.metric,
              score,
              trials[-1]["seconds"])
     return score
@@ -172,13 +173,12 @@ def _suggest(trial: Any, family: str, n_train: int) -> dict[str, Any]:
             "dropout": trial.suggest_float("dropout", 0.0, 0.5)}
 
 
-def _judged(folds: bool) -> str:
-    """What a trial's figure is, as the log, the CLI and the model page say it."""
-    if not folds:
+def _judged(folded: TrainConfig | None) -> str:
+    """What a trial's figure is, as the log, the CLI and the model page say it: ``folded``,
+    the config of a run judged by k-fold, else None."""
+    if folded is None:
         return "eval"
-    from training.run.folds import FOLDS, REPEATS
-
-    return f"{REPEATS} x {FOLDS}-fold cross-validation of train and eval, mean"
+    return f"{folded.repeats} x {folded.folds}-fold cross-validation of train and eval, mean"
 
 
 def _text(values: dict[str, Any]) -> str:

@@ -45,8 +45,9 @@ QUARANTINE_DIR = "quarantine"
 
 @dataclass(frozen=True)
 class ScoreOptions:
-    """What to score and where: ``raw`` files (of the spec's primary source) or the
-    ``version`` ('latest' or an id) of ``dataset`` under ``root``."""
+    """What to score and where: ``raw`` files (of the spec's primary source: URIs, or paths
+    under ``root``, ``raw_uris``) or the ``version`` ('latest' or an id) of ``dataset`` under
+    ``root``."""
 
     root: str
     dataset: str
@@ -98,13 +99,14 @@ def _score_raw(options: ScoreOptions, model: ServedModel) -> Published:
     from etl.spec import load_spec
 
     spec = load_spec(options.spec or options.dataset)
-    files = [{"uri": u, **_stat(u)} for u in options.raw]
+    raw = raw_uris(options.root, options.raw)
+    files = [{"uri": u, **_stat(u)} for u in raw]
     window = RAW_PREFIX + hashlib.sha256(storage.json_bytes(files)).hexdigest()[:12]
     uri = predictions_uri(options.root, options.dataset, window, model.model_id)
     tally = _Tally()
 
     def parts() -> Iterator[pa.Table]:
-        checked = check_unlabelled(options.root, spec, list(options.raw),
+        checked = check_unlabelled(options.root, spec, list(raw),
                                    storage.join(uri, QUARANTINE_DIR))
         tally.rows, tally.quarantined = checked.rows, checked.quarantined
         if checked.quarantine_file:  # the manifest names it relative to the folder
@@ -123,6 +125,15 @@ def _score_raw(options: ScoreOptions, model: ServedModel) -> Published:
 
     source = {"kind": "raw", "files": files, "spec": spec.name}
     return _publish(options, model, uri, parts(), tally, source, window)
+
+
+def raw_uris(root: str, raw: tuple[str, ...]) -> tuple[str, ...]:
+    """The raw files to score as URIs: a full URI (``file://``, ``gs://``) or an absolute
+    local path as given, a relative path under the storage root, as the ETL reads a source's
+    (``raw/flights/date=2013-01-05/flights.csv``, what the scoring form suggests; a ``..``
+    that leaves the root is refused: PathOutsideRootError)."""
+    return tuple(u if "://" in u or u.startswith("/") else storage.safe_join(root, u)
+                 for u in raw)
 
 
 def _publish(options: ScoreOptions, model: ServedModel, uri: str, parts: Iterator[pa.Table],

@@ -307,7 +307,7 @@ def _drift(window: Window[Spec, Judging]) -> dict[str, Any] | None:
     previous = window.previous
     if previous is None or not window.new:
         return None  # a first version: nothing to compare with
-    from etl.spec.drift import calendar_features, compare  # measured only from here on
+    from etl.spec.drift import calendar_features, compare, drifted_words  # from here on
 
     new = comparable(window.new, previous)
     if not new:
@@ -324,9 +324,9 @@ def _drift(window: Window[Spec, Judging]) -> dict[str, Any] | None:
                      previous.verdict.drift_history)
     name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
     if report["drifted"]:
-        log.warning("drift %s: %s moved beyond their limits against %s (%s new rows; baseline: "
-                    "%s); see the version page's Drift section", name,
-                    ", ".join(report["drifted"]), against, rows, report["baseline"])
+        log.warning("drift %s: %s, against %s (%s new rows; baseline: %s); see the version "
+                    "page's Drift section", name, drifted_words(report), against, rows,
+                    report["baseline"])
     else:
         log.info("drift %s: %d statistic(s) within limits against %s (%s new rows; baseline: "
                  "%s)", name, len(report["features"]), against, rows, report["baseline"])

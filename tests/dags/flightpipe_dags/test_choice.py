@@ -131,3 +131,22 @@ def test_a_score_run_skips_while_no_model_is_blessed_and_when_nothing_waits(
                                                    r"published version\(s\): 1 done"):
         task.python_callable(params={"version": "latest", "raw": []}, run_id="r3",
                              triggering_asset_events=events)
+
+
+def test_a_skip_leaves_its_reason_for_the_dataset_page(monkeypatch, caplog) -> None:
+    """Issue 51: skipped trainings had no reason on the dataset page. Airflow stores none (the
+    exception's message reaches the task log only), so the skip leaves it in an XCom."""
+    import airflow.sdk
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    pushed: dict[str, str] = {}
+    ti = SimpleNamespace(xcom_push=lambda key, value: pushed.update({key: value}))
+    monkeypatch.setattr(airflow.sdk, "get_current_context", lambda: {"ti": ti})
+    caplog.set_level(logging.WARNING, logger="airflow.task")
+    with pytest.raises(AirflowSkipException, match="^Not training flights: nothing waits$"):
+        choice.skip("Not training flights: nothing waits")
+    assert pushed == {choice.SKIP_KEY: "Not training flights: nothing waits"}
+    assert caplog.messages == ["Not training flights: nothing waits"]
+    monkeypatch.undo()  # outside a task (a test calling the task's function): the log only
+    with pytest.raises(AirflowSkipException):
+        choice.skip("Not scoring flights: nothing waits")

@@ -119,3 +119,23 @@ def test_a_failed_build_names_its_validation_page(tmp_path_factory, caplog) -> N
     page = TestClient(create_app(root.as_uri())).get(url.removeprefix(links.NAV_ROUTE + URL_PREFIX))
     assert page.status_code == 200 and "not published" in page.text
     assert links.ValidationPageLink.name == "Validation page"
+
+
+def test_the_drift_warning_tells_moved_values_from_missing_ones(caplog) -> None:
+    """Issue 51: "ten features moved beyond their limits" when eight of them were missing
+    values; the publish task's WARNING names the two kinds apart, with the page."""
+    import logging
+
+    from etl.versions.manifest import Manifest
+
+    rows = [{"name": n, "kind": k, "drifted": True} for n, k in
+            (("dep_hour", "numeric"), ("carrier", "categorical"), ("temp", "missing"),
+             ("wind_speed", "missing"))]
+    manifest = Manifest.from_json({"validation": {"success": True, "drift": {
+        "against": "v1", "features": rows,
+        "drifted": ["dep_hour", "carrier", "temp", "wind_speed"]}}}, "test")
+    with caplog.at_level(logging.WARNING, logger="airflow.task"):
+        links.warn_drift("flights", manifest, "/page")
+    assert caplog.messages == [(
+        "drift flights: values moved beyond their limits in dep_hour, carrier; more values "
+        "missing than their limits allow in temp, wind_speed, against v1; see /page")]

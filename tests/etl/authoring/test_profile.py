@@ -20,7 +20,6 @@ from etl.__main__ import main
 from etl.authoring.partitions import matching_files
 from etl.authoring.profile import Origin, merge, profile_frame
 from etl.authoring.scan import plan, scan
-from etl.spec import Source
 from etl.spec.scheduling import DEFAULT_SPECS_DIR
 
 
@@ -232,8 +231,6 @@ def test_messy_headers_get_identifiers_and_keep_their_source(tmp_path, specs, ca
     assert "Größe" in (specs / "orders" / "spec.yaml").read_text(encoding="utf-8")
 
 
-@pytest.mark.skipif(not hasattr(Source, "header"),
-                    reason="the ETL reads a column's source: header once the headers work lands")
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_a_draft_with_messy_headers_publishes(tmp_path, specs, capsys, fmt) -> None:
     """End to end: the draft's identifiers and sources read by the ETL, a null token in a

@@ -181,3 +181,24 @@ def test_a_nightly_flights_day_does_not_drift_and_an_emptied_feature_does(
     assert empty["drifted"] == ["temp"]
     (row,) = [r for r in empty["features"] if r["name"] == "temp" and r["drifted"]]
     assert row["kind"] == "missing" and row["value"] > 0.9
+
+
+def test_features_gone_missing_are_told_apart_from_features_whose_values_moved() -> None:
+    """Issue 51: ten features "moved beyond their limits" when eight of them were missing
+    values; the words name the two kinds apart (and a vanished feature as missing only)."""
+    from etl.spec.drift import drifted_by_kind, drifted_words
+
+    def stats(distance: float, nulls: int) -> Statistics:
+        numeric = {"distance": {"mean": distance, "var": 400.0 ** 2, "count": 1000}}
+        numeric.update({c: {"mean": 55.0, "var": 100.0, "count": 1000 - nulls}
+                        for c in ("temp", "wind")})
+        return _stats({"num_examples": 1000, "numeric": numeric,
+                       "null_counts": {"distance": 0, "temp": nulls, "wind": nulls}})
+
+    report = compare(stats(1300.0, 900), stats(1000.0, 0), "v1", ["s"])
+    assert report["drifted"] == ["distance", "temp", "wind"]
+    assert drifted_by_kind(report) == (["distance"], ["temp", "wind"])
+    assert drifted_words(report) == ("values moved beyond their limits in distance; more "
+                                     "values missing than their limits allow in temp, wind")
+    assert drifted_words(compare(stats(1000.0, 0), stats(1000.0, 0), "v1", ["s"])) == ""
+    assert drifted_words({"drifted": ["temp"]}) == "values moved beyond their limits in temp"

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from etl.spec import SpecError, load_spec
 from etl.spec.scheduling import (
@@ -39,6 +40,16 @@ def test_settings_parse_and_default() -> None:
     assert parse_settings({"schedule": None}, "x").schedule == "none"
 
 
+def test_a_training_budget_parses_and_folds_off_is_zero() -> None:
+    raw = yaml.safe_load("training: {family: trees, max_rounds: 50, folds: off, repeats: 1}")
+    budget = parse_settings(raw, "x.yaml").training
+    assert budget == {"family": "trees", "max_rounds": 50, "folds": 0, "repeats": 1}
+    config = TrainConfig().with_overrides(**budget)
+    assert (config.model.family, config.model.max_rounds, config.folds, config.repeats) == (
+        "trees", 50, 0, 1)
+    assert parse_settings({"training": {"folds": 3}}, "x").training == {"folds": 3}
+
+
 @pytest.mark.parametrize(("raw", "message"), [
     ({"schedule": "daily"}, r"x.yaml.schedule: expected a cron"),
     ({"start_date": "yesterday"}, r"x.yaml.start_date: expected an ISO date"),
@@ -50,6 +61,10 @@ def test_settings_parse_and_default() -> None:
     ({"training": {"min_margin": 0.7}}, r"x.yaml.training.min_margin: expected float"),
     ({"training": {"learning_rate": 0}}, r"x.yaml.training.learning_rate: expected float > 0"),
     ({"training": {"hidden_units": []}}, r"x.yaml.training.hidden_units: expected a non-empty"),
+    ({"training": {"folds": 1}}, r"x.yaml.training.folds: expected 0 or off \(no k-fold\) or"),
+    ({"training": {"folds": -2}}, r"x.yaml.training.folds: expected int >= 0"),
+    ({"training": {"repeats": 0}}, r"x.yaml.training.repeats: expected int >= 1"),
+    ({"training": {"max_rounds": 0}}, r"x.yaml.training.max_rounds: expected int >= 1"),
     ({"tune": 20}, r"x.yaml.tune: expected a mapping like \{trials: 20"),
     ({"tune": {"trial": 5}}, (r"x.yaml.tune.trial: unknown tune setting; expected one of "
                              r"\['families', 'minutes', 'trials'\]")),
@@ -83,11 +98,16 @@ def test_the_tune_block_fills_its_defaults_and_training_reads_it_from_the_manife
 
 
 def test_every_training_key_is_a_train_config_override() -> None:
-    """etl.spec.scheduling may not import training, so this keeps the two in step."""
-    samples = {int: 2, float: 0.1, list: (8,)}
+    """etl.spec.scheduling may not import training, so this keeps the two in step: every key
+    and word the spec allows lands on the ``TrainConfig`` field of its name, changed."""
+    samples = {int: 3, float: 0.1, list: (8,)}  # none a default
     for key, (kind, _, _) in TRAINING_KEYS.items():
         for value in TRAINING_CHOICES[key] if kind is str else [samples[kind]]:
-            TrainConfig().with_overrides(**{key: value})  # every word the spec allows
+            config = TrainConfig().with_overrides(**{key: value})
+            part = next(p for p in (config, config.input, config.model) if hasattr(p, key))
+            assert getattr(part, key) == value, (key, value)
+        if kind is not str:  # the sample is not the default: the override did something
+            assert config != TrainConfig(), key
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -54,3 +54,24 @@ def test_a_sparkline_scales_to_its_box_and_skips_gaps() -> None:
     svg = str(sparkline([1, None, 3], "t"))
     assert 'points="0.0,22.0 120.0,2.0"' in svg and "<title>t</title>" in svg
     assert str(sparkline([None, 2], "t")) == ""
+
+
+def test_features_gone_missing_are_not_said_to_have_moved(tmp_path: Path) -> None:
+    """Issue 51: the version page and the list tell values that moved from missing ones."""
+    version = uf.write_version(tmp_path, uf.DATASET, uf.FIRST_END)
+    path = tmp_path / "datasets" / uf.DATASET / version / "manifest.json"
+    doc = json.loads(path.read_text())
+    rows = [{"name": "distance", "kind": "numeric", "statistic": "mean shift", "value": 0.9,
+             "limit": 0.5, "drifted": True}] + [
+        {"name": n, "kind": "missing", "statistic": "null share rise", "value": 0.9,
+         "limit": 0.1, "drifted": True} for n in ("temp", "wind")]
+    doc["validation"]["drift"] = {"against": "v", "segments": ["s"], "rows": 700,
+                                  "features": rows, "drifted": ["distance", "temp", "wind"]}
+    path.write_text(json.dumps(doc))
+    client = TestClient(create_app(tmp_path.as_uri()))
+    page = client.get(f"/datasets/{uf.DATASET}/versions/{version}").text
+    said = re.search(r'<strong class="drifted">([^<]+)</strong>', page).group(1)
+    assert said == ("values moved beyond their limits in distance; more values missing than "
+                    "their limits allow in temp, wind")
+    cell = re.search(r'<td class="drift"><a href="[^"]+">([^<]+)</a>', client.get("/").text)
+    assert cell.group(1) == "1 feature, 2 with more missing values"

@@ -343,3 +343,68 @@ def test_a_dataset_with_dags_but_no_version_is_listed_with_its_runs(built: uf.Bu
     assert "Recent DAG runs" in client.get("/datasets/flights").text
     assert "Recent DAG runs" not in TestClient(create_app(built.uri)).get(
         "/datasets/flights").text  # standalone: no run source
+
+
+# ---- issue 51 item 8: words a trees model and its figures are read in ---------------------
+
+def _trees_run(root: Path, version: str, **extra: object) -> Path:
+    """A trees run as training writes it: ``epochs*`` keys counting boosting rounds, the
+    kept family's own fit beside the whole fit phase."""
+    rdir = uf.add_model_run(root, "flights", version, "run-trees", auc=0.7788)
+    metrics = json.loads((rdir / "metrics.json").read_text())
+    metrics.update(family="trees", epochs=3000, epochs_run=183, best_epoch=83,
+                   resumed_from_epoch=0, fit_seconds=0.68,
+                   phases={"fit": {"seconds": 22.01, "cpu_s": 9.1, "peak_rss_mb": 997.2}},
+                   **extra)
+    (rdir / "metrics.json").write_text(json.dumps(metrics))
+    return rdir
+
+
+def _text(html: str) -> str:
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_a_trees_model_page_counts_boosting_rounds_not_epochs(tmp_path: Path) -> None:
+    """The page said "Epochs 3,000" and "183 epochs" of a LightGBM model."""
+    version = uf.write_version(tmp_path, "flights", uf.FIRST_END)
+    _trees_run(tmp_path, version)
+    page = TestClient(create_app(tmp_path.as_uri())).get(
+        f"/datasets/flights/versions/{version}/models/run-trees").text
+    facts = _text(page.split('id="run-facts"', 1)[1].split("</dl>", 1)[0])
+    assert "Boosting rounds (at most) 3,000" in facts and "Boosting rounds run 183" in facts
+    assert "Best round 83" in facts and "poch" not in facts, facts
+    history = _text(page.split('id="history"', 1)[1].split("</section>", 1)[0])
+    assert "Training history 3 boosting rounds Round Loss" in history and "poch" not in history
+    mlp = uf.add_model_run(tmp_path, "flights", version, "run-mlp")  # a network keeps its epochs
+    metrics = json.loads((mlp / "metrics.json").read_text())
+    (mlp / "metrics.json").write_text(json.dumps({**metrics, "family": "mlp", "epochs_run": 3}))
+    page = TestClient(create_app(tmp_path.as_uri())).get(
+        f"/datasets/flights/versions/{version}/models/run-mlp").text
+    assert "Epochs run 3" in _text(page) and "3 epochs Epoch" in _text(page)
+
+
+def test_the_kept_familys_fit_and_the_fit_phase_are_told_apart(tmp_path: Path) -> None:
+    """"Fit time 0.68 s" beside "Phases › Fit 22.01 s": the first is the kept family's own
+    fit, the second the whole phase (each family tried, the choice)."""
+    version = uf.write_version(tmp_path, "flights", uf.FIRST_END)
+    _trees_run(tmp_path, version)
+    page = TestClient(create_app(tmp_path.as_uri())).get(
+        f"/datasets/flights/versions/{version}/models/run-trees").text
+    facts = _text(page.split('id="run-facts"', 1)[1].split("</dl>", 1)[0])
+    assert "Own fit of the kept family, trees (s) 0.68" in facts, facts
+    assert "Phases › Whole fit phase (each family tried, the choice) › Seconds 22.01" in facts
+    assert "Fit time" not in facts and "Phases › Fit ›" not in facts
+
+
+def test_a_small_tables_page_names_its_out_of_fold_figures(tmp_path: Path) -> None:
+    """A small table's eval figures are its out-of-fold ones, which its verdict judged: the
+    column and the verdict say so, so 0.7784 beside the test's 0.7788 is two figures."""
+    version = uf.write_version(tmp_path, "flights", uf.FIRST_END)
+    check = {"name": "baseline:auc", "passed": True, "detail": "auc 0.7784 vs 0.5"}
+    _trees_run(tmp_path, version, cross_validation={"out_of_fold": {"auc": 0.7784}},
+               blessing={"blessed": True, "reasons": [], "checks": [check]})
+    page = TestClient(create_app(tmp_path.as_uri())).get(
+        f"/datasets/flights/versions/{version}/models/run-trees").text
+    head = re.search(r'id="metric-table">.*?<thead>(.*?)</thead>', page, re.DOTALL).group(1)
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", head)[:3] == ["Metric", "test", "out-of-fold"]
+    assert "verdict's baseline checks judged the out-of-fold answers" in _text(page)

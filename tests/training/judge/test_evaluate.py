@@ -164,3 +164,32 @@ def test_the_baselines_answers_and_each_examples_loss_are_the_gates_figures() ->
     assert name == "absolute error" and np.allclose(model, [10.0, 0.0])
     assert np.allclose(base, [90.0, 0.0])
 
+def test_a_binary_auc_is_one_figure_the_gate_and_the_page_agree_on() -> None:
+    """Issue 51: the model page showed test AUC 0.7788 (Keras's ``AUC``, interpolated over 200
+    thresholds) and the verdict's 0.7784 (by ranks) for one model on one split. The test and
+    eval figures are now the ranks' figure, the one the gate, the family choice and the
+    intervals compute."""
+    import keras
+    import tensorflow as tf
+
+    from training.judge.gate import auc_check
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2000, 3)).astype(np.float32)
+    y = (x[:, 0] + rng.normal(size=2000) > 0.8).astype(np.float32)[:, None]
+    inputs = keras.Input((3,))  # answers within a few of Keras's 200 thresholds, as trees' are
+    dense = keras.layers.Dense(1, activation="sigmoid",
+                               kernel_initializer=keras.initializers.Constant(0.02))
+    model = keras.Model(inputs, dense(inputs))
+    model.compile(loss=keras.losses.BinaryCrossentropy(), metrics=[keras.metrics.AUC(name="auc")])
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(256)
+    labels, out = evaluate.predictions(model, ds)
+    keras_auc = keras.metrics.AUC()
+    keras_auc.update_state(labels, out[:, 0])
+    exact = _auc(labels, out[:, 0])
+    assert abs(float(keras_auc.result()) - exact) > 1e-4  # two figures, as on the page
+    test = evaluate.scores_of(keras.losses.BinaryCrossentropy(),
+                              [keras.metrics.AUC(name="auc")], labels, out)
+    shown = auc_check(labels, out[:, 0], 0.01, 0.95).detail  # the verdict's line
+    assert test["auc"] == exact and f"auc {test['auc']:.4f} vs" in shown, shown
+    assert evaluate.evaluate_split(model, ds)["auc"] == pytest.approx(exact, abs=1e-12)

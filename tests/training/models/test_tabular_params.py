@@ -1,7 +1,8 @@
 """A table whose features are named like the Python parameters a row passes through
 (``self``, ``inputs``, ``training``, ``kwargs``, TF's own: ``fx.parameter_names``) trains,
 exports and serves in both families (issue 53: a column ``self`` ended ``python -m training
-train`` in a traceback at export), and the SavedModel answers as the Keras model does."""
+train`` in a traceback at export), and the SavedModel answers as the Keras model does.
+Features named like the model's own layers: ``test_tabular_layer_names.py``."""
 
 from __future__ import annotations
 
@@ -19,12 +20,6 @@ from training.models.tabular import SERVING_KEYS_FILE
 from training.run.train import train
 
 NAMES = fx.parameter_names()
-ORDER = ["features", *(n for n in NAMES if n != "features")]
-"""The columns in the order ``fx.named_features`` gives them kinds: ``features`` first, a
-numeric one. A categorical feature becomes an input of the MLP's core, whose Keras layers
-need unique names, and ``features`` is the name of the core's Concatenate layer: that
-clash of a feature with one of the model's own layer names is another matter than the
-export's, and not this test's."""
 FAST = {  # tiny budgets: the export is under test, not the fit
     "trees": TrainConfig(input=InputConfig(batch_size=128, seed=1), min_margin=0.0,
                          model=ModelConfig(family="trees", max_rounds=20)),
@@ -35,7 +30,7 @@ FAST = {  # tiny budgets: the export is under test, not the fit
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> fx.WrittenVersion:
-    return fx.write_version(tmp_path_factory.mktemp("params"), n=1500, seed=5, names=ORDER)
+    return fx.write_version(tmp_path_factory.mktemp("params"), n=1500, seed=5, names=NAMES)
 
 
 def test_the_names_hold_the_parameters_that_broke_the_export() -> None:

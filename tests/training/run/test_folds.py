@@ -14,11 +14,12 @@ import yaml
 from etl import pipeline
 from etl.versions.manifest import read_manifest
 from tests.support.training_fixtures import drafted_iris
-from training.config import InputConfig, ModelConfig, TrainConfig, plan
+from training.config import DEFAULT_FOLDS as FOLDS
+from training.config import DEFAULT_REPEATS, InputConfig, ModelConfig, TrainConfig, plan
 from training.judge.evaluate import predictions
 from training.run.choice import SMALL_TABLE_ROWS
 from training.run.families import FitRun, fit_trees, mlp_folds, trees_folds
-from training.run.folds import FOLDS, REPEATS, FoldRows, fold_ids, mapped, read_rows
+from training.run.folds import FoldRows, fold_ids, mapped, read_rows
 from training.run.runtime import setup_device
 from training.run.train import train
 from training.tasks import task_of
@@ -26,7 +27,7 @@ from training.tasks import task_of
 
 def test_folds_are_stratified_even_and_differ_between_repeats() -> None:
     labels = np.array([0] * 60 + [1] * 30 + [2] * 9)
-    first, second = fold_ids(labels, True, 0), fold_ids(labels, True, 1)
+    first, second = fold_ids(labels, True, 0, FOLDS), fold_ids(labels, True, 1, FOLDS)
     for ids in (first, second):
         sizes = np.bincount(ids, minlength=FOLDS)
         assert sizes.max() - sizes.min() <= 1  # 99 rows: 20 or 19 per fold
@@ -34,31 +35,35 @@ def test_folds_are_stratified_even_and_differ_between_repeats() -> None:
             per_fold = np.bincount(ids[labels == c], minlength=FOLDS)
             assert per_fold.max() - per_fold.min() <= 1 and per_fold.sum() == n
     assert (first != second).any()
-    plain = fold_ids(np.linspace(0, 1, 50), False, 0)
+    plain = fold_ids(np.linspace(0, 1, 50), False, 0, FOLDS)
     assert sorted(np.bincount(plain)) == [10] * FOLDS
+    assert sorted(np.bincount(fold_ids(np.linspace(0, 1, 50), False, 0, 2))) == [25, 25]
 
 
 @pytest.mark.timeout(600)
-def test_a_150_row_table_is_judged_by_repeated_k_fold(tmp_path: Path, monkeypatch) -> None:
+def test_a_150_row_table_is_judged_by_the_k_fold_it_is_given(tmp_path: Path, monkeypatch) -> None:
+    """The run's own folds and repeats (3 x 2 here, 5 x 2 unless set); 0 folds: none."""
     data, out = drafted_iris(tmp_path)  # all 150 rows
     assert yaml.safe_load((out / "spec.yaml").read_text())["split"]["stratify"]
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")
+    folds, repeats = 3, 2
     result = train(res["version_uri"], f"{data.as_uri()}/models", "r",
-                   TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees")))
+                   TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees"),
+                               folds=folds, repeats=repeats))
     m = result["metrics"]
     assert sum(m["examples"].values()) == 150 < SMALL_TABLE_ROWS
     cv = m["cross_validation"]
     assert cv["rows"] == m["examples"]["train"] + m["examples"]["eval"]
-    assert (cv["folds"], cv["repeats"], cv["chosen"]) == (FOLDS, REPEATS, "trees")
+    assert (cv["folds"], cv["repeats"], cv["chosen"]) == (folds, repeats, "trees")
     trees = cv["families"]["trees"]
-    assert len(trees["per_repeat"]) == REPEATS
+    assert len(trees["per_repeat"]) == repeats
     assert trees["range"][0] <= trees["mean"] <= trees["range"][1]
     oof = cv["out_of_fold"]
     low, high = oof["intervals"]["metrics"]["accuracy"]
     assert low <= oof["accuracy"] <= high and oof["accuracy"] > 0.85  # iris is easy
     assert cv["baseline"]["examples"] == cv["rows"]
-    assert "cross-validation of the" in m["family_choice"]["why"]
+    assert f"{repeats} x {folds}-fold cross-validation of the" in m["family_choice"]["why"]
     # the verdict judged the out-of-fold answers; the test split was scored once, apart
     accuracy = next(c for c in result["blessing"].checks if c.name == "baseline:accuracy")
     assert f"accuracy {oof['accuracy']:.4f} vs {cv['baseline']['accuracy']:.4f}" in \
@@ -68,13 +73,23 @@ def test_a_150_row_table_is_judged_by_repeated_k_fold(tmp_path: Path, monkeypatc
     # the kept trees were fitted on every train and eval row for the folds' median rounds,
     # not stopped early on eval (whose rows trained them: its figures are the out-of-fold ones)
     lengths = trees["lengths"]
-    assert len(lengths) == REPEATS * FOLDS and all(n >= 1 for n in lengths)
+    assert len(lengths) == repeats * folds and all(n >= 1 for n in lengths)
     median = max(1, round(float(np.median(lengths))))
     assert trees["median_length"] == median
     assert cv["refit"] == {"rows": cv["rows"], "length": median, "unit": "boosting rounds"}
     assert m["epochs_run"] == m["trees"]["rounds"] == median
     assert m["eval"]["accuracy"] == oof["accuracy"]
     assert m["family_choice"]["eval"] == {"trees": trees["mean"]}
+
+    # folds 0: chosen on eval and judged on test, as a larger table is; 20 rounds at most
+    off = train(res["version_uri"], f"{data.as_uri()}/models", "r0",
+                TrainConfig(input=InputConfig(seed=1), folds=0,
+                            model=ModelConfig(family="trees", max_rounds=20)))
+    m0 = off["metrics"]
+    assert m0.get("cross_validation") is None and m0["family_choice"]["why"] == "family trees was set"
+    assert 1 <= m0["trees"]["rounds"] <= 20
+    accuracy = next(c for c in off["blessing"].checks if c.name == "baseline:accuracy")
+    assert f"accuracy {m0['test']['accuracy']:.4f} vs" in accuracy.detail
 
 
 def _fold_runs(tmp_path: Path, monkeypatch, model: ModelConfig) -> tuple[FitRun, dict, list]:
@@ -89,7 +104,7 @@ def _fold_runs(tmp_path: Path, monkeypatch, model: ModelConfig) -> tuple[FitRun,
     run = FitRun(version_uri, manifest, (tmp_path / "run").as_uri(), setup_device("float32"),
                  replace(config, steps_per_epoch=8), tmp_path / "work", task_of(manifest))
     columns = read_rows(run)
-    ids = fold_ids(columns[manifest.schema.label.name].astype(np.int64), True, 0)
+    ids = fold_ids(columns[manifest.schema.label.name].astype(np.int64), True, 0, FOLDS)
     folds = [run._replace(rows=FoldRows(columns, np.flatnonzero(ids != f),
                                         np.flatnonzero(ids == f))) for f in (0, 1)]
     return run, columns, folds
@@ -168,7 +183,7 @@ def test_a_kept_mlp_is_refitted_for_its_folds_median_epochs(tmp_path: Path, monk
               TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="mlp")))["metrics"]
     cv = m["cross_validation"]
     mlp = cv["families"]["mlp"]
-    assert len(mlp["lengths"]) == REPEATS * FOLDS
+    assert len(mlp["lengths"]) == DEFAULT_REPEATS * FOLDS
     assert cv["refit"]["length"] == mlp["median_length"] == m["epochs_run"] == m["best_epoch"]
     assert cv["refit"]["unit"].startswith("epochs of ") and cv["refit"]["rows"] == cv["rows"]
     assert "val_loss" not in m["history"]  # no eval pass: the eval rows are train rows here

@@ -85,3 +85,16 @@ def test_mirrored_training_on_two_devices_survives_a_crash_and_resumes(precision
     else:
         assert got["optimizer"] != "LossScaleOptimizer"
     assert 0 < got["test_loss"] < 10
+
+
+def test_the_phases_line_says_what_the_fit_phase_holds() -> None:
+    from training.run.runtime import Phases
+
+    phases = Phases()
+    with phases.phase("fit", "each family tried, the choice"):
+        pass
+    with phases.phase("export"):
+        pass
+    line = phases.line()
+    assert line.startswith("phases: fit (each family tried, the choice) 0.0 s (CPU ")
+    assert ", export 0.0 s (CPU " in line and set(phases.figures) == {"fit", "export"}

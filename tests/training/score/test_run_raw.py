@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from etl.__main__ import main as etl_main
 from tests.training.score.conftest import FAST
+from training.config import read_model_record
 from training.judge.current import promote, read_current
 from training.run.train import train
 from training.score.publish import read_predictions
@@ -31,10 +32,12 @@ def wine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
                      "--interval-end", "2026-01-01"]) == 0
     version = next((root / "datasets" / "wine").glob("2026*"))
     result = train(version.as_uri(), f"{uri}/models", "run-1",
-                   FAST.with_overrides(min_eval_examples=10, min_margin=0.0))
+                   FAST.with_overrides(min_eval_examples=10, min_margin=0.0, folds=0))
     if not result["promoted"]:  # scoring is under test, not the gate: make the run current
         _, token = read_current(f"{uri}/models", "wine")
-        assert promote(f"{uri}/models", result["metrics"], "accuracy", token)
+        record = read_model_record(result["model_uri"])
+        assert record is not None and promote(f"{uri}/models", record, "accuracy", token)
+    assert read_current(f"{uri}/models", "wine")[0].run == "run-1"
     return root, result
 
 
@@ -86,3 +89,21 @@ def test_a_row_failing_the_checks_is_quarantined_not_scored(wine, tmp_path) -> N
     assert table["sample_id"].astype(int).tolist() == [bad_id]
     reason = table.filter(like="reason").iloc[0, 0]
     assert "magnesium" in reason, reason
+
+
+def test_a_raw_path_under_the_storage_root_is_scored_like_its_uri(wine, tmp_path) -> None:
+    """Issue 51 item 7: the scoring form's "raw/wine/....csv" (a path under the storage root,
+    as the ETL reads a source's) failed with FileNotFoundError: it was opened from the
+    worker's working directory. It now reads under the root, and may not climb out of it."""
+    from etl.errors import PathOutsideRootError
+
+    root, _ = wine
+    folder = root / "raw" / "wine" / "new"
+    folder.mkdir(parents=True, exist_ok=True)
+    raw_uri, rows = _new_rows(root, folder, bad=False)
+    done = score(ScoreOptions(root=root.as_uri(), dataset="wine",
+                              raw=("raw/wine/new/tomorrow.csv",)))
+    m = done.manifest
+    assert m["rows"] == m["scored"] == len(rows) and m["source"]["files"][0]["uri"] == raw_uri
+    with pytest.raises(PathOutsideRootError):
+        score(ScoreOptions(root=root.as_uri(), dataset="wine", raw=("../outside.csv",)))

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from etl.versions import Manifest
 from etl.versions.segment import FeatureSchema
-from training.config import AUTOTUNE, ImageTrainConfig
+from training.config import AUTOTUNE
 from training.data.tabular import (
     IMAGE_KIND,
     compression_type,
@@ -28,6 +28,7 @@ from training.data.tabular import (
     read_chunks,
     shard_files,
 )
+from training.kinds.images.config import ImageTrainConfig
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import keras
 
 from etl.versions import Manifest
 from etl.versions.segment import Statistics
-from training.config import ImageTrainConfig
+from training.kinds.images.config import ImageTrainConfig
 from training.models.heads import Head
 
 

@@ -27,7 +27,6 @@ from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
 from training.config import (
-    ImageTrainConfig,
     ModelRecord,
     RunOrigin,
     TrainConfig,
@@ -35,6 +34,7 @@ from training.config import (
 )
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, gate_scores, predictions
+from training.kinds.images.config import ImageTrainConfig
 from training.kinds.images.data import image_feature, make_image_dataset
 from training.kinds.images.model import build_cnn
 from training.models.heads import MULTICLASS
