@@ -5,7 +5,8 @@ run (a run created while the DAG was busy takes the events up to its queue row's
 event can be linked to none), so ``training.ledger`` reads the published versions and their
 states from storage, and every run trains or scores what waits there. The events are only
 logged, so an operator can match a run to the publishes that started it. A run triggered by
-hand with a version id (or, for scoring, raw files) does exactly that instead.
+hand trains or scores the version it names (``latest``: the newest), or for scoring the raw
+files it names, whether or not that was done before.
 Called inside task bodies (and by tests): etl and training are imported there, never at parse
 time.
 """
@@ -42,11 +43,12 @@ def announced(events: Iterable[Any]) -> list[Announced]:
 
 
 def explicit_version(events: Iterable[Any], requested: str | None) -> str | None:
-    """The version id a manual run asked for; None for an Asset-triggered run or ``latest``,
-    which train or score whatever the ledger says waits."""
-    if list(events) or not requested or requested == "latest":
+    """What a manual run asked for: a version id, or ``latest`` (the newest version, trained or
+    scored again if it was: an operator who triggers by hand wants a run); None for a run an
+    Asset event started, which trains or scores whatever the ledger says waits."""
+    if list(events):
         return None
-    return requested
+    return requested or "latest"
 
 
 def requested(dataset: str, version: str | None, root: str) -> dict[str, str | None]:
@@ -57,8 +59,8 @@ def requested(dataset: str, version: str | None, root: str) -> dict[str, str | N
     from etl import versions
 
     version_uri = versions.resolve(root, dataset, version)
-    versions.read_manifest(version_uri)  # raises on an incomplete version
-    return {"version": version, "version_uri": version_uri}
+    manifest = versions.read_manifest(version_uri)  # raises on an incomplete version
+    return {"version": str(manifest.version), "version_uri": version_uri}
 
 
 def log_events(dataset: str, events: Iterable[Any], activity: str) -> None:

@@ -117,9 +117,8 @@ def training_params() -> dict[str, Param]:
             **_rule("'latest' or a version id", pattern=VERSION_ID),
             title="Dataset version",
             description="A version id to train (again, if it has a model), such as "
-            "20130102T000000Z_all; or 'latest': the newest published version, unless it has a "
-            "model already (then the run skips, naming the run that trained it). A run an "
-            "Asset event started trains what waits, whatever this says.",
+            "20130102T000000Z_all, or 'latest': the newest published version. A run an Asset "
+            "event started trains what waits in storage, whatever this says.",
         ),
         "epochs": Param(
             None, type=["null", "integer"], title="Epochs",
@@ -159,9 +158,9 @@ def scoring_params() -> dict[str, Param]:
     return {
         "version": Param("latest", type="string", title="Version",
                          **_rule("'latest' or a version id", pattern=VERSION_ID),
-                         description="A version id to score, or latest: every published "
-                         "version not scored yet. Ignored when an Asset event triggered the "
-                         "run or raw files are given."),
+                         description="A version id to score, or latest: the newest published "
+                         "version. Ignored when raw files are given, and for a run an Asset "
+                         "event started, which scores every version that waits."),
         "raw": Param([], type=["null", "array"], items={"type": "string"},
                      title="Raw files (optional)",
                      description="Raw files of the spec's primary source to score instead "

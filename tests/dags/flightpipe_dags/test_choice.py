@@ -45,7 +45,7 @@ def test_events_are_logged_and_only_a_manual_run_names_a_version(tmp_path: Path,
     events = [_event(tmp_path, "v2"), _event(tmp_path, None), _event(tmp_path, "v1")]
     assert [p.version for p in choice.announced(events)] == ["v2", "v1"]
     assert choice.explicit_version(events, "20130101T000000Z_all") is None  # events: ledger
-    assert choice.explicit_version([], "latest") is None
+    assert choice.explicit_version([], "latest") == "latest"  # by hand: a run, trained or not
     assert choice.explicit_version([], "20130101T000000Z_all") == "20130101T000000Z_all"
     caplog.set_level(logging.INFO, logger="airflow.task")
     choice.log_events("flights", events, "trains")
@@ -92,10 +92,16 @@ def test_a_run_whose_newest_version_is_trained_skips_naming_the_run(dags, caplog
 def test_a_manual_run_with_a_version_id_checks_its_manifest(dags) -> None:
     from etl.errors import IncompleteVersionError
 
+    older = write_version(dags.root, "flights", END - timedelta(days=1))
     version = write_version(dags.root, "flights", END)
     task = dags.train.get_task("resolve_version")
     got = task.python_callable(params={"version": version}, triggering_asset_events={})
     assert got["version"] == version and got["version_uri"].endswith(f"/flights/{version}")
+    _trained(dags.root, version, "asset_triggered__1", "asset_triggered__1")
+    latest = task.python_callable(params={"version": "latest"}, triggering_asset_events={})
+    assert latest["version"] == version  # the newest, trained before or not: trained again
+    assert task.python_callable(params={"version": older},
+                                triggering_asset_events={})["version"] == older
     (dags.root / "datasets" / "flights" / version / "manifest.json").unlink()
     with pytest.raises(IncompleteVersionError):
         task.python_callable(params={"version": version}, triggering_asset_events={})
