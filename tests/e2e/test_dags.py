@@ -69,7 +69,9 @@ def test_etl_then_training_end_to_end_with_dag_test(tmp_path: Path) -> None:
     manifest = json.loads(
         (tmp_path / "data" / "datasets" / "flights" / version / "manifest.json").read_text())
     assert manifest["layout"] == "segments" and manifest["segments"], manifest.keys()
-    assert out["train"] == {"resolve_version": "success", "train": "success"}, out
+    assert out["train"] == {"resolve_version": "success", "train": "success",
+                             "announce_model": out["train"].get("announce_model")}, out
+    assert out["train"]["announce_model"] in ("success", "skipped"), out  # promoted or not
     # The blessed model scores the version's rows: one predictions folder, manifest last.
     assert out["score"] == {"score": "success"}, out
     (scored,) = (tmp_path / "data" / "predictions" / "flights").glob("*/*/manifest.json")

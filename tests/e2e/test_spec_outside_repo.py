@@ -70,7 +70,9 @@ def test_drafted_spec_outside_the_repo_runs_through_both_dags(tmp_path: Path) ->
     assert out["etl"] == {"wait_for_data": "success", "build": "success", "publish": "success"}, out
     (version,) = (tmp_path / "data" / "datasets" / "flights_day").glob("*/manifest.json")
     assert json.loads(version.read_text())["layout"] == "segments"
-    assert out["train"] == {"resolve_version": "success", "train": "success"}, out
+    assert out["train"] == {"resolve_version": "success", "train": "success",
+                             "announce_model": out["train"].get("announce_model")}, out
+    assert out["train"]["announce_model"] in ("success", "skipped"), out  # promoted or not
     metrics = json.loads(next((tmp_path / "data" / "models" / "flights_day").rglob(
         "metrics.json")).read_text())
     assert metrics["epochs"] == 3  # the spec's training.epochs (the default is 10)

@@ -45,7 +45,10 @@ def test_multiclass_and_regression_through_the_dags(tmp_path: Path) -> None:
     out = run_script(SCRIPT, env, etl_conf, train_conf, timeout=1100)
     for name, task, rule in (("wine", "multiclass", "accuracy"), ("diabetes", "regression", "rmse")):
         assert out[name]["etl"] == {"wait_for_data": "success", "build": "success", "publish": "success"}, out  # one chain
-        assert out[name]["train"] == {"resolve_version": "success", "train": "success"}, out
+        train = out[name]["train"]
+        assert train == {"resolve_version": "success", "train": "success",
+                         "announce_model": train.get("announce_model")}, out
+        assert train["announce_model"] in ("success", "skipped"), out  # promoted or not
         runs = list((tmp_path / "data" / "models" / name).glob("*/*/metrics.json"))
         assert len(runs) == 1, runs
         metrics = json.loads(runs[0].read_text())
