@@ -164,7 +164,7 @@ def test_training_task_log_has_no_tensorflow_info_chatter(
     assert proc.returncode == 0 and "DagRun failed" not in output, output[-6000:]
     parts = per_task(output)
     print(f"task log lines: { {task: len(lines) for task, lines in parts.items()} }")
-    assert set(parts) == {"resolve_version", "train"}, sorted(parts)
+    assert set(parts) == {"resolve_version", "train", "announce_model"}, sorted(parts)
     assert native_info(parts["train"]) == [], "\n".join(parts["train"])
     train_log = "\n".join(parts["train"])
     # the family auto kept: the network's 2 epochs, or the trees' boosting rounds
