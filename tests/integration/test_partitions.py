@@ -85,8 +85,11 @@ def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each
         if any(r[1] == "failed" for r in etl) or "other" in _train_failures(env, dsn).values():
             pytest.fail(f"a run failed\n{diagnostics()}", pytrace=False)
         finished = all(r[1] in ("success", "failed") for r in etl + train)
-        return len(etl) == len(DAYS) and finished and len(train) >= 1 and \
-            train[-1][3] is not None and train[-1][3] > etl[-1][4]  # the newest one's run
+        if not (len(etl) == len(DAYS) and finished and len(train) >= 1):
+            return False
+        newest = ledger.states(env["PIPELINE_STORAGE_ROOT"], "flights", ledger.TRAINING,
+                               versions[-1:])
+        return newest[0].state == ledger.DONE  # the newest version's model is written
 
     wait_for("30 partition runs and their trainings", all_done, WAIT_RUNS_S,
              on_timeout=diagnostics, retry_on=RETRY_ON, interval_s=5)
