@@ -335,18 +335,17 @@ def test_each_version_says_its_training_and_scoring_state(tmp_path: Path) -> Non
     ledger.fail(root.as_uri(), "flights", ledger.SCORING, new, "run scheduled__3",
                 "NoModelError: its serving signature lacks temp")
     client = TestClient(create_app(root.as_uri()))
-    html = unescape(client.get("/datasets/flights").text)
-    states = dict(re.findall(r'<tr class="version-row" data-version="([^"]+)".*?'
-                             r'<td class="states">(.*?)</td>', html, flags=re.DOTALL))
+    html = client.get("/datasets/flights").text
+    rows = dict(re.findall(r'<tr class="version-row" data-version="([^"]+)"(.*?)</tr>', html,
+                           flags=re.DOTALL))
 
-    def said(version: str) -> list[str]:
-        return [" ".join(re.sub(r"<[^>]+>", " ", d.replace("<wbr>", "")).split())
-                for d in re.findall(r'<div class="version-state".*?</div>', states[version],
-                                    flags=re.DOTALL)]
+    def said(version: str) -> list[str]:  # the dataset page: each badge, its line on hover
+        return [" ".join(unescape(t).split()) for t in
+                re.findall(r'<div class="version-state"[^>]* title="([^"]*)"', rows[version])]
 
     assert said(new) == ["training: done trained by run asset_triggered__9 of train_flights",
                          ("scoring: failed in run scheduled__3: NoModelError: its serving "
-                         "signature lacks temp")]
+                          "signature lacks temp")]
     assert said(mid)[0] == "training: waiting for a training run"
     assert said(old)[0] == (f"training: superseded by {new} (trained by run "
                             "asset_triggered__9 of train_flights)")
