@@ -23,6 +23,7 @@ from etl.versions.ids import is_version_id
 from training import ledger
 from training.config import METRICS_FILE, ModelRecord
 from training.ledger import VersionState
+from training.predictions import PREDICTIONS_DIR
 
 from .records import (
     CARD_FILE,
@@ -52,7 +53,6 @@ from .records import (
 __all__ = ["Catalog", "InvalidName", "Limits", "NotFound", "Page", "StorageUnavailable",
            "check_name", "check_relpath"]
 T = TypeVar("T")
-PREDICTIONS_DIR = "predictions"  # training.score.publish.PREDICTIONS_DIR: the UI imports no training
 
 
 class Catalog:
