@@ -23,7 +23,7 @@ from typing import Any
 from bench.proctree import last_json, run_child
 from bench.references import compare, reference
 from bench.tables import TABLES, Table, interval_end, land_table
-from training.config import read_model_record
+from training.record import read_model_record
 
 log = logging.getLogger("bench.gauntlet")
 REPO = Path(__file__).resolve().parent.parent

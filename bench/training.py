@@ -26,7 +26,7 @@ from typing import Any
 from bench import measure
 from bench.proctree import run_child
 from etl import storage
-from training.config import read_model_record
+from training.record import read_model_record
 
 log = logging.getLogger("bench")
 REPO = Path(__file__).resolve().parent.parent

@@ -54,8 +54,8 @@ def tune_table(name: str, work: Path, trials: int = TRIALS,
     if not tuned["ok"]:
         return out
     from etl import storage
-    from training.config import read_model_record
     from training.outputs import read_tuned
+    from training.record import read_model_record
 
     found = read_tuned(storage.join(root, "models"), name)
     if found is None:

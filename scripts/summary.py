@@ -10,7 +10,7 @@ import json
 
 from etl import storage, versions
 from etl.versions.manifest import format_shards
-from training.config import ModelRecord, read_model_record
+from training.record import ModelRecord, read_model_record
 
 
 def _latest_model_metrics(root: str, dataset: str, version: str

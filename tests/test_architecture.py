@@ -239,7 +239,7 @@ def _json_keys() -> dict[str, frozenset[str]]:
 
     from etl.jsonobject import json_key
     from etl.versions import manifest, segment
-    from training.config import ModelRecord
+    from training.record import ModelRecord
 
     def keys(*types: type) -> frozenset[str]:
         return frozenset(json_key(f) for t in types for f in dataclasses.fields(t)

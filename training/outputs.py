@@ -21,7 +21,8 @@ import numpy as np
 
 from etl import storage
 from etl.versions import Manifest
-from training.config import DEFAULT_SEED, METRICS_FILE, ModelRecord
+from training.config import DEFAULT_SEED
+from training.record import METRICS_FILE, ModelRecord
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,6 @@ import numpy as np
 from etl.versions import Manifest
 from etl.versions.segment import LabelSchema
 from training import outputs
-from training.config import ModelRecord
 from training.judge import evaluate
 from training.models.heads import (
     BINARY,
@@ -38,6 +37,7 @@ from training.models.heads import (
     serve_units,
     softmax_head,
 )
+from training.record import ModelRecord
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etl.versions import Manifest
-from training.config import ModelRecord
+from training.record import ModelRecord
 
 from .present import flatten, fmt, metric
 

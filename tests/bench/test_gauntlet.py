@@ -14,7 +14,7 @@ import pytest
 
 from bench import gauntlet, gauntlet_report
 from bench.tables import TABLES
-from training.config import ModelRecord, read_model_record
+from training.record import ModelRecord, read_model_record
 
 
 def test_a_failed_step_is_a_refusal_and_a_crash_is_flagged() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import tuning
-from training.config import read_model_record
+from training.record import read_model_record
 
 
 @pytest.mark.e2e

@@ -18,7 +18,7 @@ def test_the_run_summary_line_names_the_tasks_metrics(caplog, task, test, base, 
     """The training task's log line: the task's own metrics against its baseline (it used to
     log only accuracy and AUC, so a regression run said nothing about its quality)."""
     from training import outputs
-    from training.config import ModelRecord
+    from training.record import ModelRecord
     from training.tasks import TASKS
 
     metrics = ModelRecord.of(dataset="d", version="v1", task=task, test=test, baseline=base,
@@ -36,7 +36,7 @@ def test_a_trees_run_says_boosting_rounds_in_its_log_line_plots_and_card(
     import matplotlib.axes
 
     from training import outputs
-    from training.config import ModelRecord
+    from training.record import ModelRecord
 
     titles: list[tuple[str, str]] = []
     monkeypatch.setattr(matplotlib.axes.Axes, "set_title",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from etl import storage
-from training.config import ModelRecord
+from training.record import ModelRecord
 
 log = logging.getLogger(__name__)
 

@@ -55,10 +55,11 @@ import numpy as np
 
 from etl.errors import PipelineError
 from etl.versions import Manifest
-from training.config import ModelRecord, TrainConfig
+from training.config import TrainConfig
 from training.judge.current import Current, Scores, promote, read_current, score_current
 from training.judge.evaluate import example_losses, gate_scores
 from training.models.heads import BINARY, MULTICLASS, REGRESSION
+from training.record import ModelRecord
 
 log = logging.getLogger(__name__)
 

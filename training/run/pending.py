@@ -18,7 +18,8 @@ from typing import Any
 
 from etl import storage, versions
 from training import ledger
-from training.config import RunOrigin, TrainConfig
+from training.config import TrainConfig
+from training.record import RunOrigin
 
 log = logging.getLogger(__name__)
 

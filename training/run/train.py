@@ -26,16 +26,7 @@ from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import (
-    ModelRecord,
-    RunOrigin,
-    TrainConfig,
-    class_weight,
-    plan,
-    read_model_record,
-    spec_overrides,
-    tuned_overrides,
-)
+from training.config import TrainConfig, class_weight, plan, spec_overrides, tuned_overrides
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
 from training.judge.evaluate import (
@@ -47,6 +38,7 @@ from training.judge.evaluate import (
 )
 from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
 from training.models.tabular import export_serving
+from training.record import ModelRecord, RunOrigin, read_model_record
 from training.run import families
 from training.run.choice import choose, choose_target
 from training.run.families import EVAL_SPLIT, TEST_SPLIT

@@ -5,9 +5,9 @@ replaced by a model of older data)."""
 from __future__ import annotations
 
 from etl import storage
-from training.config import ModelRecord
 from training.judge import gate
 from training.judge.current import Current, promote, read_current
+from training.record import ModelRecord
 
 
 def test_at_least_as_good_as_the_current_model_on_the_same_rows() -> None:

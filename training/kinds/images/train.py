@@ -26,18 +26,14 @@ from etl import storage
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import (
-    ModelRecord,
-    RunOrigin,
-    TrainConfig,
-    read_model_record,
-)
+from training.config import TrainConfig
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, gate_scores, predictions
 from training.kinds.images.config import ImageTrainConfig
 from training.kinds.images.data import image_feature, make_image_dataset
 from training.kinds.images.model import build_cnn
 from training.models.heads import MULTICLASS
+from training.record import ModelRecord, RunOrigin, read_model_record
 from training.tasks import TASKS, Task
 
 TASK: Task = TASKS[MULTICLASS]
