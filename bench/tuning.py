@@ -71,9 +71,9 @@ def tune_table(name: str, work: Path, trials: int = TRIALS,
     if record is None:
         out["tuned"] = {"message": train.get("message")}
         return out
-    model = {k: float(v) for k, v in record.test.items() if isinstance(v, (int, float))}
+    model = {k: float(v) for k, v in record.test.numbers().items()}
     judged = compare(model, out["reference"], table.task)
-    blessed = bool(record.blessing and record.blessing["blessed"])
+    blessed = bool(record.blessing and record.blessing.blessed)
     out["tuned"] = {"verdict": "blessed" if blessed else "not blessed",
                     "model": model, "ratio": judged["ratio"], "family": record.family,
                     "seconds": train["seconds"]}

@@ -180,6 +180,6 @@ def trained_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     last = results[-1]
     return {"version": str(last["metrics"]["version"]), "model_uri": last["model_uri"],
             "metrics": metrics_summary(last["metrics"]),
-            "blessing": last["blessing"].to_dict(),
+            "blessing": last["blessing"].to_json(),
             "promoted": any(r["promoted"] for r in results),
             "trained": [str(r["metrics"]["version"]) for r in results]}

@@ -102,7 +102,7 @@ def promote(models_root: str, record: ModelRecord, metric: str, token: str | Non
     """Make a blessed run current, only if the pointer is still what the gate compared with
     (``token``; None: only if there is none), so two trainings cannot both promote."""
     pointer = Current(str(record.dataset), str(record.version), str(record.run),
-                      str(record.model_uri), metric, float(record.test[metric]),
+                      str(record.model_uri), metric, float(record.test.value(metric)),
                       time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     uri = current_uri(models_root, str(record.dataset))
     done = storage.replace_if_match(uri, storage.json_bytes(asdict(pointer)), token)

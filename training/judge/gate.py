@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,7 @@ from training.config import TrainConfig
 from training.judge.current import Current, Scores, promote, read_current, score_current
 from training.judge.evaluate import example_losses, gate_scores
 from training.models.heads import BINARY, MULTICLASS, REGRESSION
-from training.record import ModelRecord
+from training.record import Blessing, Check, Figures, ModelRecord
 
 log = logging.getLogger(__name__)
 
@@ -87,64 +87,24 @@ class GateRules:
                    config.promote_tolerance)
 
 
-@dataclass(frozen=True)
-class Check:
-    """One check: a short name, whether it passed and the figures it compared."""
-
-    name: str
-    passed: bool
-    detail: str
-
-
-@dataclass(frozen=True)
-class Blessing:
-    """The gate's verdict; ``reasons`` are the details of the failed checks."""
-
-    blessed: bool
-    reasons: tuple[str, ...]
-    checks: tuple[Check, ...]
-    rules: str = ""
-
-    @classmethod
-    def of(cls, checks: list[Check], rules: str = "") -> Blessing:
-        failed = tuple(c.detail for c in checks if not c.passed)
-        return cls(not failed, failed, tuple(checks), rules)
-
-    @classmethod
-    def from_dict(cls, stored: Mapping[str, Any] | None) -> Blessing:
-        """The verdict ``to_dict`` wrote (a model record's ``blessing``); not blessed when
-        the record has none."""
-        if not stored:
-            return cls(False, ("no verdict stored",), ())
-        return cls(bool(stored["blessed"]), tuple(stored["reasons"]),
-                   tuple(Check(**c) for c in stored["checks"]), stored.get("rules", ""))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (lists, not tuples): metrics.json and the training task's XCom."""
-        return {"blessed": self.blessed, "reasons": list(self.reasons),
-                "checks": [asdict(c) for c in self.checks], "rules": self.rules}
-
-    def summary(self) -> str:
-        """One plain line for a log or a terminal, ending with the rules it applied."""
-        rules = f" [rules: {self.rules}]" if self.rules else ""
-        if self.blessed:
-            return "blessed: " + "; ".join(c.detail for c in self.checks) + rules
-        return "NOT blessed: " + "; ".join(self.reasons) + rules
-
-
 def _lead_text(bounds: list[float] | None) -> str:
     if not bounds or not all(math.isfinite(b) for b in bounds):
         return ""
     return f", lead 95% interval [{bounds[0]:.4f}, {bounds[1]:.4f}]"
 
 
-def baseline_checks(rules: dict[str, str], test: dict[str, Any], base: dict[str, Any],
+def _figure(figures: Figures, name: str) -> float:
+    value = figures.value(name)
+    return float("nan") if value is None else float(value)
+
+
+def baseline_checks(rules: dict[str, str], test: Figures, base: Figures,
                     margin: float, what: str) -> list[Check]:
     """Point estimates against the baseline; rules: metric -> ``higher`` | ``lower_relative``."""
-    leads = (test.get("intervals") or {}).get("lead_over_baseline", {})
+    leads = test.intervals.lead_over_baseline if test.intervals else {}
     out = []
     for name, rule in rules.items():
-        got, ref = float(test.get(name, float("nan"))), float(base[name])
+        got, ref = _figure(test, name), _figure(base, name)
         if rule == "higher":
             ok, need = got >= ref + margin, f"needs >= {ref + margin:.4f} (margin {margin})"
         else:
@@ -261,7 +221,7 @@ def gate_rules(task: str, manifest: Manifest, margin: float, confidence: float) 
             + f"; {accuracy}")
 
 
-def evidence_checks(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
+def evidence_checks(task: Any, manifest: Manifest, test: Figures, base: Figures,
                     y: np.ndarray, out: np.ndarray, margin: float,
                     confidence: float) -> list[Check]:
     """The checks of a model's held-out outputs against its task's baseline (``test``: its
@@ -277,8 +237,8 @@ def evidence_checks(task: Any, manifest: Manifest, test: dict[str, Any], base: d
     else:
         checks = [Check("baseline:accuracy", True,
                         f"accuracy not judged: the train minority share {share:.3f} is under "
-                        f"{BALANCED_SHARE} (test accuracy {float(test.get('accuracy', 'nan')):.4f}"
-                        f", the majority class's {float(base['accuracy']):.4f})")]
+                        f"{BALANCED_SHARE} (test accuracy {_figure(test, 'accuracy'):.4f}"
+                        f", the majority class's {_figure(base, 'accuracy'):.4f})")]
     checks.append(auc_check(y, out[:, 0], margin, confidence))
     return [*checks, noise_check(*example_losses(task.name, manifest, y, out), confidence,
                                  "class-prior")]
@@ -330,7 +290,7 @@ class ModelNotBlessedError(PipelineError):
                          "set, so this run fails")
 
 
-def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
+def judge(task: Any, manifest: Manifest, test: Figures, base: Figures,
           evidence: tuple[np.ndarray, np.ndarray], rules: GateRules, models_root: str,
           score: Callable[[Any], Scores],
           compared: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Blessing, str | None]:
@@ -378,7 +338,7 @@ def conclude(models_root: str, record: ModelRecord, blessing: Blessing,
 def stored(models_root: str, record: ModelRecord, fail_unblessed: bool) -> dict[str, Any]:
     """The result of a run finished earlier, from its metrics.json (whether it is current is
     read from the pointer); ModelNotBlessedError as for a fresh run under ``fail_unblessed``."""
-    blessing = Blessing.from_dict(record.blessing)
+    blessing = record.blessing or Blessing.missing()
     current, _ = read_current(models_root, str(record.dataset))
     result = {"model_uri": record.model_uri, "metrics": record.to_json(), "blessing": blessing,
               "promoted": bool(current and current.model_uri == record.model_uri)}

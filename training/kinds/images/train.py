@@ -89,11 +89,11 @@ def train_images(version_uri: str, manifest: Manifest, models_root: str, run_nam
     def score(current: keras.Model) -> dict[str, float]:
         return gate_scores(TASK.name, manifest, *predictions(current, test_ds), served=True)
 
-    blessing, token = gate.judge(TASK, manifest, result["test"], base, (labels, probs),
+    record = _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result)
+    blessing, token = gate.judge(TASK, manifest, record.test, record.baseline, (labels, probs),
                                  gate.GateRules.of(config, icfg.min_margin), models_root, score)
-    record = dataclasses.replace(
-        _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result),
-        blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
+    record = dataclasses.replace(record, blessing=blessing,
+                                 **(origin.fields() if origin else {}))
     with tempfile.TemporaryDirectory(prefix="train-images-") as work:
         out = Path(work)
         model.save(out / "model.keras")
