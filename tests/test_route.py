@@ -23,8 +23,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "ARCHITECTURE.md"
 ROUTE_HEADING = "## The route from raw file to model"
-MAX_MODULES = 46  # issue 40: what a newcomer must read to follow one row, infrastructure aside
-# (46: issue 54 gave the run's record, metrics.json, a module of its own, out of training.config)
+MAX_MODULES = 47  # issue 40: what a newcomer must read to follow one row, infrastructure aside
+# (47: issue 54 cut training.config at its seams: the run's record, metrics.json, and the
+# settings chosen from the data are modules of their own; the lines to read did not grow)
 ENTRY = re.compile(r"^(\d+)\. `([^`]+)`: \S")
 
 

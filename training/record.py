@@ -4,7 +4,7 @@ folder holding it holds a model; read by the gate, the training DAG's version ch
 the ledger and the UI (``read_model_record``), always through these types, never by string key.
 
 Its blocks are typed records too: the figures per split (``Figures``, with the test split's
-``Intervals``), the gate's verdict (``Blessing``, made of ``Check`` s, by
+``Intervals``), the gate's verdict (``Blessing``, its checks each a ``Check``, made by
 ``training.judge.gate``), a small table's repeated k-fold (``CrossValidation``, by
 ``training.run.choice``), a regression's target choice and the kept family's
 (``TargetChoice``, ``FamilyChoice``, by ``training.run.choice``), the tuned settings used

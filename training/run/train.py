@@ -26,7 +26,7 @@ from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import TrainConfig, class_weight, plan, spec_overrides, tuned_overrides
+from training.config import TrainConfig
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
 from training.judge.evaluate import (
@@ -51,6 +51,7 @@ from training.record import (
 from training.run import families
 from training.run.choice import choose, choose_target
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
+from training.run.plan import class_weight, plan, spec_overrides, tuned_overrides
 from training.run.runtime import DeviceSetup, Phases, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
