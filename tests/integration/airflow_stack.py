@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,16 @@ with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.
     while True:
         time.sleep(60)
 """
+
+
+def standalone_block() -> str:
+    """The bash block after the ``standalone-commands`` marker in docs/AIRFLOW.md (what
+    ``make standalone`` runs, where the README's first UI run starts)."""
+    text = (REPO / "docs" / "AIRFLOW.md").read_text(encoding="utf-8")
+    after = text[text.index("<!-- standalone-commands:"):]
+    match = re.search(r"```bash\n(.*?)```", after, re.DOTALL)
+    assert match, "no ```bash block after the standalone-commands marker"
+    return match.group(1)
 
 
 def airflow_env(tmp: Path, db_url: str, port: int, dask_port: int) -> dict[str, str]:

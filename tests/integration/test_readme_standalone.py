@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import urllib.request
@@ -21,24 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.airflow_stack import standalone_block as readme_block
 from tests.integration.services import api_server_env, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
 REPO = Path(__file__).resolve().parents[2]
-PAGE = REPO / "docs" / "AIRFLOW.md"  # where the README sends a newcomer to start the UI
-MARKER = "<!-- standalone-commands:"
 START_S = 300  # every component imports Airflow; a shared 2-core machine needs minutes
 COMPONENTS = ("scheduler", "dag_processor", "triggerer")
-
-
-def readme_block() -> str:
-    """The bash block that follows the marker in docs/AIRFLOW.md."""
-    text = PAGE.read_text(encoding="utf-8")
-    after = text[text.index(MARKER):]
-    match = re.search(r"```bash\n(.*?)```", after, re.DOTALL)
-    assert match, "no ```bash block after the standalone-commands marker"
-    return match.group(1)
 
 
 def test_readme_block_is_the_complete_recipe() -> None:

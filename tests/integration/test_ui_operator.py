@@ -1,24 +1,25 @@
-"""An operator's first run, in a real browser against a real Airflow (issue 17's done-means).
+"""The README's first UI run, from a fresh demo state, in a real browser (issues 17 and 51).
 
-A fresh Airflow home and a uniquely named PostgreSQL database; api-server, scheduler
-(LocalExecutor) and dag-processor as real processes on loopback, the pipeline_ui plugin loaded,
-one shared Dask cluster. Headless Chromium logs in through Airflow's login form, triggers
-``etl_flights`` from the trigger form with one changed Param (Interval end, typed as a date as
-its help shows), and the test waits for that run to publish, for ``train_flights`` to be started by the Asset event and
-finish, and for ``score_flights`` (unpaused, as the README's first UI run says) to publish the
-version's predictions. Then every plugin page of the published version is opened from inside the Airflow
-UI frame, light and dark, and every link on it fetched; the version page says it is trained
-and scored, and its predictions page opens from it. Screenshots go to
-``ui-screenshots/operator-first-run/``. ``PIPELINE_ETL_SCHEDULE=none`` keeps the nightly
-schedule from adding runs of its own. The specs are the shipped ones, flights' with a small
-training budget (one family, 100 rounds): the pages show whatever the model scored. Skips
-without PostgreSQL or Chromium, but not under CI=true.
+A fresh Airflow home and storage root are filled by ``scripts/demo.py`` (what ``make demo``
+runs: flights and digits landed, published and trained through ``airflow dags test``; the
+shipped specs with small training budgets, so the models take seconds). Then the UI is started
+by docs/AIRFLOW.md's standalone block as written (what ``make standalone`` runs: SQLite,
+LocalExecutor) and headless Chromium follows the README's steps literally: log in as the admin
+whose password standalone generated, unpause ``train_flights`` and ``score_flights`` by their
+toggles in the DAG list, trigger ``etl_flights`` from its form with ``interval_end``
+2014-01-01 and ``window_days`` 7, "Unpause" left ticked. The test waits for the version the
+README names, the Asset-triggered training and the scoring of that version; then every plugin
+page of it is opened inside the Airflow UI frame, light and dark, every link fetched; the
+version page says it is trained and scored and its predictions page opens from it; the model
+names and links the run that trained it. Screenshots: ``ui-screenshots/operator-first-run/``.
+Skips without Chromium, but not under CI=true.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -29,114 +30,105 @@ from urllib.parse import quote, urldefrag, urlsplit
 import httpx
 import pytest
 
-from tests.integration.airflow_stack import DASK_CLUSTER, airflow_env
-from tests.integration.services import free_port, query_rows, wait_for
+from tests.integration.airflow_stack import standalone_block
+from tests.integration.services import api_server_env, free_port, wait_for
 from tests.support import specs, ui_links
 
-psycopg2 = pytest.importorskip("psycopg2")
-pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SHOTS = REPO / "ui-screenshots" / "operator-first-run"
-USER, PASSWORD = "operator", "operator-pw"
-# January 2013 (~27k flights): one day is too little for the model to pass its quality gate.
-LAND_DAYS, INTERVAL_END_DAY = ("2013-01-01", "2013-02-01"), "2013-02-01"
-RETRY_ON = (OSError, httpx.HTTPError, psycopg2.Error)
-WAIT_PARSE_S, WAIT_ETL_S, WAIT_TRAIN_S = 240, 600, 600
-def _env(tmp: Path, db_url: str, port: int, dask_port: int) -> dict[str, str]:
-    """The shared stack's environment, with a real login (one admin user) and no schedule."""
-    (tmp / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
-    env = airflow_env(tmp, db_url, port, dask_port)
-    specs.budgeted(Path(env["PIPELINE_SPECS_PATH"]), {"flights": specs.ONE_FIT})  # shipped ones
-    env.update({
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__CORE__AUTH_MANAGER":
-            "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-        "PIPELINE_ETL_SCHEDULE": "none",
-    })
-    return env
+USER = "admin"  # the one user ``airflow standalone`` creates
+# README "The first UI run", step 2, and the version step 3 says it publishes
+INTERVAL_END_DAY, WINDOW_DAYS = "2014-01-01", "7"
+VERSION = "20140101T000000Z_20131225T000000Z"
+RETRY_ON = (OSError, httpx.HTTPError, KeyError, ValueError)
+DEMO_S, WAIT_UP_S, WAIT_ETL_S, WAIT_TRAIN_S = 900, 300, 600, 600
+COMPONENTS = ("scheduler", "dag_processor", "triggerer")
 
 
-def _start_airflow(tmp: Path, db_url: str, processes) -> dict[str, str]:
-    """Dask, landing and the DB migration side by side, then the three Airflow components."""
-    dask_port = free_port()
-    env = _env(tmp, db_url, free_port(), dask_port)
-    processes.start("dask", [str(BIN / "python"), "-c", DASK_CLUSTER, str(dask_port)], env, REPO)
-    land = subprocess.Popen([str(BIN / "python"), "-m", "etl", "land", "--root",
-                             env["PIPELINE_STORAGE_ROOT"], "--dataset", "flights", "--start-day",
-                             LAND_DAYS[0], "--end-day", LAND_DAYS[1]], env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    migrate = subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, cwd=REPO,
-                             capture_output=True, text=True, timeout=300, check=False)
-    assert migrate.returncode == 0, (migrate.stdout + migrate.stderr)[-3000:]
-    for name in ("api-server", "scheduler", "dag-processor"):
-        processes.start(name, [str(BIN / "airflow"), name], env, REPO)
-    landed, _ = land.communicate(timeout=300)
-    assert land.returncode == 0 and "rows" in landed, landed[-3000:]
+def _demo(tmp: Path) -> dict[str, str]:
+    """``scripts/demo.py`` into a fresh home and storage root; the shell's environment for
+    what follows (a fresh clone's: no Airflow settings, the venv not on PATH)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "PIPELINE_", "STORAGE_EMULATOR"))
+           and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not p.startswith(str(REPO)))
+    budgets = {"flights": specs.ONE_FIT, "digits": {"epochs": 2}}
+    env.update(AIRFLOW_HOME=str(tmp / "home"), PIPELINE_STORAGE_ROOT=(tmp / "data").as_uri(),
+               PIPELINE_SPECS_PATH=str(specs.budgeted(tmp / "specs", budgets)),
+               DEMO_LOG=str(tmp / "demo.log"), AIRFLOW__CORE__PARALLELISM="4")
+    demo = subprocess.run([str(BIN / "python"), "scripts/demo.py"], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=DEMO_S, check=False)
+    assert demo.returncode == 0, (demo.stdout + demo.stderr)[-4000:]
+    assert "unpause train_flights and score_flights" in demo.stdout, demo.stdout[-2000:]
     return env
 
 
 class Api:
-    """The REST API as the operator (token from the simple auth manager) plus DB reads."""
+    """The REST API as the admin standalone created (its generated password)."""
 
-    def __init__(self, env: dict[str, str], db_url: str) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
         self.base = f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}"
-        self.dsn = db_url.replace("postgresql+psycopg2://", "postgresql://")
+        self.home = Path(env["AIRFLOW_HOME"])
 
-    def token(self) -> str:
-        r = httpx.post(f"{self.base}/auth/token", json={"username": USER, "password": PASSWORD})
-        assert r.status_code == 201, r.text
-        return r.json()["access_token"]
+    def password(self) -> str:
+        generated = self.home / "simple_auth_manager_passwords.json.generated"
+        return json.loads(generated.read_text())[USER]
 
-    def call(self, method: str, path: str, body: dict) -> httpx.Response:
-        return httpx.request(method, f"{self.base}/api/v2{path}", json=body, timeout=30,
-                             headers={"authorization": f"Bearer {self.token()}"})
+    def get(self, path: str) -> dict:
+        token = httpx.post(f"{self.base}/auth/token",
+                           json={"username": USER, "password": self.password()}, timeout=30)
+        token.raise_for_status()
+        r = httpx.get(f"{self.base}/api/v2{path}", timeout=30,
+                      headers={"authorization": f"Bearer {token.json()['access_token']}"})
+        r.raise_for_status()
+        return r.json()
 
-    def rows(self, sql: str, *args: object) -> list[tuple]:
-        return query_rows(self.dsn, sql, *args)
-
-    def runs(self, dag_id: str) -> list[tuple[str, str, str]]:
-        return self.rows("SELECT run_id, run_type, state FROM dag_run WHERE dag_id = %s",
-                         dag_id)
+    def runs(self, dag_id: str) -> list[dict]:
+        return self.get(f"/dags/{dag_id}/dagRuns?limit=100")["dag_runs"]
 
     def diagnostics(self, processes) -> str:
-        tasks = self.rows("SELECT dag_id, run_id, task_id, state FROM task_instance")
-        return f"tasks: {tasks}\n{processes.tails()}"
+        try:
+            runs = {d: [(r["dag_run_id"], r["state"]) for r in self.runs(d)]
+                    for d in ("etl_flights", "train_flights", "score_flights")}
+        except RETRY_ON as exc:
+            runs = repr(exc)
+        return f"runs: {runs}\n{processes.tails()}"
 
 
-def _finished(api: Api, processes, dag_id: str, run_type: str | None = None) -> str | None:
+def _up(api: Api, processes) -> bool:
+    """Every component healthy and the three flights DAGs parsed without import errors."""
     processes.check_alive()
-    runs = [r for r in api.runs(dag_id) if run_type is None or r[1] == run_type]
-    if any(state == "failed" for _, _, state in runs):
+    health = httpx.get(f"{api.base}/api/v2/monitor/health", timeout=10).json()
+    if not all((health.get(c) or {}).get("status") == "healthy" for c in COMPONENTS):
+        return False
+    assert api.get("/importErrors")["total_entries"] == 0, api.get("/importErrors")
+    dags = {d["dag_id"]: d for d in api.get("/dags?dag_id_pattern=flights")["dags"]}
+    return {"etl_flights", "train_flights", "score_flights"} <= set(dags)
+
+
+def _finished(api: Api, processes, dag_id: str, run_type: str) -> str | None:
+    processes.check_alive()
+    runs = [r for r in api.runs(dag_id) if r["run_type"] == run_type]
+    if any(r["state"] == "failed" for r in runs):
         pytest.fail(f"{dag_id} failed: {runs}\n{api.diagnostics(processes)}", pytrace=False)
-    done = [run_id for run_id, _, state in runs if state == "success"]
+    done = [r["dag_run_id"] for r in runs if r["state"] == "success"]
     return done[0] if done else None
 
 
-def test_operator_triggers_a_run_and_browses_what_it_published(chromium: Path, tmp_path: Path,
-                                                                postgres_db: str,
-                                                                processes) -> None:
+def test_readme_first_ui_run_from_the_demo(chromium: Path, tmp_path: Path, processes) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    env = _start_airflow(tmp_path, postgres_db, processes)
-    api = Api(env, postgres_db)
-
-    def parsed() -> bool:
-        processes.check_alive()
-        assert not api.rows("SELECT filename, stacktrace FROM import_error")
-        found = {d for (d,) in api.rows("SELECT dag_id FROM serialized_dag")}
-        return {"etl_flights", "train_flights"} <= found and \
-            httpx.get(f"{api.base}/api/v2/monitor/health", timeout=10).status_code == 200
-
-    wait_for("the DAGs parsed and the api-server up", parsed, WAIT_PARSE_S,
-             on_timeout=processes.tails, retry_on=RETRY_ON)
-    for pool, slots in (("dask", 2), ("gpu", 1)):  # the pools docs/AIRFLOW.md has set up
-        assert api.call("POST", "/pools", {"name": pool, "slots": slots}).status_code == 201
-    for dag_id in ("etl_flights", "train_flights", "score_flights"):  # README's step 1
-        assert api.call("PATCH", f"/dags/{dag_id}", {"is_paused": False}).status_code == 200
+    env = _demo(tmp_path)
+    env.update(api_server_env(free_port()))
+    processes.start("standalone", ["bash", "-euo", "pipefail", "-c", standalone_block()], env,
+                    REPO)
+    api = Api(env)
+    wait_for("airflow standalone up, the DAGs parsed", lambda: _up(api, processes), WAIT_UP_S,
+             on_timeout=processes.tails, interval_s=3.0, retry_on=RETRY_ON)
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     with sync_playwright() as pw:
@@ -146,33 +138,98 @@ def test_operator_triggers_a_run_and_browses_what_it_published(chromium: Path, t
             context = browser.new_context(viewport={"width": 1440, "height": 900})
             page = context.new_page()
             page.set_default_timeout(30_000)
-            _log_in_and_trigger(page, api.base, expect)
+            _log_in(page, api, expect)
+            _unpause_by_toggles(page, api, expect)
+            _trigger(page, api.base, expect)
             wait_for("the triggered ETL run to succeed",
-                     lambda: _finished(api, processes, "etl_flights"), WAIT_ETL_S,
+                     lambda: _finished(api, processes, "etl_flights", "manual"), WAIT_ETL_S,
                      on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
             train_run = wait_for(
                 "train_flights started by the Asset event to succeed",
                 lambda: _finished(api, processes, "train_flights", "asset_triggered"),
                 WAIT_TRAIN_S, on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
-            version = _check_published(env, train_run)
+            _check_published(env, train_run)
             wait_for("score_flights to publish the version's predictions",
-                     lambda: _scored(env, api, processes, version), WAIT_TRAIN_S,
+                     lambda: _scored(env, api, processes), WAIT_TRAIN_S,
                      on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
-            _browse_in_frame(browser, context, api.base, version, expect)
-            _predictions_page(browser, context, api.base, version, expect)
-            _asset_model_links_its_run(browser, context, api.base, version, train_run, expect)
+            _browse_in_frame(browser, context, api.base, VERSION, expect)
+            _predictions_page(browser, context, api.base, VERSION, expect)
+            _asset_model_links_its_run(browser, context, api.base, VERSION, train_run, expect)
         finally:
             browser.close()
 
 
-def _scored(env: dict[str, str], api: Api, processes, version: str) -> bool:
-    """The first run's predictions: published by a score run that a publish or the first
-    promotion started (the README's first UI run ends with a predictions page)."""
+def _log_in(page, api: Api, expect) -> None:
+    """Airflow's own login form, with the password ``airflow standalone`` generated."""
+    page.goto(f"{api.base}/")
+    page.get_by_label("Username").fill(USER)
+    page.get_by_label("Password").fill(api.password())
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{api.base}/")
+
+
+def _unpause_by_toggles(page, api: Api, expect) -> None:
+    """README step 1: the two consumers' toggles in the DAG list (a card per DAG)."""
+    page.goto(f"{api.base}/dags")
+    for dag_id in ("train_flights", "score_flights"):
+        # the list renders its cards after its translations and DAGs have loaded
+        expect(page.get_by_role("link", name=dag_id, exact=True)).to_be_visible(timeout=60_000)
+        card = page.locator("div").filter(
+            has=page.get_by_role("link", name=dag_id, exact=True)).filter(
+            has=page.get_by_role("checkbox")).last  # the innermost: the DAG's own card
+        expect(card.get_by_role("checkbox")).not_to_be_checked()
+        card.locator('[data-scope="switch"][data-part="control"]').click()
+        expect(card.get_by_role("checkbox")).to_be_checked(timeout=30_000)
+        wait_for(f"{dag_id} unpaused", lambda d=dag_id: not api.get(f"/dags/{d}")["is_paused"],
+                 30, retry_on=RETRY_ON)
+    page.screenshot(path=str(SHOTS / "00-dag-list.png"), full_page=True)
+
+
+def _trigger(page, base: str, expect) -> None:
+    """README step 2: the trigger form, interval_end and window_days set, Unpause ticked."""
+    page.goto(f"{base}/dags/etl_flights")
+    page.get_by_role("button", name="Trigger").first.click()
+    # the trigger form itself: the date picker's popover is a role=dialog element too, and it
+    # may still be in the page (closing) when the form is submitted
+    dialog = page.locator('[role="dialog"][data-scope="dialog"]')
+    expect(dialog.get_by_text("Spec default (shards.compression)")).to_be_visible()
+    box = dialog.locator("#element_interval_end")  # a text field: typed as its help shows
+    box.fill(INTERVAL_END_DAY)
+    box.press("Tab")
+    assert box.input_value() == INTERVAL_END_DAY
+    days = dialog.get_by_label("Window (days)")  # a number field
+    days.fill(WINDOW_DAYS)
+    days.press("Tab")
+    expect(days).to_have_value(WINDOW_DAYS)
+    expect(dialog.get_by_role("checkbox", name="Unpause etl_flights on trigger")).to_be_checked()
+    page.screenshot(path=str(SHOTS / "01-trigger-form.png"), full_page=True)
+    dialog.get_by_role("button", name="Trigger", exact=True).click()
+    expect(dialog).to_be_hidden(timeout=60_000)  # the run is created first: seconds when busy
+
+
+def _check_published(env: dict[str, str], train_run: str) -> None:
+    """The README's version beside the demo's; training wrote its metrics beside it, naming
+    the Asset-triggered run that trained it (its id ends with Airflow's random suffix)."""
+    root = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"))
+    versions = {p.name for p in (root / "datasets" / "flights").iterdir()
+                if p.is_dir() and p.name != "segments"}
+    assert versions == {"20140101T000000Z_all", VERSION}, versions
+    manifest = json.loads((root / "datasets" / "flights" / VERSION / "manifest.json").read_text())
+    assert manifest["run_id"].startswith("manual__"), manifest["run_id"]
+    [metrics] = (root / "models" / "flights" / VERSION).glob("*/metrics.json")
+    stored = json.loads(metrics.read_text())
+    assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_run), stored
+    assert train_run.startswith("asset_triggered__"), train_run
+
+
+def _scored(env: dict[str, str], api: Api, processes) -> bool:
+    """The version's predictions: published by a score run that the publish (or the
+    training's promotion) started."""
     processes.check_alive()
-    if any(state == "failed" for _, _, state in api.runs("score_flights")):
+    if any(r["state"] == "failed" for r in api.runs("score_flights")):
         pytest.fail(f"score_flights failed\n{api.diagnostics(processes)}", pytrace=False)
     root = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"))
-    return bool(list((root / "predictions" / "flights" / version).glob("*/manifest.json")))
+    return bool(list((root / "predictions" / "flights" / VERSION).glob("*/manifest.json")))
 
 
 def _predictions_page(browser, context, base: str, version: str, expect) -> None:
@@ -194,50 +251,6 @@ def _predictions_page(browser, context, base: str, version: str, expect) -> None
     _links_resolve(page, ctx, base)
     page.screenshot(path=str(SHOTS / "predictions.png"), full_page=True)
     ctx.close()
-
-
-def _log_in_and_trigger(page, base: str, expect) -> None:
-    """Airflow's own login form, then the trigger form with the interval end set to a day
-    that was landed (a manual run's own interval ends now, with no data landed for it)."""
-    page.goto(f"{base}/")
-    page.get_by_label("Username").fill(USER)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{base}/")
-    page.goto(f"{base}/dags/etl_flights")
-    page.get_by_role("button", name="Trigger").first.click()
-    # the trigger form itself: the date picker's popover is a role=dialog element too, and it
-    # may still be in the page (closing) when the form is submitted
-    dialog = page.locator('[role="dialog"][data-scope="dialog"]')
-    expect(dialog.get_by_text("Spec default (shards.compression)")).to_be_visible()
-    box = dialog.locator("#element_interval_end")  # a text field: typed as its help shows
-    box.fill(INTERVAL_END_DAY)
-    box.press("Tab")
-    assert box.input_value() == INTERVAL_END_DAY
-    page.screenshot(path=str(SHOTS / "01-trigger-form.png"), full_page=True)
-    dialog.get_by_role("button", name="Trigger", exact=True).click()
-    expect(dialog).to_be_hidden()
-
-
-def _check_published(env: dict[str, str], train_run: str) -> str:
-    """The run's version carries the changed Param; training wrote its metrics beside it,
-    naming the asset-triggered run that trained it (its id ends with Airflow's random
-    suffix)."""
-    root = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"))
-    # the flights spec sets incremental: true: one version, composed of the days' segments
-    version, segments = sorted(p.name for p in (root / "datasets" / "flights").iterdir()
-                               if p.is_dir())
-    manifest = json.loads((root / "datasets" / "flights" / version / "manifest.json").read_text())
-    assert segments == "segments" and manifest["layout"] == "segments", (segments, manifest)
-    assert manifest["data_interval"]["end"].startswith(INTERVAL_END_DAY), manifest
-    assert version.startswith(INTERVAL_END_DAY.replace("-", "")), version
-    assert manifest["run_id"].startswith("manual__")
-    [metrics] = (root / "models" / "flights" / version).glob("*/metrics.json")
-    stored = json.loads(metrics.read_text())
-    assert (stored["dag_id"], stored["run_id"]) == ("train_flights", train_run), stored
-    assert stored["family"] == "trees", stored["family_choice"]  # the spec's training budget
-    assert train_run.startswith("asset_triggered__"), train_run
-    return version
 
 
 def _browse_in_frame(browser, context, base: str, version: str, expect) -> None:
