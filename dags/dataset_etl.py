@@ -13,7 +13,7 @@ from the interval, never from the wall clock, so a retry or re-run targets the s
 | --- | --- | --- |
 | `wait_for_data` | first refuses what the Params' schema cannot (a calendar date, a source outside the storage root) at once, without retries; then waits, deferred (no worker, no pool slot), until every partition of the window has landed; past the spec's `arrival.wait` (default 6h) it fails once, naming what is missing | nothing |
 | `build` | plans the window, builds the segments no earlier run built (read, validate every row, encode, write; small ones merged), judges the window and writes the version's draft | version URI |
-| `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version, version_page, verdict, ...}`; its "Version page" button opens the version in the Datasets view | version dict |
+| `publish` | writes `manifest.json` last, emits the dataset Asset event `{version_uri, version, version_page, verdict, ...}` keyed by the version id (`partition_key`); its "Version page" button opens the version in the Datasets view | version dict |
 
 Every dataset kind runs these tasks. A segment holds a run of consecutive raw partitions
 (days) sized by bytes, built once and shared by every later version, so a nightly run costs
@@ -58,6 +58,7 @@ from flightpipe_dags import (
     etl_timetable,
     lineage,
     links,
+    publish_key,
     skip_already_published,
     storage_root,
 )
@@ -104,8 +105,10 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
                 skip_already_published(name, result)
             manifest = versions.read_manifest(result["version_uri"])
             links.warn_drift(name, manifest, page)
-            lineage.for_version(get_current_context()["task"], name, result["version_uri"],
-                                storage_root())
+            context = get_current_context()
+            lineage.for_version(context["task"], name, result["version_uri"], storage_root())
+            # one key per publish: its own run of each consumer, no event left unlinked
+            context["outlet_events"][asset].add_partitions(publish_key(result["version"]))
             yield Metadata(asset, extra=links.event_extra(result, manifest, page))
             return result
 

@@ -2,7 +2,9 @@
 
 One DAG per tabular dataset spec, id `score_<name>`, scheduled on the dataset Asset
 (`dataset_<name>`) that the ETL DAG's `publish` task updates and on `model_<name>`, which a
-training run updates when it makes a new model current; also triggered by hand for a version
+training run updates when it makes a new model current, with a `PartitionedAssetTimetable`
+whose condition either Asset's keyed event satisfies: a run per publish (`partition_key` = the
+version id) and per promotion (`<version>/<run folder>`); also triggered by hand for a version
 or for raw files with no label yet.
 
 | task | runs on | does | returns (XCom) |
@@ -44,7 +46,7 @@ def build_scoring_dag(name: str, settings: DagSettings) -> DAG:
 
     @dag(
         dag_id=f"score_{name}",
-        schedule=scoring_schedule(name, settings),
+        schedule=scoring_schedule(name),
         catchup=False,
         max_active_runs=ASSET_ACTIVE_RUNS,  # a run per event; the `gpu` pool serialises them
         dagrun_timeout=timedelta(hours=6),

@@ -1,8 +1,9 @@
 """# Dataset training: every published version trained, or superseded by a trained newer one
 
 One DAG per dataset spec, id `train_<name>`, scheduled on the dataset Asset (`dataset_<name>`)
-that the ETL DAG's `publish` task updates (for a `schedule: partitioned` spec, a partitioned
-timetable). Each publish gets a run; the runs wait on the `gpu` pool. A run holding the GPU
+that the ETL DAG's `publish` task updates, with a `PartitionedAssetTimetable`: each event is
+keyed by its version id, so each publish gets its own run (`partition_key` = the version id),
+even one published while the DAG is busy; the runs wait on the `gpu` pool. A run holding the GPU
 reads the published versions and their states from storage (`training.ledger`), not from the
 events that started it: it trains the newest version when no model of it exists, records the
 older ones that waited as superseded by it, and looks again for a version published while it
@@ -12,7 +13,7 @@ trained. A run that finds the newest version trained skips, saying by which run.
 | --- | --- | --- | --- |
 | `resolve_version` | default queue | logs the versions the run's Asset events carried; a manual run with a `version` id checks that version's manifest | `{version, version_uri}` (None: the ledger decides) |
 | `train` | `gpu` queue, `gpu` pool | tf.data pipeline over the shards, Keras model, writes model + metrics + verdict (with this DAG run's `dag_id`/`run_id`) under `models/<name>/<version>/<run>/`; a blessed model becomes `models/<name>/current.json` only if it is at least as good as the current one on the newest rows both can be judged on, and never when the current one was trained on newer data; its "Model page" button opens the model | `{version, model_uri, metrics, blessing, promoted, trained}` |
-| `announce_model` | default queue | updates the `model_<name>` Asset when a model became current (scoring runs on it); skipped otherwise | `{model_uri, version}` |
+| `announce_model` | default queue | updates the `model_<name>` Asset when a model became current (scoring runs on it), keyed `<version>/<run folder>`; skipped otherwise | `{model_uri, version}` |
 
 The `gpu` pool has one slot per GPU, so trainings never share a device; the `gpu` queue
 is consumed only by the Celery worker that owns the GPUs (`airflow celery worker --queues gpu`).
@@ -42,6 +43,7 @@ from flightpipe_dags import (
     links,
     metrics_summary,
     model_asset,
+    model_key,
     run_name,
     storage_root,
     trained_summary,
@@ -59,7 +61,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
 
     @dag(
         dag_id=f"train_{name}",
-        schedule=training_schedule(name, settings),
+        schedule=training_schedule(name),
         catchup=False,
         max_active_runs=ASSET_ACTIVE_RUNS,  # a run per publish; the `gpu` pool serialises
         dagrun_timeout=timedelta(hours=12),
@@ -102,7 +104,10 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
 
         @task(outlets=[model_asset(name)], execution_timeout=timedelta(minutes=5))
         def announce_model(trained: dict) -> dict:  # its Asset event: scoring what waits
-            return choice.announce(name, trained)
+            announced = choice.announce(name, trained)  # skips when no model became current
+            key = model_key(announced["version"], announced["model_uri"])
+            get_current_context()["outlet_events"][model_asset(name)].add_partitions(key)
+            return announced
 
         trained = train(resolve_version())
         links.attach(trained, links.ModelPageLink())

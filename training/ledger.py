@@ -1,7 +1,8 @@
 """Where every published version stands, for training and for scoring: read from storage.
 
-Airflow hands a run however many Asset events it queued (a run created while the DAG was busy
-takes the events up to its queue row's time; later ones can be linked to no run at all), so
+Each publish's Asset event starts its own run (the events are keyed by version), but a run's
+event says what started it, not what waits: a run may start after later publishes, or after
+another run did its version's work, and a version published outside Airflow sends no event. So
 neither the training nor the scoring DAG decides anything from its events. Each reads the
 published versions and their records here, and every published version is in exactly one
 state of each activity:

@@ -1,9 +1,9 @@
 """What a training or scoring run was asked for, and its skip said truthfully in its log.
 
-The runs decide nothing from their Asset events: Airflow links a varying number of events to a
-run (a run created while the DAG was busy takes the events up to its queue row's time, and an
-event can be linked to none), so ``training.ledger`` reads the published versions and their
-states from storage, and every run trains or scores what waits there. The events are only
+The runs decide nothing from their Asset events: each event is keyed and starts its own run,
+but the run may start after later publishes, or after another run did its work, so
+``training.ledger`` reads the published versions and their states from storage, and every run
+trains or scores what waits there. The events are only
 logged, so an operator can match a run to the publishes that started it. A run triggered by
 hand trains or scores the version it names (``latest``: the newest), or for scoring the raw
 files it names, whether or not that was done before.

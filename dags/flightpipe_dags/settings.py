@@ -9,9 +9,14 @@ connections.
 Schedule precedence for ``etl_<name>``: ``$PIPELINE_ETL_SCHEDULE`` (deployment override, e.g.
 ``none`` on a staging deployment) > the spec's ``schedule`` > daily at 00:00 UTC. A spec's
 ``schedule: partitioned`` runs ``etl_<name>`` once per raw partition announced on the Asset
-``raw_<name>`` (an event whose ``partition_key`` is the day, e.g. ``2013-01-05``), and
-``train_<name>`` once per partition-keyed ``dataset_<name>`` event (Airflow's partitioned
-Assets, AIP-76).
+``raw_<name>`` (an event whose ``partition_key`` is the day, e.g. ``2013-01-05``).
+
+Whatever the schedule, the events of ``dataset_<name>`` and ``model_<name>`` are
+partition-keyed (Airflow's partitioned Assets, AIP-76): a publish's key is its version id, a
+promotion's ``<version>/<run folder>`` (the model's folder under ``models/<name>/``), so each
+event gets its own pending run of each consumer and no event is linked to no run.
+``train_<name>`` and ``score_<name>`` are scheduled with ``PartitionedAssetTimetable``, the
+only timetable that receives keyed events.
 """
 
 from __future__ import annotations
@@ -97,32 +102,46 @@ def etl_active_runs(timetable: Any) -> int:
     return 1 if isinstance(timetable, PartitionedAssetTimetable) else ETL_ACTIVE_RUNS
 
 
-# How many Asset-triggered runs of one training or scoring DAG may be active at once. Airflow
-# queues one run request per DAG and Asset: a DAG at its limit gets one run for a burst, with
-# the events up to its request, and the later ones are linked to no run. So each publish gets
-# its run (they wait on the ``gpu`` pool, one slot per GPU, not on the run count) and each run
+# How many Asset-triggered runs of one training or scoring DAG may be active at once. Every
+# event of ``dataset_<name>`` and ``model_<name>`` carries its own partition key (a publish's
+# version id, a promotion's model folder), and Airflow keeps one pending run per (DAG, key),
+# created from that key's events alone: each publish and each promotion gets its own run, and
+# no event lands in a pending run the scheduler is turning into a run at that moment (an
+# unkeyed Asset has one shared queue row per DAG, and an event landing while the scheduler
+# creates the run from it was linked to no run). The runs wait on the ``gpu`` pool, one slot
+# per GPU, not on the run count; a run over this limit stays queued until one ends. Each run
 # trains or scores what waits in storage (``training.ledger``), which a run created earlier
 # may have done already: it then says so and skips.
 ASSET_ACTIVE_RUNS = 64
 
 
-def training_schedule(name: str, settings: DagSettings) -> Any:
-    """``train_<name>`` runs on ``dataset_<name>``'s events; a partitioned dataset's events
-    carry their partition key, which only a partitioned timetable receives (one run per
-    published version)."""
-    if settings.schedule == PARTITIONED:
-        return PartitionedAssetTimetable(assets=dataset_asset(name))
-    return [dataset_asset(name)]
+def training_schedule(name: str) -> PartitionedAssetTimetable:
+    """``train_<name>`` runs once per ``dataset_<name>`` event: each carries the published
+    version's id as its partition key (identity mapping, so the run's ``partition_key`` is the
+    version id)."""
+    return PartitionedAssetTimetable(assets=dataset_asset(name))
 
 
-def scoring_schedule(name: str, settings: DagSettings) -> Any:
-    """``score_<name>`` runs on each publish and on each promotion of a model (which scores
-    the versions that waited for one); a partitioned dataset's runs come from its
-    partition-keyed publishes only (Airflow hands partition-keyed events to partitioned
-    timetables alone), and each scores every version waiting then."""
-    if settings.schedule == PARTITIONED:
-        return PartitionedAssetTimetable(assets=dataset_asset(name))
-    return dataset_asset(name) | model_asset(name)
+def scoring_schedule(name: str) -> PartitionedAssetTimetable:
+    """``score_<name>`` runs once per publish (key: the version id) and once per promotion of
+    a model (key: ``<version>/<run folder>``), which scores the versions that waited for one;
+    either Asset's keyed event satisfies the condition on its own."""
+    return PartitionedAssetTimetable(assets=dataset_asset(name) | model_asset(name))
+
+
+def publish_key(version: str) -> str:
+    """The partition key of a publish's ``dataset_<name>`` event: the version id, unique per
+    publish (a re-run of a published interval publishes nothing, ``force_republish`` a new
+    ``-rN`` id)."""
+    return version
+
+
+def model_key(version: str, model_uri: str) -> str:
+    """The partition key of a promotion's ``model_<name>`` event: the model's folder under
+    ``models/<name>/`` (``<version>/<run folder>``), unique per promotion, and never a
+    version id, so a promotion never shares the pending scoring run of its version's
+    publish."""
+    return f"{version}/{model_uri.rstrip('/').rsplit('/', 1)[-1]}"
 
 
 def dag_defaults(name: str, settings: DagSettings, role: str,

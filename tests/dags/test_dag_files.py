@@ -256,8 +256,9 @@ def test_training_dag_is_scheduled_on_the_etl_asset_and_routed_to_gpu(dagbag) ->
     from flightpipe_dags.settings import model_asset as fd_model_asset
 
     etl, train = dagbag.dags["etl_flights"], dagbag.dags["train_flights"]
-    assets = list(train.timetable.asset_condition.objects)
-    assert assets == etl.get_task("publish").outlets
+    # partitioned whatever the spec's schedule (flights: nightly): a run per keyed publish
+    assert type(train.timetable).__name__ == "PartitionedAssetTimetable"
+    assert [train.timetable.asset_condition] == etl.get_task("publish").outlets
     assert _edges(train) == {("resolve_version", "train"), ("train", "announce_model")}
     assert train.get_task("announce_model").outlets == [fd_model_asset("flights")]
     assert train.max_active_runs == ASSET_ACTIVE_RUNS > 1  # a run per publish: none unlinked
@@ -272,6 +273,8 @@ def test_score_dag_runs_after_each_publish_on_the_gpu_queue(dagbag) -> None:
     from flightpipe_dags.settings import model_asset as fd_model_asset
 
     etl, score = dagbag.dags["etl_flights"], dagbag.dags["score_flights"]
+    assert type(score.timetable).__name__ == "PartitionedAssetTimetable"
+    assert type(score.timetable.asset_condition).__name__ == "AssetAny"  # either one's event
     assert list(score.timetable.asset_condition.objects) == [
         *etl.get_task("publish").outlets, fd_model_asset("flights")]  # each publish, each promotion
     assert set(score.task_ids) == {"score"}

@@ -20,7 +20,7 @@ import json, sys, time
 from pathlib import Path
 from sqlalchemy import select
 from airflow.dag_processing.dagbag import BundleDagBag
-from airflow.models.asset import AssetDagRunQueue, AssetEvent
+from airflow.models.asset import AssetDagRunQueue, AssetEvent, AssetPartitionDagRun
 from airflow.utils.session import create_session
 folder, etl_conf, train_conf = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 bag = BundleDagBag(dag_folder=folder, bundle_path=folder, bundle_name="dags-folder")
@@ -29,7 +29,10 @@ etl = bag.dags["etl_flights"].test(logical_date=None, run_conf=etl_conf)
 out["etl_s"] = round(time.monotonic() - t0, 1)
 with create_session() as session:
     out["events"] = [e.extra for e in session.scalars(select(AssetEvent))]
+    out["keys"] = [e.partition_key for e in session.scalars(select(AssetEvent))]
     out["queued"] = [q.target_dag_id for q in session.scalars(select(AssetDagRunQueue))]
+    out["pending"] = sorted((p.target_dag_id, p.partition_key)
+                            for p in session.scalars(select(AssetPartitionDagRun)))
 out["etl"] = {ti.task_id: ti.state for ti in etl.get_task_instances()}
 again = bag.dags["etl_flights"].test(logical_date=None, run_conf=etl_conf)  # same interval
 out["etl_again"] = {ti.task_id: ti.state for ti in again.get_task_instances()}
@@ -63,7 +66,9 @@ def test_etl_then_training_end_to_end_with_dag_test(tmp_path: Path) -> None:
     assert [{k: e[k] for k in ("version", "version_uri")} for e in out["events"]] == [
         {"version": version, "version_uri": version_uri}]
     assert out["events"][0]["verdict"] in ("passed", "passed_with_quarantine"), out["events"]
-    assert sorted(out["queued"]) == ["score_flights", "train_flights"]  # both start on it now
+    # keyed by its version (issue 51): a pending run of each consumer for it alone
+    assert out["keys"] == [version] and out["queued"] == [], out
+    assert out["pending"] == [["score_flights", version], ["train_flights", version]], out
     # A re-run of the interval publishes nothing new: publish skipped, no second event.
     assert out["etl_again"]["publish"] == "skipped" and out["events_after_rerun"] == 1, out
     manifest = json.loads(

@@ -1,8 +1,10 @@
 """Many runs at once on a real scheduler: a 14-night backfill of ``etl_flights`` while its
 trainings run, and two manual runs triggered while a training is busy; afterwards every
 published version is trained or superseded by a trained newer one, scored or superseded by a
-scored one, the newest is trained and scored, no Asset event is linked to no run, and the
-plugin's dataset page says each version's state (issue 51).
+scored one, the newest is trained and scored, no Asset event is linked to no run (each
+``dataset_flights`` event is keyed by its version id, each ``model_flights`` event by its model
+folder, and every consumer run's ``partition_key`` is one of those), and the plugin's dataset
+page says each version's state (issue 51).
 
 A fresh Airflow home and PostgreSQL database; api-server, scheduler (LocalExecutor),
 dag-processor and triggerer as real processes (``tests.integration.airflow_stack``), the three
@@ -52,28 +54,46 @@ def _runs(dsn: str, dag_id: str) -> dict[str, tuple[str, str]]:
         dsn, "SELECT run_id, state, run_type FROM dag_run WHERE dag_id = %s", dag_id)}
 
 
-def _orphans_of_the_queue_race(dsn: str, asset: str, dag_id: str) -> list[tuple]:
-    """Events of ``asset`` that no run of ``dag_id`` consumed, each shown to be Airflow's queue
-    race and nothing else: it came within seconds after an event that a run did consume (the
-    DAG's one queue row for the Asset keeps the first event's time, the run takes the events up
-    to it, and a later event before the next one is linked to none). Their versions are
-    accounted for all the same: the checks above read storage, not events."""
-    rows = query_rows(dsn, """
-        SELECT e.timestamp, EXISTS (
+def _unlinked(dsn: str, asset: str, dag_id: str) -> list[tuple]:
+    """Events of ``asset`` that no run of ``dag_id`` consumed: (timestamp, partition_key).
+    Keyed events each have their own pending run of each consumer, so there must be none (an
+    unkeyed Asset's one queue row per DAG left an event landing while the scheduler created
+    the run from it linked to no run)."""
+    return query_rows(dsn, """
+        SELECT e.timestamp, e.partition_key FROM asset_event e
+        JOIN asset a ON a.id = e.asset_id WHERE a.name = %s AND NOT EXISTS (
             SELECT 1 FROM dagrun_asset_event d JOIN dag_run r ON r.id = d.dag_run_id
             WHERE d.event_id = e.id AND r.dag_id = %s)
-        FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.name = %s
-        ORDER BY e.timestamp""", dag_id, asset)
-    orphans, last_linked = [], None
-    for at, linked in rows:
-        if linked:
-            last_linked = at
-            continue
-        assert last_linked is not None and (at - last_linked).total_seconds() < 60, (
-            f"an event of {asset} at {at} was linked to no {dag_id} run, and not as the queue "
-            f"race: {rows}")
-        orphans.append(at)
-    return orphans
+        ORDER BY e.timestamp""", asset, dag_id)
+
+
+def _keys_and_runs(dsn: str, root: Path, published: list[str]) -> None:
+    """Each publish's event is keyed by its version, each promotion's by its model folder
+    (``<version>/<run folder>``, which exists); each Asset-triggered run of train_flights has a
+    published version as its ``partition_key``, each of score_flights one of those keys; and
+    the events a run consumed all carry its key: one event, one run."""
+    keyed = query_rows(dsn, "SELECT a.name, e.partition_key, count(*) FROM asset_event e "
+                            "JOIN asset a ON a.id = e.asset_id WHERE a.name IN "
+                            "('dataset_flights', 'model_flights') GROUP BY 1, 2")
+    datasets = {k for a, k, _ in keyed if a == "dataset_flights"}
+    models = {k for a, k, _ in keyed if a == "model_flights"}
+    assert datasets == set(published) and all(n == 1 for *_, n in keyed), keyed
+    assert models and None not in models, keyed  # the test ends with a current model
+    for key in models:  # a promotion's key names the model it made current
+        assert key.split("/")[0] in published, key
+        assert (root / "models" / "flights" / key / "metrics.json").is_file(), key
+    runs = query_rows(dsn, "SELECT dag_id, run_id, partition_key FROM dag_run WHERE run_type "
+                           "= 'asset_triggered' AND dag_id IN ('train_flights', "
+                           "'score_flights')")
+    assert {k for d, _, k in runs if d == "train_flights"} == set(published), runs
+    assert {k for d, _, k in runs if d == "score_flights"} == set(published) | models, runs
+    assert len(runs) == len(published) * 2 + len(models), runs  # one run per keyed event
+    mixed = query_rows(dsn, """
+        SELECT r.dag_id, r.run_id, r.partition_key, e.partition_key FROM dag_run r
+        JOIN dagrun_asset_event d ON d.dag_run_id = r.id JOIN asset_event e ON e.id = d.event_id
+        WHERE r.dag_id IN ('train_flights', 'score_flights')
+          AND e.partition_key IS DISTINCT FROM r.partition_key""")
+    assert not mixed, mixed
 
 
 def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
@@ -137,14 +157,14 @@ def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
                                               found[s.by].state == ledger.DONE), (activity, s)
             if s.state == ledger.SUPERSEDED:
                 assert version_key(s.by) > version_key(s.version), s
-    orphans = {}
     for asset, dag_id in (("dataset_flights", "train_flights"),
                           ("dataset_flights", "score_flights"),
                           ("model_flights", "score_flights")):
-        orphans[(asset, dag_id)] = _orphans_of_the_queue_race(dsn, asset, dag_id)
+        assert _unlinked(dsn, asset, dag_id) == [], (asset, dag_id, diagnostics())
     events = query_rows(dsn, "SELECT count(*) FROM asset_event e JOIN asset a ON "
                              "a.id = e.asset_id WHERE a.name = 'dataset_flights'")[0][0]
     assert events == 16
+    _keys_and_runs(dsn, Path(root.removeprefix("file://")), published)
 
     trainings = [v for v in published
                  if ledger.trained(root, "flights", v) is not None]
@@ -152,8 +172,8 @@ def test_a_backfill_and_a_burst_leave_every_version_trained_and_scored(
                in task_log(env, "train_flights", r, "train")]
     print(f"\n14 nights + 2 manual windows: {len(published)} versions, {len(trainings)} trained, "
           f"{len(_runs(dsn, 'train_flights'))} training runs ({len(skipped)} skipped), "
-          f"{len(_runs(dsn, 'score_flights'))} score runs in {took:.0f} s; events Airflow "
-          f"linked to no run: { {f'{k[0]}->{k[1]}': len(v) for k, v in orphans.items()} }")
+          f"{len(_runs(dsn, 'score_flights'))} score runs in {took:.0f} s; no event linked "
+          f"to no run")
 
     url = (f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}/pipeline/datasets/flights"
            "?per_page=50")

@@ -2,7 +2,7 @@
 
 The flights spec copied with ``schedule: partitioned``: ``etl_flights`` runs once per event of
 the Asset ``raw_flights`` whose ``partition_key`` names a landed day, and ``train_flights`` on
-the partition-keyed events of ``dataset_flights``. Thirty days are landed, then thirty events
+the events of ``dataset_flights``, keyed by the version each run published. Thirty days are landed, then thirty events
 posted in a burst through ``POST /api/v2/assets/events``, as an upstream job would. Expected:
 thirty ETL runs, one per day, each building one new segment (its day) and publishing the
 version ending with that day, published in day order; training runs one at a time, at most
@@ -85,7 +85,7 @@ def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each
         if any(r[1] == "failed" for r in etl) or "other" in _train_failures(env, dsn).values():
             pytest.fail(f"a run failed\n{diagnostics()}", pytrace=False)
         finished = all(r[1] in ("success", "failed") for r in etl + train)
-        if not (len(etl) == len(DAYS) and finished and len(train) >= 1):
+        if not (len(etl) == len(DAYS) and finished and len(train) == len(DAYS)):
             return False
         newest = ledger.states(env["PIPELINE_STORAGE_ROOT"], "flights", ledger.TRAINING,
                                versions[-1:])
@@ -102,7 +102,7 @@ def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each
                         "ON a.id = e.asset_id WHERE a.name = 'dataset_flights' "
                         "ORDER BY e.timestamp, e.id")
     assert [e["version"] for e, _ in events] == versions, events  # published in day order
-    assert [k for _, k in events] == [d.isoformat() for d in DAYS]
+    assert [k for _, k in events] == versions  # keyed by the version, not the ETL run's day
     for run_id, *_ in etl:  # each run built exactly one new segment: its day (+ history)
         log = task_log(env, "etl_flights", run_id, "build")
         assert re.search(r"plan flights: \d+ partition\(s\) in the window, held by \d+ "
@@ -114,7 +114,7 @@ def test_thirty_announced_days_build_thirty_segments_and_train_at_most_once_each
                     for i in range(46)], held
 
     train = _runs(dsn, "train_flights")
-    assert 1 <= len(train) <= len(versions), train  # a run per published version at most
+    assert [r[2] for r in train] == versions, train  # a run per published version, its key
     fits = query_rows(dsn, "SELECT start_date, end_date FROM task_instance WHERE dag_id = "
                       "'train_flights' AND task_id = 'train' AND start_date IS NOT NULL "
                       "ORDER BY start_date")

@@ -1,5 +1,6 @@
-"""The README's first UI run on a real Airflow: two Asset events in one training run, and the
-newest version by the one order of versions trained (issue 40; issue 41 items 1 and 7).
+"""The README's first UI run on a real Airflow: a version published while training is paused
+waits in storage, and the newest version by the one order of versions is trained (issue 40;
+issue 41 items 1 and 7).
 
 A fresh Airflow home and PostgreSQL database; api-server, scheduler (LocalExecutor),
 dag-processor and triggerer as real processes, one shared Dask cluster, the flights spec copied
@@ -7,8 +8,9 @@ with a short training block. Two weeks of flights are landed. With ``train_fligh
 ``etl_flights`` publishes the full version ending 2013-01-15 (``..._all``, what ``make demo``
 publishes); its Asset event is recorded but queues no run (Airflow queues none for a paused
 DAG). ``train_flights`` is unpaused and ``etl_flights`` publishes the 7-day window with the
-same end: its event starts one training run, whose events are both (Airflow hands a run every
-event since the DAG's previous one). Its ``train`` must train the window, the newer version by
+same end: its event, keyed by the window's version id, starts one training run, which consumes
+that event alone (a partitioned run takes its key's events). Its ``train`` reads storage, not
+the event: it must train the window, the newer version by
 ``etl.versions.version_key`` (the ids' string order puts ``_all`` last), and record the full
 version as superseded by it (``training.ledger``); a model of that run exists for the window,
 none for the full version. Skips without PostgreSQL, but not under CI=true.
@@ -41,7 +43,7 @@ def _state(dsn: str, dag_id: str, run_id: str) -> str | None:
     return rows[0][0] if rows else None
 
 
-def test_a_run_with_the_full_and_the_window_events_trains_the_window(
+def test_a_version_published_while_paused_waits_and_the_window_is_trained(
         tmp_path: Path, postgres_db: str, processes) -> None:
     env = start(tmp_path, postgres_db, processes, lambda spec: spec + TRAINING, LANDED,
                 {"PIPELINE_ETL_SCHEDULE": "none"})
@@ -83,10 +85,12 @@ def test_a_run_with_the_full_and_the_window_events_trains_the_window(
     run_id = wait_for("the Asset-triggered training run", trained, WAIT_RUN_S,
                       on_timeout=diagnostics, retry_on=RETRY_ON)
     assert run_id.startswith("asset_triggered__"), run_id
-    events = query_rows(dsn, "SELECT e.extra FROM asset_event e JOIN dagrun_asset_event d ON "
-                        "d.event_id = e.id JOIN dag_run r ON r.id = d.dag_run_id WHERE "
-                        "r.run_id = %s ORDER BY e.timestamp", run_id)
-    assert [e["version"] for (e,) in events] == [FULL, WINDOW], events  # the demo's, then ours
+    events = query_rows(dsn, "SELECT e.extra, e.partition_key FROM asset_event e JOIN "
+                        "dagrun_asset_event d ON d.event_id = e.id JOIN dag_run r ON "
+                        "r.id = d.dag_run_id WHERE r.run_id = %s ORDER BY e.timestamp", run_id)
+    assert [(e["version"], k) for e, k in events] == [(WINDOW, WINDOW)], events  # its own
+    key = query_rows(dsn, "SELECT partition_key FROM dag_run WHERE run_id = %s", run_id)
+    assert key == [(WINDOW,)], key
     assert max(FULL, WINDOW) == FULL  # what the string order would have trained
     states = dict(query_rows(dsn, "SELECT task_id, state FROM task_instance WHERE dag_id = "
                              "'train_flights' AND run_id = %s", run_id))

@@ -156,3 +156,28 @@ def test_a_skip_leaves_its_reason_for_the_dataset_page(monkeypatch, caplog) -> N
     monkeypatch.undo()  # outside a task (a test calling the task's function): the log only
     with pytest.raises(AirflowSkipException):
         choice.skip("Not scoring flights: nothing waits")
+
+
+def test_every_publish_and_promotion_has_its_own_partition_key(dags, monkeypatch) -> None:
+    """Issue 51: unkeyed events share one queue row per DAG and Asset, and one landing while
+    the scheduler creates a run from it was linked to no run. Keyed, each event has its own
+    pending run: a publish's key is its version id, a promotion's its model folder (never a
+    version id, so it never joins the pending scoring run of its version's publish)."""
+    import dataset_training
+    from airflow.sdk.exceptions import AirflowSkipException
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    assert fd.publish_key("20130104T000000Z_all") == "20130104T000000Z_all"
+    version, uri = "20130104T000000Z_all", f"{dags.root.as_uri()}/models/flights"
+    assert fd.model_key(version, f"{uri}/{version}/asset_triggered__1/") == (
+        f"{version}/asset_triggered__1")
+    outlets = OutletEventAccessors()
+    monkeypatch.setattr(dataset_training, "get_current_context",
+                        lambda: {"outlet_events": outlets})
+    announce = dags.train.get_task("announce_model").python_callable
+    model = {"version": version, "model_uri": f"{uri}/{version}/manual_1", "promoted": True}
+    assert announce(model) == {"version": version, "model_uri": model["model_uri"]}
+    assert outlets[fd.model_asset("flights")].partition_keys == {f"{version}/manual_1"}
+    with pytest.raises(AirflowSkipException):  # not promoted: skipped, no event at all
+        announce({**model, "promoted": False})
+    assert outlets[fd.model_asset("flights")].partition_keys == {f"{version}/manual_1"}

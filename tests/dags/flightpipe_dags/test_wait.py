@@ -36,11 +36,7 @@ def test_a_partitioned_spec_gets_partitioned_timetables(tmp_path: Path, monkeypa
     assert type(etl).__name__ == "PartitionedAssetTimetable"
     assert (etl.asset_condition.name, etl.asset_condition.uri) == (
         "raw_flights", "gs://bucket/p/raw/flights")
-    train = fd.training_schedule("flights", settings)
-    assert type(train).__name__ == "PartitionedAssetTimetable"
-    assert train.asset_condition == fd.dataset_asset("flights")
     nightly = _settings(tmp_path, "schedule: '0 0 * * *'\n")
-    assert fd.training_schedule("flights", nightly) == [fd.dataset_asset("flights")]
     # one run at a time only where the announced order is the publish order (issue 41 item 2)
     assert fd.etl_active_runs(etl) == 1
     assert fd.etl_active_runs(fd.etl_timetable(nightly.schedule, "flights")) > 1
