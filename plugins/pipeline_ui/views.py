@@ -14,6 +14,7 @@ from typing import Any
 
 from etl.versions import Manifest
 from training.config import ModelRecord
+from training.judge.pointer import Current
 
 from .present import flatten, fmt, metric
 
@@ -183,15 +184,15 @@ class ModelBadge:
     checks: list[tuple[bool, str]]  # (passed, the figures and threshold)
 
 
-def model_badge(record: ModelRecord | None, current: dict[str, Any] | None) -> ModelBadge:
+def model_badge(record: ModelRecord | None, current: Current | None) -> ModelBadge:
     """Tolerant of runs without a verdict and of a missing or odd pointer."""
     raw = (record.blessing if record else None) or {}
     state = "no verdict" if "blessed" not in raw else (
         "blessed" if raw["blessed"] is True else "not blessed")
     checks = [(c.get("passed") is True, str(c.get("detail", ""))) for c in
               raw.get("checks") or [] if isinstance(c, dict)]
-    is_current = isinstance(current, dict) and record is not None and \
-        current.get("version") == record.version and current.get("run") == record.run
+    is_current = current is not None and record is not None and \
+        current.names(record.version, record.run)
     return ModelBadge(state, is_current, [str(r) for r in raw.get("reasons") or []], checks)
 
 
