@@ -162,10 +162,8 @@ def warn_drift(dataset: str, manifest: Manifest, page: str) -> None:
     the version is not published yet when it is logged)."""
     import logging
 
-    from etl.spec.drift import drifted_words  # pure Python, in the task body only
-
     drift = manifest.verdict.drift
-    said = drifted_words(drift) if isinstance(drift, dict) else ""
+    said = drift.words() if drift is not None else ""
     if said:
         logging.getLogger("airflow.task").warning(
-            "drift %s: %s, against %s; see %s", dataset, said, drift.get("against"), page)
+            "drift %s: %s, against %s; see %s", dataset, said, drift.against, page)

@@ -237,7 +237,8 @@ def _judge(kind: DatasetKind[Any, Any], window: Window[Any, Any], record: RunRec
     judged = kind.judge(window, record.options.mode, results)
     record.timings["validate_s"] = round(time.monotonic() - t0, 3)
     say_validated(record.dataset, judged.summary, record.timings["validate_s"], results)
-    record.validation = {**judged.summary, "drift": judged.drift}
+    record.validation = {**judged.summary,
+                         "drift": judged.drift.to_json() if judged.drift is not None else None}
     return judged
 
 

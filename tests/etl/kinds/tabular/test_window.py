@@ -380,9 +380,9 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
     first = pipeline.run("flights", root, DAYS[0], run_id="day1")
     res = pipeline.run("flights", root, DAYS[1], run_id="ui")
     drift = versions.read_manifest(res["version_uri"]).verdict.drift
-    assert drift["against"] == first["version"] and len(drift["segments"]) == 1
-    assert drift["segments"][0].startswith("20130102-") and drift["rows"] > 500
-    assert {f["name"] for f in drift["features"]} >= {"distance", "carrier", "label"}
+    assert drift.against == first["version"] and len(drift.segments) == 1
+    assert drift.segments[0].startswith("20130102-") and drift.rows > 500
+    assert {f.name for f in drift.features} >= {"distance", "carrier", "label"}
     assert not storage.exists(storage.join(res["version_uri"], "validation", "drift.json"))
     ui = TestClient(create_app(root))
     page = ui.get(f"/datasets/flights/versions/{res['version']}")
@@ -487,4 +487,4 @@ def test_a_wider_window_after_a_narrow_version_names_no_late_day_and_no_history_
     caplog.clear()
     later = pipeline.run("flights", root, "2013-01-04", run_id="later")  # one day follows
     report = versions.read_manifest(later["version_uri"]).verdict.drift
-    assert [s[:8] for s in report["segments"]] == ["20130103"], report["segments"]
+    assert [s[:8] for s in report.segments] == ["20130103"], report.segments
