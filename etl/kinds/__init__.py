@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from etl.spec.drift_report import DriftReport
+from etl.drift_report import DriftReport
 from etl.spec.load import spec_kind, spec_path
 from etl.spec.model import DatasetSpec, SpecError
 from etl.versions.manifest import Manifest

@@ -36,7 +36,7 @@ Statistics, all from mergeable statistics (nothing reads a row):
 Features that are functions of the event time (the spec's ``drift.features.X.calendar``, or
 derived by a calendar op or from the event-time column) are left out of the shift tests: a
 new day's weekday is not drift. Their null share is still tested. Drift is reported
-(``etl.spec.drift_report.DriftReport``, in the manifest's validation summary, the UI, a
+(``etl.drift_report.DriftReport``, in the manifest's validation summary, the UI, a
 WARNING in the log), not enforced.
 
 Pure Python (no pandas). Measured only where a run has a previous version to compare with
@@ -52,7 +52,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from etl.spec.drift_report import DriftReport, DriftRow
+from etl.drift_report import DriftReport, DriftRow
 from etl.spec.model import DriftLimits, DriftSpec
 
 _SMOOTH = 1e-4  # share given to a value absent on one side, so the log stays finite

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from etl import storage
+from etl.drift_report import DriftReport
 from etl.errors import ChecksumMismatchError, IncompleteVersionError
 from etl.jsonobject import JsonObject, key, list_of, mapping_of, nested, pairs
-from etl.spec.drift_report import DriftReport
 from etl.versions.ids import MANIFEST
 from etl.versions.segment import (
     HoldsSplits,
@@ -67,7 +67,7 @@ class Verdict(JsonObject):
     reasons: Mapping[str, Any] | None = key(dict)
     expectations: list | None = key(list)
     quarantine_files: tuple[str, ...] | None = key(list)
-    drift: DriftReport | None = key(dict, nested(DriftReport))  # etl.spec.drift_report
+    drift: DriftReport | None = key(dict, nested(DriftReport))  # etl.drift_report
     results: str | None = key(str)  # relative paths of the GX results and Data Docs
     data_docs: str | None = key(str)
     timings_s: Mapping[str, Any] | None = key(dict)

@@ -12,7 +12,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from etl.spec.drift_report import DriftReport
+from etl.drift_report import DriftReport
 from etl.versions import Manifest
 
 _W, _H = 120, 24

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from etl import statistics
+from etl.drift_report import DriftReport
 from etl.errors import ValidationFailed
 from etl.kinds import Judged, Window
 from etl.kinds.tabular.prepare import finalize_partial
@@ -42,7 +43,6 @@ from etl.kinds.tabular.read import lookup_instants, ts_keys_of
 from etl.segments.build import read_keys, read_partials
 from etl.segments.plan import period_of
 from etl.spec import Spec
-from etl.spec.drift_report import DriftReport
 from etl.validation import (
     DatasetChecks,
     RowCounts,

@@ -2,8 +2,8 @@
 written by ``etl.spec.drift.compare``, read by the next run's drift (its ``history``), the
 DAGs (the WARNING, lineage) and the UI through attributes, never by string key.
 
-Pure Python, like ``etl.spec.drift``; it sits below ``etl.versions``, whose ``Verdict``
-holds it.
+Pure Python, in a layer of its own (pyproject.toml): ``etl.spec.drift`` (its writer)
+and ``etl.versions`` (whose ``Verdict`` holds it) are siblings, and both import it.
 """
 
 from __future__ import annotations

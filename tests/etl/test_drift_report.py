@@ -1,11 +1,11 @@
-"""``etl.spec.drift_report``: the drift report as a typed record, read and written key for
+"""``etl.drift_report``: the drift report as a typed record, read and written key for
 key, and what drifted told apart by kind."""
 
 from __future__ import annotations
 
 import pytest
 
-from etl.spec.drift_report import DriftReport
+from etl.drift_report import DriftReport
 
 STORED = {"against": "v1", "segments": ["s1"], "rows": 700, "baseline": "the spec's limits",
           "excluded": ["month"], "features": [
