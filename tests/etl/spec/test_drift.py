@@ -166,9 +166,9 @@ def _nights(tmp_path, monkeypatch, empty_temp: bool) -> dict:
             out.writeheader()
             out.writerows(rows)
     first = pipeline.run("flights", root.as_uri(), "2013-01-11", run_id="backfill")
-    assert len(versions.read_manifest(first["version_uri"]).segments) == 10
+    assert len(versions.read_manifest(first.version_uri).segments) == 10
     night = pipeline.run("flights", root.as_uri(), "2013-01-12", run_id="night")
-    return versions.read_manifest(night["version_uri"]).verdict.drift
+    return versions.read_manifest(night.version_uri).verdict.drift
 
 
 def test_a_nightly_flights_day_does_not_drift_and_an_emptied_feature_does(
@@ -186,7 +186,7 @@ def test_a_nightly_flights_day_does_not_drift_and_an_emptied_feature_does(
 def test_features_gone_missing_are_told_apart_from_features_whose_values_moved() -> None:
     """Issue 51: ten features "moved beyond their limits" when eight of them were missing
     values; the words name the two kinds apart (and a vanished feature as missing only)."""
-    from etl.spec.drift_report import DriftReport
+    from etl.drift_report import DriftReport
 
     def stats(distance: float, nulls: int) -> Statistics:
         numeric = {"distance": {"mean": distance, "var": 400.0 ** 2, "count": 1000}}
