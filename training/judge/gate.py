@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,8 +56,10 @@ import numpy as np
 from etl.errors import PipelineError
 from etl.versions import Manifest
 from training.config import ModelRecord, TrainConfig
+from training.judge.blessing import Blessing, Check
 from training.judge.current import Current, Scores, promote, read_current, score_current
 from training.judge.evaluate import example_losses, gate_scores
+from training.judge.trained import Trained, trained
 from training.models.heads import BINARY, MULTICLASS, REGRESSION
 
 log = logging.getLogger(__name__)
@@ -84,51 +86,6 @@ class GateRules:
         """A run's rules; ``margin``: an image run's own (``ImageTrainConfig.min_margin``)."""
         return cls(config.min_margin if margin is None else margin, config.gate_confidence,
                    config.promote_tolerance)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check: a short name, whether it passed and the figures it compared."""
-
-    name: str
-    passed: bool
-    detail: str
-
-
-@dataclass(frozen=True)
-class Blessing:
-    """The gate's verdict; ``reasons`` are the details of the failed checks."""
-
-    blessed: bool
-    reasons: tuple[str, ...]
-    checks: tuple[Check, ...]
-    rules: str = ""
-
-    @classmethod
-    def of(cls, checks: list[Check], rules: str = "") -> Blessing:
-        failed = tuple(c.detail for c in checks if not c.passed)
-        return cls(not failed, failed, tuple(checks), rules)
-
-    @classmethod
-    def from_dict(cls, stored: Mapping[str, Any] | None) -> Blessing:
-        """The verdict ``to_dict`` wrote (a model record's ``blessing``); not blessed when
-        the record has none."""
-        if not stored:
-            return cls(False, ("no verdict stored",), ())
-        return cls(bool(stored["blessed"]), tuple(stored["reasons"]),
-                   tuple(Check(**c) for c in stored["checks"]), stored.get("rules", ""))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (lists, not tuples): metrics.json and the training task's XCom."""
-        return {"blessed": self.blessed, "reasons": list(self.reasons),
-                "checks": [asdict(c) for c in self.checks], "rules": self.rules}
-
-    def summary(self) -> str:
-        """One plain line for a log or a terminal, ending with the rules it applied."""
-        rules = f" [rules: {self.rules}]" if self.rules else ""
-        if self.blessed:
-            return "blessed: " + "; ".join(c.detail for c in self.checks) + rules
-        return "NOT blessed: " + "; ".join(self.reasons) + rules
 
 
 def _lead_text(bounds: list[float] | None) -> str:
@@ -322,11 +279,9 @@ def newer_data_check(current: Current, version: str) -> Check | None:
 class ModelNotBlessedError(PipelineError):
     """Raised after the run is written when ``fail_unblessed`` is set; carries the result."""
 
-    def __init__(self, result: dict[str, Any]) -> None:
+    def __init__(self, result: Trained) -> None:
         self.result = result
-        super().__init__(f"model {result['model_uri']} was written but is not blessed, so it "
-                         f"is not current ({result['blessing'].summary()}); fail_unblessed is "
-                         "set, so this run fails")
+        super().__init__(result.summary())
 
 
 def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
@@ -357,30 +312,29 @@ def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, A
 
 
 def conclude(models_root: str, record: ModelRecord, blessing: Blessing,
-             token: str | None, metric: str, fail_unblessed: bool) -> dict[str, Any]:
-    """Promote a blessed, published run; log the verdict; the result (``model_uri``, its
-    record as JSON in ``metrics``, ``blessing``, ``promoted``), or ModelNotBlessedError with
-    it, under ``fail_unblessed``."""
+             token: str | None, metric: str, fail_unblessed: bool) -> Trained:
+    """Promote a blessed, published run; log the verdict; the result (``Trained``: the run,
+    its record, the verdict, whether it was promoted), or ModelNotBlessedError with it,
+    under ``fail_unblessed``."""
     promoted = blessing.blessed and promote(models_root, record, metric, token)
     log.info("verdict on %s/%s run %s: %s", record.dataset, record.version, record.run,
              blessing.summary())
     log.info("%s", f"current model of {record.dataset}: " + (
         "this run" if promoted else "unchanged (this run is not blessed)" if not blessing.blessed
         else "unchanged (the pointer moved meanwhile)"))
-    result = {"model_uri": record.model_uri, "metrics": record.to_json(), "blessing": blessing,
-              "promoted": promoted}
+    result = trained(record.model_uri, record, blessing, promoted)
     if fail_unblessed and not blessing.blessed:
         raise ModelNotBlessedError(result)
     return result
 
 
-def stored(models_root: str, record: ModelRecord, fail_unblessed: bool) -> dict[str, Any]:
+def stored(models_root: str, record: ModelRecord, fail_unblessed: bool) -> Trained:
     """The result of a run finished earlier, from its metrics.json (whether it is current is
     read from the pointer); ModelNotBlessedError as for a fresh run under ``fail_unblessed``."""
     blessing = Blessing.from_dict(record.blessing)
     current, _ = read_current(models_root, str(record.dataset))
-    result = {"model_uri": record.model_uri, "metrics": record.to_json(), "blessing": blessing,
-              "promoted": bool(current and current.model_uri == record.model_uri)}
+    result = trained(record.model_uri, record, blessing,
+                     bool(current and current.model_uri == record.model_uri))
     if fail_unblessed and not blessing.blessed:
         raise ModelNotBlessedError(result)
     return result
