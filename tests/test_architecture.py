@@ -230,7 +230,10 @@ def test_mirror_check_fails_on_a_planted_module_without_a_test(tmp_path):
 # ---- the records are read through their types, never by string key -------------------------
 # manifest.json and segment.json (with their schema and statistics blocks), metrics.json
 
-TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py"}
+TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py"} | set(RECORD_MODULES := {
+    # issue 54: current.json, the drift report, what train() and publish() return
+    "training/judge/pointer.py", "etl/drift_report.py", "training/judge/trained.py",
+    "etl/pipeline/published.py"})
 
 
 def _json_keys() -> dict[str, frozenset[str]]:
@@ -249,12 +252,14 @@ def _json_keys() -> dict[str, frozenset[str]]:
     return {"whole": whole, "split": keys(segment.SplitInfo), "shard": keys(segment.Shard),
             "schema": keys(segment.Schema), "label": keys(segment.LabelSchema),
             "feature": keys(segment.FeatureSchema), "statistics": keys(segment.Statistics),
-            "moments": keys(segment.Moments), "model": keys(ModelRecord)}
+            "moments": keys(segment.Moments), "model": keys(ModelRecord), **_record_json_keys()}
 
 
 def _holds(name: str) -> str | None:
     """Which typed object a variable's name says it holds (the names the readers use)."""
     low = name.lower()
+    if kind := _holds_record(low):
+        return kind
     if "manifest" in low or low in ("meta", "metas", "m", "ma", "mb", "first", "last") \
             or low.startswith(("seg", "meta_")):
         return "whole"
@@ -274,6 +279,40 @@ def _holds(name: str) -> str | None:
         return "moments"
     if low in ("metrics", "record", "model_record"):
         return "model"
+    return None
+
+
+def _record_json_keys() -> dict[str, frozenset[str]]:
+    """Issue 54's records: current.json, a drift report (and its rows), publish()'s and
+    train()'s results -> the JSON keys each type reads."""
+    import dataclasses
+
+    from etl.drift_report import DriftReport, DriftRow
+    from etl.jsonobject import json_key
+    from etl.pipeline.published import PublishedVersion
+    from training.judge.pointer import Current
+    from training.judge.trained import Trained
+
+    def keys(*types: type) -> frozenset[str]:
+        return frozenset(json_key(f) for t in types for f in dataclasses.fields(t)
+                         if not f.name.startswith("json_"))
+
+    return {"current": keys(Current), "drift": keys(DriftReport), "drift_row": keys(DriftRow),
+            "published": keys(PublishedVersion), "trained": keys(Trained)}
+
+
+def _holds_record(low: str) -> str | None:
+    """Which of issue 54's records a (lower-cased) name says it holds."""
+    if low in ("current", "pointer", "current_model"):
+        return "current"
+    if low in ("drift", "drift_report", "report"):
+        return "drift"
+    if low in ("drift_row", "drift_rows"):
+        return "drift_row"
+    if low in ("published", "publish_result"):
+        return "published"
+    if low in ("trained", "train_result", "train_results"):
+        return "trained"
     return None
 
 
@@ -319,7 +358,8 @@ def test_manifest_and_segment_json_are_read_through_their_types():
             bad[str(path.relative_to(REPO))] = found
     assert scanned > 100  # the whole tree, not an empty glob
     assert bad == {}, "read these through Manifest / SegmentMeta / Schema / Statistics / " \
-        "ModelRecord, not by string key: " + repr(bad)
+        "ModelRecord (and issue 54's Current / DriftReport / PublishedVersion / Trained), not by " \
+        "string key: " + repr(bad)
 
 
 def test_the_string_key_check_catches_a_planted_read():
@@ -357,6 +397,49 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
         "metrics.get('run_id')", "(manifest.schema or {}).get('features', {})"]
     assert _template_reads("{{ manifest.get('splits') }}\n{{ manifest.splits }}") == [
         "{{ manifest.get('splits') }}"]
+
+
+def _record_template_reads(text: str) -> list[str]:
+    """Issue 54: a drift report or current.json read by key in a template."""
+    return [line.strip() for line in text.splitlines()
+            if re.search(r"\b(drift|current)(\.get\(|\[')", line)]
+
+
+def test_the_issue_54_records_are_read_through_their_types_in_templates():
+    bad = {str(p.relative_to(REPO)): found
+           for p in sorted((REPO / "plugins" / "pipeline_ui" / "templates").glob("*.html"))
+           if (found := _record_template_reads(p.read_text(encoding="utf-8")))}
+    assert bad == {}, "read these through DriftReport / Current: " + repr(bad)
+
+
+def test_the_string_key_check_catches_a_planted_read_of_the_issue_54_records():
+    """current.json, a drift report and its rows, publish()'s and train()'s results: a read
+    by key of each is caught; attribute reads, and keys their types do not hold, are not."""
+    keys = _json_keys()
+    planted = '''
+def f(current, pointer, drift, report, drift_row, published, trained, resolved):
+    a = current["model_uri"]
+    b = pointer.get("run")
+    c = drift["drifted"]
+    d = manifest.verdict.drift.get("against")
+    e = report["history"]
+    g = drift_row["kind"]
+    h = published["version_uri"]
+    i = self.published.get("created", True)
+    j = trained["metrics"]["version"]
+    k = trained.get("promoted")
+    ok = (current.model_uri, drift.drifted, report.words(), published.splits,
+          trained.metrics.version, resolved["version"], report["raw_uri"], current["x"])
+'''
+    found = string_key_reads(planted, keys)
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "current['model_uri']", "pointer.get('run')", "drift['drifted']",
+        "manifest.verdict.drift.get('against')", "report['history']", "drift_row['kind']",
+        "published['version_uri']", "self.published.get('created', True)",
+        "trained['metrics']", "trained.get('promoted')"]
+    assert _record_template_reads("{{ drift.get('rows') }}\n{{ drift.rows }}\n"
+                                  "{{ current['run'] }}") == [
+        "{{ drift.get('rows') }}", "{{ current['run'] }}"]
 
 
 # ---- one word per concept: the glossary in docs/ARCHITECTURE.md held against the code -------
