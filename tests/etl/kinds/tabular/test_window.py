@@ -56,8 +56,8 @@ def _segment_ids(root: str, dataset: str = "flights") -> list[str]:
     return segment.list_segments(root, dataset)
 
 
-def _listed(result: dict) -> list[str]:
-    return [s.segment for s in versions.read_manifest(result["version_uri"]).segments]
+def _listed(result: pipeline.PublishedVersion) -> list[str]:
+    return [s.segment for s in versions.read_manifest(result.version_uri).segments]
 
 
 def _close(a, b, path: str = "") -> None:
@@ -82,11 +82,11 @@ def _record_hash(version_uri: str, manifest: versions.Manifest, split: str) -> s
         for r in iter_records(versions.shard_uri(version_uri, shard), manifest.compression))
 
 
-def _same_content(a: dict, b: dict) -> None:
-    ma, mb = versions.read_manifest(a["version_uri"]), versions.read_manifest(b["version_uri"])
+def _same_content(a: pipeline.PublishedVersion, b: pipeline.PublishedVersion) -> None:
+    ma, mb = versions.read_manifest(a.version_uri), versions.read_manifest(b.version_uri)
     for split in SPLITS:
         assert ma.splits[split].content_hash == mb.splits[split].content_hash, split
-        assert ma.splits[split].content_hash == _record_hash(a["version_uri"], ma, split)
+        assert ma.splits[split].content_hash == _record_hash(a.version_uri, ma, split)
     _close(ma.statistics.to_json(), mb.statistics.to_json())
     assert ma.verdict.evaluated_rows == mb.verdict.evaluated_rows
 
