@@ -23,7 +23,7 @@ from typing import Any
 from bench.proctree import last_json, run_child
 from bench.references import compare, reference
 from bench.tables import TABLES, Table, interval_end, land_table
-from training.config import read_model_record
+from training.record import read_model_record
 
 log = logging.getLogger("bench.gauntlet")
 REPO = Path(__file__).resolve().parent.parent
@@ -144,12 +144,12 @@ def _train_and_score(table: Table, root: str, version_uri: str, work: Path,
     result["model_uri"] = run_uri
     record = read_model_record(run_uri)
     if record is not None:
-        result["model"] = {k: float(v) for k, v in record.test.items()
-                           if isinstance(v, (int, float))}
+        result["model"] = {k: float(v) for k, v in record.test.numbers().items()}
         result["examples"] = dict(record.examples) or None
         result["metrics_file"] = record  # read by verdict(), not stored
-        result["gate"] = {"family": record.family, "family_choice": record.family_choice,
-                          "blessing": record.blessing}
+        result["gate"] = {"family": record.family, "family_choice": record.family_choice
+                          and record.family_choice.to_json(),
+                          "blessing": record.blessing and record.blessing.to_json()}
     t0 = time.perf_counter()
     ref = reference(version_uri, table.task, record.min_margin if record else None)
     result["reference"] = ref.scores
@@ -175,7 +175,7 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
     record = result.pop("metrics_file", None)
     if record is not None:
         older = record.json_extra  # the verdict keys of records written before blessings
-        gate = record.blessing or older.get("verdict") or {}
+        gate = (record.blessing and record.blessing.to_json()) or older.get("verdict") or {}
         blessed = gate.get("blessed") if isinstance(gate, dict) else older.get("blessed")
         if blessed is None:  # before blessings: a gate that writes only what it passes
             blessed = older.get("passed_quality_gate", failed is None)

@@ -120,6 +120,7 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
     from training.config import DEFAULT_GATE_CONFIDENCE, DEFAULT_MIN_MARGIN
     from training.judge import gate
     from training.judge.evaluate import gate_scores
+    from training.record import Figures
 
     manifest = versions.read_manifest(version_uri)
     task = tasks.task_of(manifest)
@@ -133,7 +134,9 @@ def gate_checks(version_uri: str, y: np.ndarray, outputs: np.ndarray,
         k = len(manifest.schema.label.names or ()) or outputs.shape[1]
         outputs = np.pad(outputs, ((0, 0), (0, max(k - outputs.shape[1], 0))))
     scores = gate_scores(task.name, manifest, y, outputs)
-    checks = gate.evidence_checks(task, manifest, scores, task.baseline(y, manifest), y, outputs,
+    checks = gate.evidence_checks(task, manifest, Figures.from_json(scores, "reference scores"),
+                                  Figures.from_json(task.baseline(y, manifest), "its baseline"),
+                                  y, outputs,
                                   DEFAULT_MIN_MARGIN if margin is None else margin,
                                   DEFAULT_GATE_CONFIDENCE)
     return all(c.passed for c in checks), [

@@ -60,8 +60,8 @@ def train_model(work: Path, name: str, days: tuple[str, str] | None,
     """Land and build ``days`` at 1x, train there; the models root (its current model: this
     run's)."""
     from etl import storage
-    from training.config import read_model_record
     from training.judge.current import read_current
+    from training.record import read_model_record
 
     root = measure.fresh_flights_root(work, f"scoring-model-{name}", 1, days)
     etl = measure.etl_cli(root, *training.window(days), DATASET, env=env)

@@ -26,7 +26,7 @@ from typing import Any
 from bench import measure
 from bench.proctree import run_child
 from etl import storage
-from training.config import read_model_record
+from training.record import PhaseTimes, read_model_record
 
 log = logging.getLogger("bench")
 REPO = Path(__file__).resolve().parent.parent
@@ -81,14 +81,14 @@ def one_scale(work: Path, scale: int, days: tuple[str, str] | None) -> dict[str,
     if record is None:
         raise RuntimeError(f"training at {scale}x failed (exit {child.returncode}): "
                            f"{(child.stderr or child.stdout)[-1500:]}")
-    train_rows, phases = record.examples["train"], record.phases or {}
+    train_rows, phases = record.examples["train"], record.phases or PhaseTimes()
     whole = child.figures()
     out = {"scale": scale, "splits": etl["splits"], "train_rows": train_rows,
-           "family": record.family, "eval_auc": record.eval.get("auc"),
-           "test_auc": record.test.get("auc"), "phases": phases,
+           "family": record.family, "eval_auc": record.eval.auc,
+           "test_auc": record.test.auc, "phases": phases.to_json(),
            "training": whole,
            "bytes_per_train_row": whole["peak_rss_mb"] * 2**20 / train_rows,
-           "eval_over_fit": phases["evaluate"]["seconds"] / phases["fit"]["seconds"]}
+           "eval_over_fit": phases.ratio("evaluate", "fit")}
     shutil.rmtree(work / f"training-{scale}x", ignore_errors=True)
     return out
 

@@ -54,8 +54,8 @@ def tune_table(name: str, work: Path, trials: int = TRIALS,
     if not tuned["ok"]:
         return out
     from etl import storage
-    from training.config import read_model_record
     from training.outputs import read_tuned
+    from training.record import read_model_record
 
     found = read_tuned(storage.join(root, "models"), name)
     if found is None:
@@ -71,9 +71,9 @@ def tune_table(name: str, work: Path, trials: int = TRIALS,
     if record is None:
         out["tuned"] = {"message": train.get("message")}
         return out
-    model = {k: float(v) for k, v in record.test.items() if isinstance(v, (int, float))}
+    model = {k: float(v) for k, v in record.test.numbers().items()}
     judged = compare(model, out["reference"], table.task)
-    blessed = bool(record.blessing and record.blessing["blessed"])
+    blessed = bool(record.blessing and record.blessing.blessed)
     out["tuned"] = {"verdict": "blessed" if blessed else "not blessed",
                     "model": model, "ratio": judged["ratio"], "family": record.family,
                     "seconds": train["seconds"]}

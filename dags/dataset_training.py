@@ -80,7 +80,8 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             from etl import logs
 
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
-            from training.config import RunOrigin, TrainConfig
+            from training.config import TrainConfig
+            from training.record import RunOrigin
             from training.run.pending import PendingRun, nothing_to_train, train_pending
 
             overrides = {**spec_training, **training_overrides(params)}

@@ -13,7 +13,7 @@ its keys with ``of(**fields)``: those are the keys written. A malformed file fai
 
 Infrastructure, like ``etl.storage``: it knows no file of the pipeline, only JSON and
 dataclasses (the records themselves live beside their writers: ``etl.versions.segment``,
-``etl.versions.manifest``, ``training.config``, ``training.predictions``).
+``etl.versions.manifest``, ``training.record``, ``training.predictions``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import json
 
 from etl import storage, versions
 from etl.versions.manifest import format_shards
-from training.config import ModelRecord, read_model_record
+from training.record import ModelRecord, read_model_record
 
 
 def _latest_model_metrics(root: str, dataset: str, version: str
@@ -46,8 +46,10 @@ def summarize(root: str, dataset: str) -> None:
     model, baseline = record.test, record.baseline
     print(f"{'metric':<12} {'model':>10} {'majority baseline':>18}")
     for name in ("auc", "accuracy", "loss"):
-        if name in model:
-            print(f"{name:<12} {_fmt(model[name]):>10} {_fmt(baseline.get(name, '-')):>18}")
+        if model.value(name) is not None:
+            base = baseline.value(name)
+            print(f"{name:<12} {_fmt(model.value(name)):>10} "
+                  f"{_fmt('-' if base is None else base):>18}")
     if record.test:
         print("(model and baseline evaluated on the held-out test split)")
     extra = {k: v for k, v in (("device", record.device), ("precision", record.precision),

@@ -239,7 +239,7 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The run's settings from the ``train`` flags; one left at its default leaves the spec's
-    ``training:`` key (``training.config.spec_overrides``)."""
+    ``training:`` key (``training.run.plan.spec_overrides``)."""
     config = replace(
         TrainConfig(), input=input_config(args), epochs=args.epochs,
         steps_per_epoch=args.steps_per_epoch, patience=args.patience, min_margin=args.min_margin,
@@ -293,10 +293,13 @@ def print_result(trained: Trained) -> None:
     print(f"model: {trained.model_uri}")
     # the task's key metrics; runs from before tasks were recorded are binary (tabular)
     task = record.task or ("multiclass" if record.kind == "image" else "binary")
-    test, base = record.test or {}, record.baseline or {}
-    for name in (n for n in TASKS[task].card_metrics if n in test):  # older runs: fewer
-        print(f"  test {name:<9} {test[name]:.4f}   baseline "
-              + (f"{base[name]:.4f}" if isinstance(base.get(name), (int, float)) else "-"))
+    for name in TASKS[task].card_metrics:
+        value = record.test.value(name)
+        if not isinstance(value, (int, float)):  # older runs: fewer
+            continue
+        base = record.baseline.value(name)
+        print(f"  test {name:<9} {value:.4f}   baseline "
+              + (f"{base:.4f}" if isinstance(base, (int, float)) else "-"))
     print(trained.blessing.summary())
     print("current model: " + ("this one" if trained.promoted else "unchanged"))
 

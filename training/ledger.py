@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 
 from etl import storage, versions
 from etl.versions import parse_version_id, version_key
-from training.config import read_model_record
 from training.predictions import read_predictions_manifest, scored_uri
+from training.record import read_model_record
 
 log = logging.getLogger(__name__)
 

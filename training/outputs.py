@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,8 @@ import numpy as np
 
 from etl import storage
 from etl.versions import Manifest
-from training.config import DEFAULT_SEED, METRICS_FILE, ModelRecord
+from training.config import DEFAULT_SEED
+from training.record import METRICS_FILE, Intervals, ModelRecord, TunedUse
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +136,8 @@ def binary_card(metrics: ModelRecord) -> tuple[str, str]:
                f"class 0 is `{names[0]}`)" if names else "; it returns the probability of "
                "class 1")
     return ((f"Binary classifier for `{metrics.label}` (positive rate "
-            f"{base['positive_rate']:.3f} on the test split){returns}."),
-            (f"Majority-class baseline: always predicts class {base['majority_class']} (AUC 0.5); "
+            f"{base.positive_rate:.3f} on the test split){returns}."),
+            (f"Majority-class baseline: always predicts class {base.majority_class} (AUC 0.5); "
             f"its loss is a constant prediction at the train base rate. Gate: blessed when test "
             f"AUC beats 0.5 by {metrics.min_margin} and its log loss is lower, each beyond "
             f"noise; accuracy is judged against the majority class only when the classes are "
@@ -176,11 +176,11 @@ def model_card(metrics: ModelRecord, hyperparameters: dict[str, Any],
     """
     test, ev, base = metrics.test, metrics.eval, metrics.baseline
     what, gate = about or binary_card(metrics)
-    ci = test.get("intervals") or {}
-    bounds, leads = ci.get("metrics", {}), ci.get("lead_over_baseline", {})
-    rows = [f"| {name} | {_cell(test.get(name))} | {_interval(bounds.get(name))} "
-            f"| {_cell(ev.get(name))} | {_cell(base.get(name))} | {_interval(leads.get(name))} |"
-            for name in names]
+    ci = test.intervals or Intervals()
+    bounds, leads = ci.metrics, ci.lead_over_baseline
+    rows = [f"| {name} | {_cell(test.value(name))} | {_interval(bounds.get(name))} "
+            f"| {_cell(ev.value(name))} | {_cell(base.value(name))} "
+            f"| {_interval(leads.get(name))} |" for name in names]
     params = "\n".join(f"| `{k}` | `{json.dumps(v)}` |" for k, v in sorted(_flat(hyperparameters)))
     return f"""# Model card: {metrics.dataset} / {metrics.version} / {metrics.run}
 
@@ -211,7 +211,7 @@ def model_card(metrics: ModelRecord, hyperparameters: dict[str, Any],
 | --- | --- | --- | --- | --- | --- |
 {chr(10).join(rows)}
 
-Intervals: {ci.get("method", "none")}, {ci.get("resamples", 0)} resamples of the test
+Intervals: {ci.method or "none"}, {ci.resamples or 0} resamples of the test
 split; the model and its baseline are scored on the same resamples.
 
 ## Hyperparameters
@@ -224,16 +224,16 @@ split; the model and its baseline are scored on the same resamples.
 """
 
 
-def _tuned_line(tuned: Mapping[str, Any] | None) -> str:
+def _tuned_line(tuned: TunedUse | None) -> str:
     """Where the settings came from: a tuning (``python -m training tune``) or the defaults."""
     if not tuned:
         return "Not tuned: the defaults, the data-dependent choices and the spec's settings."
-    settings = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in tuned["settings"].items())
-    return (f"Tuned on version `{tuned['version']}` at {tuned['tuned_at']} ({tuned['trials']} "
-            f"trials): family {tuned['family']}" + (f", {settings}" if settings else "")
-            + f"; eval {tuned['metric']} {tuned['eval']:.4f}"
-            + (f" (set by the spec or a flag instead: {', '.join(tuned['overridden'])})"
-               if tuned.get("overridden") else "") + ".")
+    settings = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in tuned.settings.items())
+    return (f"Tuned on version `{tuned.version}` at {tuned.tuned_at} ({tuned.trials} "
+            f"trials): family {tuned.family}" + (f", {settings}" if settings else "")
+            + f"; eval {tuned.metric} {tuned.eval:.4f}"
+            + (f" (set by the spec or a flag instead: {', '.join(tuned.overridden)})"
+               if tuned.overridden else "") + ".")
 
 
 def blessing_text(metrics: ModelRecord) -> str:
@@ -242,10 +242,10 @@ def blessing_text(metrics: ModelRecord) -> str:
     if not blessing:
         return "No verdict recorded."
     head = ("**Blessed**: it may become the dataset's current model (if no other run was "
-            "promoted meanwhile)." if blessing["blessed"] else
+            "promoted meanwhile)." if blessing.blessed else
             "**Not blessed**: written for inspection, never made the dataset's current model.")
-    lines = [f"- {'pass' if c['passed'] else 'FAIL'}: {c['detail']}" for c in blessing["checks"]]
-    rules = f"\n\nRules: {blessing['rules']}." if blessing.get("rules") else ""
+    lines = [f"- {'pass' if c.passed else 'FAIL'}: {c.detail}" for c in blessing.checks]
+    rules = f"\n\nRules: {blessing.rules}." if blessing.rules else ""
     return head + rules + "\n\n" + "\n".join(lines)
 
 
@@ -275,7 +275,7 @@ def publish_run(local_dir: Path, run_uri: str, metrics: ModelRecord,
 
 
 def _pair(metrics: ModelRecord, name: str) -> str:
-    model, base = metrics.test.get(name), metrics.baseline.get(name)
+    model, base = metrics.test.value(name), metrics.baseline.value(name)
     if not isinstance(model, float):
         return ""
     return f", test {name} {model:.4f}" + (f" (baseline {base:.4f})"
@@ -284,10 +284,10 @@ def _pair(metrics: ModelRecord, name: str) -> str:
 
 def _fit_line(metrics: ModelRecord) -> str:
     """The card's line on how long the kept family fitted (rounds for trees, epochs else)."""
-    refit = (metrics.cross_validation or {}).get("refit")
+    refit = metrics.cross_validation.refit if metrics.cross_validation else None
     if refit:
         family = f"Model family: {metrics.family}, " if metrics.family else ""
-        return (f"{family}{refit['length']} {refit['unit']} on all {refit['rows']} train and "
+        return (f"{family}{refit.length} {refit.unit} on all {refit.rows} train and "
                 f"eval rows: the median its cross-validation folds stopped at")
     if metrics.family == "trees":
         return (f"Model family: trees, {metrics.epochs_run} boosting rounds (best eval loss "
@@ -386,7 +386,7 @@ class TuneConfig:
 @dataclass(frozen=True)
 class Tuned:
     """``models/<dataset>/tuned.json``: what ``python -m training tune`` found, read by every
-    later training of the dataset until it is tuned again (``training.config.tuned_overrides``).
+    later training of the dataset until it is tuned again (``training.run.plan.tuned_overrides``).
 
     ``settings`` are flat ``TrainConfig.with_overrides`` names of the best ``family``;
     ``eval`` its figure as ``judged`` (the eval split, or a small table's repeated k-fold) (``metric``: auc for a binary label, higher is better, else the

@@ -23,7 +23,6 @@ import numpy as np
 from etl.versions import Manifest
 from etl.versions.segment import LabelSchema
 from training import outputs
-from training.config import ModelRecord
 from training.judge import evaluate
 from training.models.heads import (
     BINARY,
@@ -38,6 +37,7 @@ from training.models.heads import (
     serve_units,
     softmax_head,
 )
+from training.record import ModelRecord
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,8 @@ def _multi_about(metrics: ModelRecord) -> tuple[str, str]:
     return ((f"Multi-class classifier for `{metrics.label}` over {len(metrics.classes)} "
             f"classes ({', '.join(map(str, metrics.classes))}); it returns one probability "
             f"per class, in that order."),
-            (f"Majority-class baseline: always predicts class {base['majority_class']} "
-            f"(`{metrics.classes[base['majority_class']]}`). Gate: blessed when test accuracy "
+            (f"Majority-class baseline: always predicts class {base.majority_class} "
+            f"(`{metrics.classes[base.majority_class]}`). Gate: blessed when test accuracy "
             f"and macro-F1 each beat the baseline by {metrics.min_margin} and its log loss "
             f"is lower beyond noise."))
 
@@ -152,9 +152,9 @@ def _reg_about(metrics: ModelRecord) -> tuple[str, str]:
               f"units." if transform else ""
     choice = metrics.target_choice
     if choice:
-        learned += f" Target decided on the data: {choice['why']}."
+        learned += f" Target decided on the data: {choice.why}."
     return (f"Regressor for `{metrics.label}`.{learned}",
-            (f"Mean-predictor baseline: always predicts the train mean {base['predicts']:.4g}. "
+            (f"Mean-predictor baseline: always predicts the train mean {base.predicts:.4g}. "
             f"Gate: blessed when test RMSE is at most the baseline's x (1 - "
             f"{metrics.min_margin}) and its absolute errors are lower beyond noise. MAE, "
             f"RMSE and R² are in the target's units."))

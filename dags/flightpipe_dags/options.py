@@ -185,6 +185,6 @@ def trained_summary(runs: Sequence[Trained]) -> dict[str, Any]:
     last = runs[-1]
     return {"version": last.version, "model_uri": last.model_uri,
             "metrics": metrics_summary(last.metrics.to_json()),
-            "blessing": last.blessing.to_dict(),
+            "blessing": last.blessing.to_json(),
             "promoted": any(run.promoted for run in runs),
             "trained": [run.version for run in runs]}

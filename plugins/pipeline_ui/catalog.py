@@ -21,10 +21,10 @@ from etl.errors import IncompleteVersionError, PathOutsideRootError
 from etl.versions import Manifest
 from etl.versions.ids import is_version_id
 from training import ledger
-from training.config import METRICS_FILE, ModelRecord
 from training.judge.pointer import CURRENT_FILE, Current
 from training.ledger import VersionState
 from training.predictions import PREDICTIONS_DIR
+from training.record import METRICS_FILE, ModelRecord
 
 from .records import (
     CARD_FILE,

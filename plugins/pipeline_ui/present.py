@@ -22,7 +22,7 @@ from etl.versions import Manifest, SplitInfo
 from etl.versions.segment import Statistics
 
 if TYPE_CHECKING:
-    from training.config import ModelRecord
+    from training.record import ModelRecord
 
 MAX_FLAT_ROWS = 200
 MAX_VOCAB_SHOWN = 20

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from etl.versions import Manifest
-from training.config import ModelRecord
 from training.ledger import VersionState
+from training.record import ModelRecord
 
 T = TypeVar("T")
 

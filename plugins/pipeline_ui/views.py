@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etl.versions import Manifest
-from training.config import ModelRecord
 from training.judge.pointer import Current
+from training.record import Intervals, ModelRecord, TunedUse
 
 from .present import flatten, fmt, metric
 
@@ -127,11 +127,11 @@ def model_view(record: ModelRecord | None) -> ModelView:
     scopes = [s for s in METRIC_SCOPES if figures.get(s)]
     names: list[str] = []
     for scope in scopes:
-        names += [k for k, v in figures[scope].items() if k not in names and _scalar(v)]
-    ci = record.test.get("intervals")
-    ci = ci if isinstance(ci, dict) else {}
-    bounds, leads = ci.get("metrics") or {}, ci.get("lead_over_baseline") or {}
-    quality = [(label(n), [*(figures[s].get(n) for s in scopes), interval(bounds.get(n)),
+        names += [k for k, v in figures[scope].to_json().items()
+                  if k not in names and _scalar(v)]
+    ci = record.test.intervals or Intervals()
+    bounds, leads = ci.metrics, ci.lead_over_baseline
+    quality = [(label(n), [*(figures[s].value(n) for s in scopes), interval(bounds.get(n)),
                            interval(leads.get(n))]) for n in names]
     history = record.history
     keys = [k for k, v in history.items() if isinstance(v, list)]
@@ -142,32 +142,29 @@ def model_view(record: ModelRecord | None) -> ModelView:
     return ModelView(scopes, quality, labelled(record.to_json(), skip, run_words(record)),
                      hyperparameter_rows(record.hyperparameters),
                      [label(k) for k in keys], rows, epochs > MAX_HISTORY_EPOCHS,
-                     ci.get("level"), tuned_rows(record.tuned),
+                     ci.level, tuned_rows(record.tuned),
                      ("boosting rounds", "Round") if record.trees else ("epochs", "Epoch"),
                      # a small table's eval rows trained the kept model: its figures there
                      # are the cross-validation's out-of-fold ones (training.run.families)
                      {"eval": "out-of-fold"} if record.cross_validation else {})
 
 
-def tuned_rows(tuned: Any) -> list[tuple[str, Any]] | None:
+def tuned_rows(tuned: TunedUse | None) -> list[tuple[str, Any]] | None:
     """The tuned settings a run used (``python -m training tune``), with when and on what
     they were found and what they scored on eval against the defaults; None: not tuned."""
-    if not isinstance(tuned, dict):
+    if tuned is None:
         return None
-    settings = tuned.get("settings") if isinstance(tuned.get("settings"), dict) else {}
-    judged = tuned.get("judged") or "eval"
-    metric = tuned.get("metric", "")
+    judged, metric = tuned.judged or "eval", tuned.metric or ""
     figure = f"Eval {metric}" if judged == "eval" else f"{metric} by {judged}"
-    defaults = tuned.get("default_eval") if isinstance(tuned.get("default_eval"), dict) else {}
     rows: list[tuple[str, Any]] = [
-        ("Tuned", (f"{tuned.get('tuned_at', '?')} on version {tuned.get('version', '?')}, "
-                  f"{tuned.get('trials', '?')} trials")),
-        ("Family", tuned.get("family")),
-        *((label(k), v) for k, v in settings.items()),
-        (figure, tuned.get("eval")),
-        *((f"{figure} at {f} defaults", v) for f, v in defaults.items()),
+        ("Tuned", (f"{tuned.tuned_at or '?'} on version {tuned.version or '?'}, "
+                  f"{'?' if tuned.trials is None else tuned.trials} trials")),
+        ("Family", tuned.family),
+        *((label(k), v) for k, v in tuned.settings.items()),
+        (figure, tuned.eval),
+        *((f"{figure} at {f} defaults", v) for f, v in tuned.default_eval.items()),
     ]
-    overridden = tuned.get("overridden") or []
+    overridden = tuned.overridden
     if overridden:
         rows.append(("Set by the spec or a flag instead", ", ".join(map(str, overridden))))
     return rows
@@ -186,14 +183,13 @@ class ModelBadge:
 
 def model_badge(record: ModelRecord | None, current: Current | None) -> ModelBadge:
     """Tolerant of runs without a verdict and of a missing or odd pointer."""
-    raw = (record.blessing if record else None) or {}
-    state = "no verdict" if "blessed" not in raw else (
-        "blessed" if raw["blessed"] is True else "not blessed")
-    checks = [(c.get("passed") is True, str(c.get("detail", ""))) for c in
-              raw.get("checks") or [] if isinstance(c, dict)]
+    blessing = record.blessing if record else None
+    state = "no verdict" if blessing is None else (
+        "blessed" if blessing.blessed else "not blessed")
+    checks = [(c.passed, c.detail) for c in blessing.checks] if blessing else []
     is_current = current is not None and record is not None and \
         current.names(record.version, record.run)
-    return ModelBadge(state, is_current, [str(r) for r in raw.get("reasons") or []], checks)
+    return ModelBadge(state, is_current, list(blessing.reasons) if blessing else [], checks)
 
 
 def interval(bounds: Any) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from bench import gauntlet, gauntlet_report
 from bench.tables import TABLES
-from training.config import ModelRecord, read_model_record
+from training.record import ModelRecord, read_model_record
 
 
 def test_a_failed_step_is_a_refusal_and_a_crash_is_flagged() -> None:
@@ -70,7 +70,7 @@ def test_a_new_user_gets_a_model_without_a_traceback(name: str, tmp_path: Path) 
     # reference in the task's metric
     record = read_model_record(result["model_uri"])
     assert record is not None and record.blessing is not None, detail
-    assert result["verdict"]["status"] == ("blessed" if record.blessing["blessed"]
+    assert result["verdict"]["status"] == ("blessed" if record.blessing.blessed
                                            else "not blessed"), detail
     assert result["model"] == {k: float(v) for k, v in record.test.items()
                                if isinstance(v, (int, float))}, detail

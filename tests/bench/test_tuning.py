@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import tuning
-from training.config import read_model_record
+from training.record import read_model_record
 
 
 @pytest.mark.e2e
@@ -27,9 +27,9 @@ def test_a_tuned_table_is_compared_with_its_untuned_run_on_the_same_reference(
                for p in models.glob(f"*/{tuning.TUNED_RUN}/metrics.json")]
     assert untuned is not None and untuned.tuned is None
     assert tuned is not None and tuned.tuned is not None, got["tuned"]
-    assert (tuned.tuned["family"], tuned.tuned["settings"]) == (
+    assert (tuned.tuned.family, tuned.tuned.settings) == (
         got["tune"]["family"], got["tune"]["settings"]), tuned.tuned
     assert got["tuned"]["family"] == tuned.family == got["tune"]["family"], got["tuned"]
     # ... on the same version and test rows, so one reference serves both
-    assert (tuned.version, tuned.test["examples"]) == (untuned.version, untuned.test["examples"])
+    assert (tuned.version, tuned.test.examples) == (untuned.version, untuned.test.examples)
     assert got["untuned"]["model"]["examples"] == got["tuned"]["model"]["examples"]

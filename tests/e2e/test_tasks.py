@@ -24,8 +24,9 @@ from etl import pipeline, versions
 from etl.errors import ValidationFailed
 from etl.kinds.tabular.land import sklearn_frame
 from etl.spec import SPECS_DIR, load_spec
-from training.config import InputConfig, ModelConfig, ModelRecord, TrainConfig
+from training.config import InputConfig, ModelConfig, TrainConfig
 from training.data.tabular import make_dataset
+from training.record import ModelRecord
 from training.run.train import train
 from training.tasks import TASKS
 

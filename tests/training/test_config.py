@@ -1,101 +1,25 @@
-"""``training.config``: settings chosen from the train size, never over what a caller set."""
+"""``training.config``: the settings, checked when made, and overrides routed to their part."""
 
 from __future__ import annotations
 
 import pytest
 
-from etl.versions import Manifest
-from training.config import (
-    InputConfig,
-    ModelRecord,
-    TrainConfig,
-    class_weight,
-    plan,
-    read_model_record,
-    spec_overrides,
-)
+from training.config import InputConfig, ModelConfig, TrainConfig
 
 
-def _manifest(train: int, counts: dict[str, int] | None = None, training: dict | None = None,
-              task: str = "binary") -> Manifest:
-    schema = {"label": {"name": "y", "task": task}, **({"training": training} if training else {})}
-    return Manifest.from_json({"splits": {"train": {"num_examples": train}}, "schema": schema,
-                               "statistics": {"label_counts": counts or {}}}, "test")
+def test_a_flat_override_goes_to_the_part_that_owns_it() -> None:
+    config = TrainConfig().with_overrides(batch_size=64, hidden_units=(8,), epochs=3, seed=1)
+    assert (config.input.batch_size, config.model.hidden_units, config.epochs) == (64, (8,), 3)
+    assert config.seed == 1 and config.input.seed is None  # the run's own field wins
+    with pytest.raises(ValueError, match="unknown training setting 'nope'"):
+        TrainConfig().with_overrides(nope=1)
 
 
-def test_flights_keeps_its_settings_and_a_small_table_gets_steps() -> None:
-    big, lines = plan(TrainConfig(), _manifest(262_000))
-    assert (big.input.batch_size, big.steps_per_epoch) == (1024, 256)  # flights' batches
-    assert (big.step_budget, big.epochs, big.patience) == (4000, 16, 3)  # 15.6 passes at most
-    assert big.model.decay_steps == 4000 and any("cosine" in line for line in lines)
-    small, _ = plan(TrainConfig(), _manifest(274))
-    assert small.input.batch_size == 16 and small.step_budget == 900  # 50 passes of 18
-    assert small.epochs == 50 and small.steps_per_epoch == 18 and small.patience == 10
-    numbers, _ = plan(TrainConfig(), _manifest(274, task="regression"))
-    assert numbers.step_budget == 1800 and numbers.steps_per_epoch == 36  # 100 passes of 18
-    assert small.model.learning_rate == 1e-3 * (16 / 1024) ** 0.5  # flights keeps 1e-3
-    assert big.model.learning_rate == 1e-3
-
-
-def test_what_a_caller_set_is_kept() -> None:
-    config = TrainConfig(input=InputConfig(batch_size=64), epochs=3, patience=5)
-    got, _ = plan(config, _manifest(274))
-    assert got.input.batch_size == 64 and got.patience == 5
-    assert got.step_budget == 3 * 5  # three passes of five steps: the epochs asked for
-
-
-def test_the_specs_training_section_applies_under_the_callers_flags() -> None:
-    m = _manifest(274, training={"batch_size": 32, "step_budget": 500, "patience": 3})
-    got = spec_overrides(TrainConfig(patience=7), m)
-    assert got.input.batch_size == 32 and got.step_budget == 500
-    assert got.patience == 7  # the flag wins over the spec
-
-
-def test_class_weights_only_when_asked_or_imbalanced() -> None:
-    counts = {"0": 700, "1": 20, "2": 300}
-    m = _manifest(1020, counts, task="multiclass")
-    weights, why = class_weight(TrainConfig(), m)  # off by default, and the log says the option
-    assert weights is None and "35.0; class_weights: balanced lifts" in why
-    weights, why = class_weight(TrainConfig(class_weights="auto"), m)
-    assert weights is not None and weights[1] > weights[2] > weights[0] and "35.0" in why
-    even = _manifest(1000, {"0": 500, "1": 500}, task="multiclass")
-    assert class_weight(TrainConfig(class_weights="auto"), even)[0] is None
-    assert class_weight(TrainConfig(), even)[1] == "class weights: none"
-
-
-def test_explicit_epochs_on_a_tiny_table_keep_its_step_budget_as_a_floor() -> None:
-    """Two passes over 116 rows at the chosen batch are 16 steps: too few to beat the baseline.
-    The table's own budget stays, spread over the two evaluations asked for; a big table (or a
-    batch the caller chose) gets exactly its passes."""
-    default, _ = plan(TrainConfig(), _manifest(116))
-    tiny, lines = plan(TrainConfig(epochs=2), _manifest(116))
-    assert tiny.epochs == 2 and tiny.step_budget == default.step_budget
-    assert tiny.steps_per_epoch * 2 >= tiny.step_budget > 2 * 8  # 8 steps a pass at batch 16
-    assert sum("kept as a floor" in line for line in lines) == 1
-    big, lines = plan(TrainConfig(epochs=2), _manifest(262_000))
-    assert (big.epochs, big.steps_per_epoch, big.step_budget) == (2, 256, 512)
-    assert not any("floor" in line for line in lines)
-    mine, _ = plan(TrainConfig(epochs=2, input=InputConfig(batch_size=16)), _manifest(116))
-    assert (mine.epochs, mine.step_budget) == (2, 16)
-
-
-def test_a_model_record_reads_and_writes_back_key_for_key(tmp_path) -> None:
-    """metrics.json read by its type: a record of older code (no family, a key this code does
-    not know) writes back byte for byte; a malformed one names the file and the key."""
-    from etl import storage
-
-    stored = {"dataset": "flights", "version": "v", "test": {"auc": 0.8, "loss": 0.4},
-              "blessing": {"blessed": True, "reasons": [], "checks": []}, "run": "r",
-              "legacy_key": [1, 2], "dag_id": "train_flights", "run_id": "manual__1"}
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "metrics.json").write_bytes(storage.json_bytes(stored))
-    record = read_model_record(run.as_uri())
-    assert record.test["auc"] == 0.8 and record.family is None and record.run == "r"
-    assert record.trained_by == "run manual__1 of train_flights"
-    assert storage.json_bytes(record.to_json()) == storage.json_bytes(stored)
-    assert read_model_record((tmp_path / "running").as_uri()) is None  # no record yet
-    assert ModelRecord.of(run="r").trained_by is None  # trained outside an orchestrator
-    (run / "metrics.json").write_text('{"test": [0.8]}')
-    with pytest.raises(ValueError, match=r"metrics.json: key 'test': expected an object"):
-        read_model_record(run.as_uri())
+@pytest.mark.parametrize("make", [
+    lambda: InputConfig(batch_size=0), lambda: InputConfig(cache=" "),
+    lambda: ModelConfig(family="forest"), lambda: ModelConfig(num_leaves=1),
+    lambda: TrainConfig(folds=1), lambda: TrainConfig(min_margin=0.5),
+])
+def test_a_setting_out_of_range_is_refused_naming_it(make) -> None:
+    with pytest.raises(ValueError, match=r"(InputConfig|ModelConfig|TrainConfig)\.\w+"):
+        make()

@@ -18,10 +18,11 @@ def test_the_run_summary_line_names_the_tasks_metrics(caplog, task, test, base, 
     """The training task's log line: the task's own metrics against its baseline (it used to
     log only accuracy and AUC, so a regression run said nothing about its quality)."""
     from training import outputs
-    from training.config import ModelRecord
+    from training.record import Figures, ModelRecord
     from training.tasks import TASKS
 
-    metrics = ModelRecord.of(dataset="d", version="v1", task=task, test=test, baseline=base,
+    metrics = ModelRecord.of(dataset="d", version="v1", task=task, test=Figures.of(**test),
+                             baseline=Figures.of(**base),
                              epochs_run=3, epochs=10, fit_seconds=1.5)
     with caplog.at_level("INFO", logger="training.outputs"):
         outputs.log_summary(metrics, "file:///m/run", TASKS[task].card_metrics)
@@ -36,13 +37,13 @@ def test_a_trees_run_says_boosting_rounds_in_its_log_line_plots_and_card(
     import matplotlib.axes
 
     from training import outputs
-    from training.config import ModelRecord
+    from training.record import Figures, ModelRecord
 
     titles: list[tuple[str, str]] = []
     monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
                         lambda ax, t, *a, **k: titles.append((ax.get_xlabel(), t)))
     metrics = ModelRecord.of(dataset="d", version="v1", task="binary", family="trees",
-                             test={"auc": 0.8}, baseline={"auc": 0.5}, epochs_run=183,
+                             test=Figures.of(auc=0.8), baseline=Figures.of(auc=0.5), epochs_run=183,
                              epochs=3000, best_epoch=83, fit_seconds=0.68,
                              examples={"train": 3200, "eval": 400, "test": 400},
                              history={"loss": [0.6, 0.5], "val_loss": [0.61, 0.55]})

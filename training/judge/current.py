@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from etl import storage
-from training.config import ModelRecord
 from training.judge.pointer import CURRENT_FILE, Current
+from training.record import ModelRecord
 
 __all__ = ["CURRENT_FILE", "Current", "Scores", "current_uri", "load_model", "promote",
            "read_current", "score_current"]
@@ -88,7 +88,7 @@ def promote(models_root: str, record: ModelRecord, metric: str, token: str | Non
     (``token``; None: only if there is none), so two trainings cannot both promote."""
     pointer = Current.of(dataset=str(record.dataset), version=str(record.version),
                          run=str(record.run), model_uri=str(record.model_uri), metric=metric,
-                         value=float(record.test[metric]),
+                         value=float(record.test.value(metric)),
                          blessed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     uri = current_uri(models_root, str(record.dataset))
     done = storage.replace_if_match(uri, storage.json_bytes(pointer.to_json()), token)

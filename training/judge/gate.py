@@ -55,12 +55,12 @@ import numpy as np
 
 from etl.errors import PipelineError
 from etl.versions import Manifest
-from training.config import ModelRecord, TrainConfig
-from training.judge.blessing import Blessing, Check
+from training.config import TrainConfig
 from training.judge.current import Current, Scores, promote, read_current, score_current
 from training.judge.evaluate import example_losses, gate_scores
 from training.judge.trained import Trained, trained
 from training.models.heads import BINARY, MULTICLASS, REGRESSION
+from training.record import Blessing, Check, Figures, ModelRecord
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +94,18 @@ def _lead_text(bounds: list[float] | None) -> str:
     return f", lead 95% interval [{bounds[0]:.4f}, {bounds[1]:.4f}]"
 
 
-def baseline_checks(rules: dict[str, str], test: dict[str, Any], base: dict[str, Any],
+def _figure(figures: Figures, name: str) -> float:
+    value = figures.value(name)
+    return float("nan") if value is None else float(value)
+
+
+def baseline_checks(rules: dict[str, str], test: Figures, base: Figures,
                     margin: float, what: str) -> list[Check]:
     """Point estimates against the baseline; rules: metric -> ``higher`` | ``lower_relative``."""
-    leads = (test.get("intervals") or {}).get("lead_over_baseline", {})
+    leads = test.intervals.lead_over_baseline if test.intervals else {}
     out = []
     for name, rule in rules.items():
-        got, ref = float(test.get(name, float("nan"))), float(base[name])
+        got, ref = _figure(test, name), _figure(base, name)
         if rule == "higher":
             ok, need = got >= ref + margin, f"needs >= {ref + margin:.4f} (margin {margin})"
         else:
@@ -217,7 +222,7 @@ def gate_rules(task: str, manifest: Manifest, margin: float, confidence: float) 
             + f"; {accuracy}")
 
 
-def evidence_checks(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
+def evidence_checks(task: Any, manifest: Manifest, test: Figures, base: Figures,
                     y: np.ndarray, out: np.ndarray, margin: float,
                     confidence: float) -> list[Check]:
     """The checks of a model's held-out outputs against its task's baseline (``test``: its
@@ -233,8 +238,8 @@ def evidence_checks(task: Any, manifest: Manifest, test: dict[str, Any], base: d
     else:
         checks = [Check("baseline:accuracy", True,
                         f"accuracy not judged: the train minority share {share:.3f} is under "
-                        f"{BALANCED_SHARE} (test accuracy {float(test.get('accuracy', 'nan')):.4f}"
-                        f", the majority class's {float(base['accuracy']):.4f})")]
+                        f"{BALANCED_SHARE} (test accuracy {_figure(test, 'accuracy'):.4f}"
+                        f", the majority class's {_figure(base, 'accuracy'):.4f})")]
     checks.append(auc_check(y, out[:, 0], margin, confidence))
     return [*checks, noise_check(*example_losses(task.name, manifest, y, out), confidence,
                                  "class-prior")]
@@ -284,7 +289,7 @@ class ModelNotBlessedError(PipelineError):
         super().__init__(result.summary())
 
 
-def judge(task: Any, manifest: Manifest, test: dict[str, Any], base: dict[str, Any],
+def judge(task: Any, manifest: Manifest, test: Figures, base: Figures,
           evidence: tuple[np.ndarray, np.ndarray], rules: GateRules, models_root: str,
           score: Callable[[Any], Scores],
           compared: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Blessing, str | None]:
@@ -331,7 +336,7 @@ def conclude(models_root: str, record: ModelRecord, blessing: Blessing,
 def stored(models_root: str, record: ModelRecord, fail_unblessed: bool) -> Trained:
     """The result of a run finished earlier, from its metrics.json (whether it is current is
     read from the pointer); ModelNotBlessedError as for a fresh run under ``fail_unblessed``."""
-    blessing = Blessing.from_dict(record.blessing)
+    blessing = record.blessing or Blessing.missing()
     current, _ = read_current(models_root, str(record.dataset))
     result = trained(record.model_uri, record, blessing,
                      bool(current and current.model_uri == record.model_uri))

@@ -9,12 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from etl.jsonobject import Codec, JsonObject, key, nested
-from training.config import ModelRecord
-from training.judge.blessing import Blessing
-
-BLESSING = Codec(lambda value, where, at: Blessing.from_dict(value),
-                 lambda blessing: blessing.to_dict())
+from etl.jsonobject import JsonObject, key, nested
+from training.record import Blessing, ModelRecord
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +20,7 @@ class Trained(JsonObject):
 
     model_uri: str | None = key(str)
     metrics: ModelRecord = key(dict, nested(ModelRecord), required=True)
-    blessing: Blessing = key(dict, BLESSING, required=True)
+    blessing: Blessing = key(dict, nested(Blessing), required=True)
     promoted: bool = key(bool, default=False)
 
     @property

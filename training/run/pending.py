@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from etl import storage, versions
 from training import ledger
-from training.config import RunOrigin, TrainConfig
+from training.config import TrainConfig
 from training.judge.trained import Trained
+from training.record import RunOrigin
 
 log = logging.getLogger(__name__)
 

@@ -26,16 +26,7 @@ from etl import storage, versions
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import (
-    ModelRecord,
-    RunOrigin,
-    TrainConfig,
-    class_weight,
-    plan,
-    read_model_record,
-    spec_overrides,
-    tuned_overrides,
-)
+from training.config import TrainConfig
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge import gate
 from training.judge.evaluate import (
@@ -48,9 +39,20 @@ from training.judge.evaluate import (
 from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
 from training.judge.trained import Trained
 from training.models.tabular import export_serving
+from training.record import (
+    Blessing,
+    CrossValidation,
+    ModelRecord,
+    PhaseTimes,
+    RunOrigin,
+    TargetChoice,
+    TunedUse,
+    read_model_record,
+)
 from training.run import families
 from training.run.choice import choose, choose_target
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
+from training.run.plan import class_weight, plan, spec_overrides, tuned_overrides
 from training.run.runtime import DeviceSetup, Phases, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
@@ -81,8 +83,8 @@ def train(
         origin: The orchestrator run that started this one (written to metrics.json).
 
     Returns:
-        ``training.judge.trained.Trained``: the run folder, its model record (metrics.json),
-        the gate's ``Blessing``, whether this run is now the dataset's current model.
+        ``training.judge.trained.Trained``: the run folder, its record (metrics.json), the
+        gate's ``Blessing``, whether this run is now the dataset's current model.
 
     Raises:
         IncompleteVersionError: the version has no manifest.
@@ -114,7 +116,7 @@ def train(
         blessing, token = _judge(version_uri, manifest, models_root, config, record, evidence)
         record = dataclasses.replace(
             record, manifest_sha256=manifest_sha.hexdigest(), run=run_name, model_uri=run_uri,
-            blessing=blessing.to_dict(), tuned=tuned, **(origin.fields() if origin else {}))
+            blessing=blessing, tuned=tuned, **(origin.fields() if origin else {}))
         out = work_dir / "run"
         record = dataclasses.replace(record, artifacts=_write_artifacts(out, record, config))
         outputs.publish_run(out, run_uri, record, TASKS_BY_NAME[str(record.task)].card_metrics)
@@ -135,7 +137,7 @@ class Evidence(NamedTuple):
 
 
 def _judge(version_uri: str, manifest: Manifest, models_root: str, config: TrainConfig,
-           record: ModelRecord, evidence: Evidence) -> tuple[gate.Blessing, str | None]:
+           record: ModelRecord, evidence: Evidence) -> tuple[Blessing, str | None]:
     """The verdict; the current model is scored on this version's raw test rows, through its
     own preprocessing, exactly as it would serve them."""
     raw_test = make_dataset(version_uri, TEST_SPLIT, manifest, config.input)
@@ -144,17 +146,16 @@ def _judge(version_uri: str, manifest: Manifest, models_root: str, config: Train
         return gate_scores(task_of(manifest).name, manifest, *predictions(model, raw_test),
                            served=True)
 
-    if evidence.where == "cross_validation":
-        cv = record.cross_validation or {}
-        figures, base = cv["out_of_fold"], cv["baseline"]
-    else:
-        figures, base = dict(record.test), dict(record.baseline)
+    figures, base = record.test, record.baseline
+    if evidence.where == "cross_validation" and record.cross_validation:
+        figures = record.cross_validation.out_of_fold
+        base = record.cross_validation.baseline
     return gate.judge(task_of(manifest), manifest, figures, base, evidence.judged,
                       GateRules.of(config), models_root, score, compared=evidence.test)
 
 
 def _adapted(config: TrainConfig, manifest: Manifest, models_root: str,
-             ) -> tuple[TrainConfig, dict[int, float] | None, dict[str, Any] | None]:
+             ) -> tuple[TrainConfig, dict[int, float] | None, TunedUse | None]:
     """The spec's training settings, then the dataset's tuned ones (``python -m training
     tune``) where still at their defaults, then the data-dependent choices, each logged once;
     metrics.json's ``tuned`` entry (None: not tuned, or tuned for another label)."""
@@ -167,7 +168,7 @@ def _adapted(config: TrainConfig, manifest: Manifest, models_root: str,
 
 
 def _tuned(config: TrainConfig, manifest: Manifest,
-           models_root: str) -> tuple[TrainConfig, dict[str, Any] | None]:
+           models_root: str) -> tuple[TrainConfig, TunedUse | None]:
     found = outputs.read_tuned(models_root, manifest.dataset)
     if found is None:
         return config, None
@@ -183,7 +184,8 @@ def _tuned(config: TrainConfig, manifest: Manifest,
              manifest.dataset, found.tuned_at, found.version, len(found.trials), found.family,
              ", ".join(f"{k} {v}" for k, v in found.settings.items()) or "defaults",
              f"; set in the spec or flags instead: {', '.join(kept)}" if kept else "")
-    return config, {**found.summary(), "overridden": kept}
+    return config, TunedUse.from_json({**found.summary(), "overridden": kept},
+                                      outputs.tuned_uri(models_root, manifest.dataset))
 
 
 def _fit_and_evaluate(
@@ -216,13 +218,15 @@ def _fit_and_evaluate(
         fitted.parts.full.save(work_dir / "run" / "model.keras")  # raw values in: no code
         export_serving(fitted.parts.full, work_dir / "run" / "saved_model")  # any name serves
     log.info("train %s: %s", manifest.dataset, phases.line())
+    where = f"{run_uri}: the run's record"
     record = dataclasses.replace(
         _metrics(manifest, version_uri, setup, config, fitted, choice, test, ev, base),
-        phases=phases.figures, target_choice=target or None)
+        phases=PhaseTimes.from_json(phases.figures, where, "phases"),
+        target_choice=TargetChoice.from_json(target, where, "target_choice") if target else None)
     if cv:  # a small table: the verdict judges the out-of-fold answers, test is reported
         y_oof, out_oof = cv.pop("evidence")
-        record = dataclasses.replace(record, cross_validation={
-            **cv, "baseline": task.baseline(y_oof, manifest)})
+        record = dataclasses.replace(record, cross_validation=CrossValidation.from_json(
+            {**cv, "baseline": task.baseline(y_oof, manifest)}, where, "cross_validation"))
         return record, Evidence((y_oof, out_oof), (labels, out), "cross_validation"), manifest
     return record, Evidence((labels, out), (labels, out), "test"), manifest
 

@@ -29,12 +29,13 @@ import keras
 from etl import versions
 from etl.versions import Manifest
 from training import outputs
-from training.config import TrainConfig, class_weight, plan, spec_overrides
+from training.config import TrainConfig
 from training.data.tabular import IMAGE_KIND, make_dataset
 from training.judge.evaluate import labels_of
 from training.judge.gate import check_splits
 from training.outputs import TUNED_SETTINGS, TuneConfig
 from training.run import choice, families
+from training.run.plan import class_weight, plan, spec_overrides
 from training.run.runtime import DeviceSetup, precision_policy, setup_device
 from training.tasks import task_of
 

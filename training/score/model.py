@@ -20,10 +20,10 @@ import numpy as np
 from etl import storage
 from etl.errors import PipelineError
 from etl.versions import Manifest, read_manifest
-from training.config import METRICS_FILE, read_model_record
 from training.judge.current import read_current
 from training.models.heads import BINARY, REGRESSION
 from training.models.tabular import SERVING_KEYS_FILE
+from training.record import METRICS_FILE, read_model_record
 
 
 class NoModelError(PipelineError):

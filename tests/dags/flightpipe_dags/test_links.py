@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from etl.pipeline.published import PublishedVersion
 from tests.support import ui_fixtures as uf
-from training.config import ModelRecord
+from training.record import ModelRecord
 
 REPO = Path(__file__).resolve().parents[3]
 for folder in (REPO / "plugins", REPO / "dags"):

@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.support import ui_fixtures as uf
-from training.config import ModelRecord
+from training.record import ModelRecord
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "plugins"))

@@ -5,9 +5,9 @@ replaced by a model of older data)."""
 from __future__ import annotations
 
 from etl import storage
-from training.config import ModelRecord
 from training.judge import gate
 from training.judge.current import Current, promote, read_current
+from training.record import Figures, ModelRecord
 
 
 def test_at_least_as_good_as_the_current_model_on_the_same_rows() -> None:
@@ -46,7 +46,7 @@ def test_two_promotions_from_one_reading_cannot_both_win(storage_root: str) -> N
     models = storage.join(storage_root, "models")
 
     def run(name: str) -> ModelRecord:
-        return ModelRecord.of(dataset="d", version="v", model_uri="u", test={"auc": 0.8},
+        return ModelRecord.of(dataset="d", version="v", model_uri="u", test=Figures.of(auc=0.8),
                               run=name)
 
     assert read_current(models, "d") == (None, None)

@@ -14,6 +14,7 @@ from etl.versions import Manifest
 from training.judge import evaluate
 from training.judge.evaluate import _auc, intervals, scorer, wilson
 from training.judge.gate import baseline_checks
+from training.record import Figures
 
 
 def test_class_report_on_a_hand_checked_confusion() -> None:
@@ -34,8 +35,9 @@ def test_regression_report_mean_baseline_and_relative_gate() -> None:
     base = evaluate.mean_baseline(y, 2.5)
     assert base["rmse"] == pytest.approx(np.sqrt(1.25)) and base["r2"] == pytest.approx(0.0)
     rules = {"rmse": "lower_relative"}
-    assert baseline_checks(rules, {"rmse": 1.0}, base, 0.1, "mean")[0].passed
-    [check] = baseline_checks(rules, {"rmse": 1.0}, base, 0.2, "mean")
+    model, base = Figures.of(rmse=1.0), Figures.from_json(base, "the baseline")
+    assert baseline_checks(rules, model, base, 0.1, "mean")[0].passed
+    [check] = baseline_checks(rules, model, base, 0.2, "mean")
     assert not check.passed and "rmse 1.0000 vs 1.1180, needs <= 0.8944" in check.detail
 
 
@@ -86,6 +88,7 @@ def test_the_gate_reports_a_lead_interval_that_reaches_below_zero() -> None:
     rules = {"accuracy": "higher", "macro_f1": "higher"}
     base_metrics = {**score(y, base), "examples": 8}
     assert test["intervals"]["lead_over_baseline"]["macro_f1"][0] < 0
+    test, base_metrics = Figures.from_json(test, "test"), Figures.from_json(base_metrics, "base")
     checks = baseline_checks(rules, test, base_metrics, 0.01, "majority-class")
     assert all(c.passed for c in checks)  # the point estimates beat the baseline
     assert re.search(r"macro_f1 0\.\d{4} vs 0\.\d{4}, needs >= 0\.\d{4} \(margin 0\.01\), "

@@ -24,6 +24,7 @@ from training.config import InputConfig, ModelConfig, TrainConfig
 from training.judge import gate
 from training.judge.current import read_current
 from training.judge.gate import EvaluationSplitError, ModelNotBlessedError, check_splits
+from training.record import Blessing, Figures
 from training.run.train import train
 
 FAST = TrainConfig(input=InputConfig(batch_size=128, shuffle_buffer=1024, seed=1), epochs=2,
@@ -60,7 +61,7 @@ def _binary(positives: float, n_train: int = 20000) -> Manifest:
         "statistics": {"label_counts": {"0": n_train - pos, "1": pos}}}, "test")
 
 
-def _verdict(manifest: Manifest, y: np.ndarray, p: np.ndarray, models: str) -> gate.Blessing:
+def _verdict(manifest: Manifest, y: np.ndarray, p: np.ndarray, models: str) -> Blessing:
     from training.judge.evaluate import baseline_outputs, intervals, scorer
     from training.tasks import TASKS
 
@@ -69,7 +70,8 @@ def _verdict(manifest: Manifest, y: np.ndarray, p: np.ndarray, models: str) -> g
     test = {**score(y, out), "intervals": intervals(
         score, y, out, baseline_outputs(manifest, len(y)), {"accuracy": True, "auc": True})}
     rules = gate.GateRules(margin=0.01, confidence=0.95, tolerance=0.01)
-    blessing, _ = gate.judge(task, manifest, test, task.baseline(y, manifest), (y, out), rules,
+    blessing, _ = gate.judge(task, manifest, Figures.from_json(test, "test"),
+                             Figures.from_json(task.baseline(y, manifest), "baseline"), (y, out), rules,
                              models, lambda model: {})
     return blessing
 
@@ -92,7 +94,7 @@ def test_a_rare_positive_model_is_blessed_on_auc_and_log_loss(storage_root: str)
     assert "bootstrap lower bound > 0.5" in checks["baseline:auc"].detail
     assert "class-prior baseline" in checks["noise"].detail
     assert "accuracy is not judged (minority share 0.030 < 0.2" in blessing.rules
-    assert blessing.to_dict()["rules"] == blessing.rules and "[rules: binary: AUC" in \
+    assert blessing.to_json()["rules"] == blessing.rules and "[rules: binary: AUC" in \
         blessing.summary()
 
     no_better = _verdict(_binary(0.03), y, np.full(2000, 0.03), models)  # the prior itself

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from training.config import ModelRecord
-from training.judge.blessing import Blessing, Check
 from training.judge.trained import Trained, trained
+from training.record import Blessing, Check, Figures, ModelRecord
 
 
 def test_a_result_reads_by_attribute_and_round_trips_through_json() -> None:
     record = ModelRecord.of(dataset="d", version="v1", run="r", model_uri="file:///m/r",
-                            test={"auc": 0.7})
+                            test=Figures.of(auc=0.7))
     verdict = Blessing.of([Check("baseline:auc", True, "auc 0.70 vs 0.50")])
     result = trained("file:///m/r", record, verdict, True)
     assert result.version == "v1" and result.promoted and result.blessing.blessed

@@ -12,7 +12,8 @@ import pytest
 
 from tests.training.test_ledger import DAY1, DAY2, DAY3, publish
 from training import ledger
-from training.config import RunOrigin, TrainConfig
+from training.config import TrainConfig
+from training.record import RunOrigin
 from training.run.pending import PendingRun, nothing_to_train, train_pending
 
 DAY4 = "20130105T000000Z_all"

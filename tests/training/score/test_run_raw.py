@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from etl.__main__ import main as etl_main
 from tests.training.score.conftest import FAST
-from training.config import read_model_record
 from training.judge.current import promote, read_current
+from training.record import read_model_record
 from training.run.train import train
 from training.score.publish import read_predictions
 from training.score.run import ScoreOptions, score

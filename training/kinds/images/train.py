@@ -26,12 +26,7 @@ from etl import storage
 from etl.provenance import code_version
 from etl.versions import Manifest
 from training import outputs
-from training.config import (
-    ModelRecord,
-    RunOrigin,
-    TrainConfig,
-    read_model_record,
-)
+from training.config import TrainConfig
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, gate_scores, predictions
 from training.judge.trained import Trained
@@ -39,6 +34,7 @@ from training.kinds.images.config import ImageTrainConfig
 from training.kinds.images.data import image_feature, make_image_dataset
 from training.kinds.images.model import build_cnn
 from training.models.heads import MULTICLASS
+from training.record import ModelRecord, RunOrigin, read_model_record
 from training.tasks import TASKS, Task
 
 TASK: Task = TASKS[MULTICLASS]
@@ -94,11 +90,11 @@ def train_images(version_uri: str, manifest: Manifest, models_root: str, run_nam
     def score(current: keras.Model) -> dict[str, float]:
         return gate_scores(TASK.name, manifest, *predictions(current, test_ds), served=True)
 
-    blessing, token = gate.judge(TASK, manifest, result["test"], base, (labels, probs),
+    record = _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result)
+    blessing, token = gate.judge(TASK, manifest, record.test, record.baseline, (labels, probs),
                                  gate.GateRules.of(config, icfg.min_margin), models_root, score)
-    record = dataclasses.replace(
-        _metrics(version_uri, manifest, run_name, run_uri, icfg, base, result),
-        blessing=blessing.to_dict(), **(origin.fields() if origin else {}))
+    record = dataclasses.replace(record, blessing=blessing,
+                                 **(origin.fields() if origin else {}))
     with tempfile.TemporaryDirectory(prefix="train-images-") as work:
         out = Path(work)
         model.save(out / "model.keras")
