@@ -226,12 +226,15 @@ def run_table(table: Table, work: Path, budget_s: float | None = None) -> dict[s
         if not result["etl_run"]["ok"]:
             result["etl_run"].pop("stdout")
             return _with_verdict(result)
-        published = last_json(result["etl_run"].pop("stdout"))
-        result["rows"] = sum(published["splits"].values())
-        result["splits"] = published["splits"]
-        result["etl_timings"] = published.get("timings", {})
+        from etl.pipeline.published import PublishedVersion
+
+        published = PublishedVersion.from_json(last_json(result["etl_run"].pop("stdout")),
+                                         "etl run --json")
+        result["rows"] = published.rows
+        result["splits"] = dict(published.splits)
+        result["etl_timings"] = dict(published.timings or {})
         where = "training or reference"
-        _train_and_score(table, root, published["version_uri"], work, result, deadline)
+        _train_and_score(table, root, published.version_uri, work, result, deadline)
     except Exception as exc:  # noqa: BLE001 - recorded; the gauntlet goes on
         result["error"] = {"step": where, "message": f"{type(exc).__name__}: {exc}"[:1000],
                            "traceback": traceback.format_exc()[-3000:]}

@@ -90,16 +90,18 @@ def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None 
     """
     cmd = [*etl_command(root, interval_end, interval_start, dataset), "--json"]
     child = run_checked(cmd, cwd=REPO, env=env)
-    result = last_json(child.stdout)
-    if not result["created"]:
+    from etl.pipeline.published import PublishedVersion
+
+    published = PublishedVersion.from_json(last_json(child.stdout), "etl run --json")
+    if not published.created:
         raise RuntimeError(f"{root}: version already existed, nothing was measured")
-    rows = sum(result["splits"].values())
-    timings = result.get("timings", {})
+    rows = published.rows
+    timings = dict(published.timings or {})
     steps = work_s(timings)
     return {"rows": rows, "rows_per_s": rows / child.wall_s, **child.figures(),
             "timings": timings, "steps_s": steps,
-            "fixed_overhead_s": child.wall_s - steps, "in_process_wall_s": result.get("wall_s"),
-            "version_uri": result["version_uri"], "splits": result["splits"]}
+            "fixed_overhead_s": child.wall_s - steps, "in_process_wall_s": published.wall_s,
+            "version_uri": published.version_uri, "splits": dict(published.splits)}
 
 
 def floor(root: str, out: str, interval_end: str = YEAR_END,

@@ -98,19 +98,19 @@ def build_etl_dag(name: str, settings: DagSettings) -> DAG:
 
             logs.configure(handler=False)
             result = pipeline.publish(written_uri)
-            page = links.page_url(name, result["version"])
+            page = links.page_url(name, str(result.version))
             links.remember(links.VersionPageLink, page)  # the task's "Version page" button
             logging.getLogger("airflow.task").info("Version page: %s", page)
-            if not result.get("created", True):
+            if not result.created:
                 skip_already_published(name, result)
-            manifest = versions.read_manifest(result["version_uri"])
+            manifest = versions.read_manifest(result.version_uri)
             links.warn_drift(name, manifest, page)
             context = get_current_context()
-            lineage.for_version(context["task"], name, result["version_uri"], storage_root())
+            lineage.for_version(context["task"], name, result.version_uri, storage_root())
             # one key per publish: its own run of each consumer, no event left unlinked
-            context["outlet_events"][asset].add_partitions(publish_key(result["version"]))
+            context["outlet_events"][asset].add_partitions(publish_key(str(result.version)))
             yield Metadata(asset, extra=links.event_extra(result, manifest, page))
-            return result
+            return result.to_json()  # XCom holds JSON: Published.from_json reads it back
 
         waited = WaitForData(task_id="wait_for_data", dataset=name,
                              wait=settings.arrival_wait,

@@ -54,8 +54,7 @@ from flightpipe_dags import (
 
 
 def build_training_dag(name: str, settings: DagSettings) -> DAG:
-    """Wire resolve_version -> train -> announce_model for dataset ``name``, scheduled on its
-    Asset."""
+    """Wire resolve_version -> train -> announce_model for ``name``, scheduled on its Asset."""
     asset = dataset_asset(name)
     spec_training = dict(settings.training)  # the spec's TrainConfig overrides
 
@@ -93,11 +92,11 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             if resolved["version"] is None and (why := nothing_to_train(run)):
                 choice.skip(f"Not training {name}: {why}")  # before TensorFlow loads
             logs.import_quietly("tensorflow")  # and absl's C++ INFO lines while it loads
-            results = train_pending(run, version=resolved["version"])
-            for result in results:
-                lineage.for_model(get_current_context()["task"], result["metrics"]["version_uri"],
-                                  result["model_uri"], metrics_summary(result["metrics"]))
-            summary = trained_summary(results)
+            runs = train_pending(run, version=resolved["version"])
+            for trained in runs:
+                lineage.for_model(get_current_context()["task"], trained.metrics.version_uri,
+                                  trained.model_uri, metrics_summary(trained.metrics.to_json()))
+            summary = trained_summary(runs)  # XCom holds plain JSON
             links.remember(links.ModelPageLink,  # the task's "Model page" button
                            links.page_url(name, summary["version"], run.run_folder))
             return summary

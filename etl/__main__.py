@@ -197,16 +197,16 @@ def _run(args: argparse.Namespace) -> int:
     result = pipeline.run(args.dataset, args.root, args.interval_end, args.interval_start,
                           args.run_id, _options(args))
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_json(), indent=2))
         return 0
-    manifest = versions.read_manifest(result["version_uri"])
-    state = "published" if result["created"] else "already published (nothing written)"
-    print(f"{state}: {result['version_uri']}")
+    manifest = versions.read_manifest(result.version_uri)
+    state = "published" if result.created else "already published (nothing written)"
+    print(f"{state}: {result.version_uri}")
     print(format_shards(manifest))
-    rows = sum(result["splits"].values())
-    if result["created"] and result.get("wall_s"):
-        print(f"{rows} examples in {result['wall_s']:.1f} s = {rows / result['wall_s']:,.0f} "
-              f"rows/s end to end; steps: {json.dumps(result.get('timings', {}))}")
+    rows = result.rows
+    if result.created and result.wall_s:
+        print(f"{rows} examples in {result.wall_s:.1f} s = {rows / result.wall_s:,.0f} "
+              f"rows/s end to end; steps: {json.dumps(dict(result.timings or {}))}")
     return 0
 
 
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             print(pipeline.build_version(args.dataset, args.root, args.interval_end,
                                          args.interval_start, args.run_id, _options(args)))
         elif args.command == "publish":
-            print(json.dumps(pipeline.publish(args.written_uri), indent=2))
+            print(json.dumps(pipeline.publish(args.written_uri).to_json(), indent=2))
         elif args.command == "versions":
             latest = versions.latest_version(args.root, args.dataset)
             for v in versions.list_versions(args.root, args.dataset):

@@ -231,7 +231,10 @@ def test_mirror_check_fails_on_a_planted_module_without_a_test(tmp_path):
 # manifest.json and segment.json (with their schema and statistics blocks), metrics.json (with
 # its figures, verdict, choices, tuned settings and phases)
 
-TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py", "training/record.py"}
+TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py", "training/record.py",
+                 # issue 54: current.json, the drift report, what train() and publish() return
+                 "training/judge/pointer.py", "etl/drift_report.py", "training/judge/trained.py",
+                 "etl/pipeline/published.py"}
 
 
 def _json_keys() -> dict[str, frozenset[str]]:
@@ -251,7 +254,7 @@ def _json_keys() -> dict[str, frozenset[str]]:
             "schema": keys(segment.Schema), "label": keys(segment.LabelSchema),
             "feature": keys(segment.FeatureSchema), "statistics": keys(segment.Statistics),
             "moments": keys(segment.Moments), "model": keys(record.ModelRecord),
-            **_record_block_keys(keys)}
+            **_record_block_keys(keys), **_record_json_keys()}
 
 
 def _record_block_keys(keys) -> dict[str, frozenset[str]]:
@@ -280,6 +283,8 @@ _RECORD_BLOCK_NAMES = {
 def _holds(name: str) -> str | None:
     """Which typed object a variable's name says it holds (the names the readers use)."""
     low = name.lower()
+    if kind := _holds_record(low):
+        return kind
     if "manifest" in low or low in ("meta", "metas", "m", "ma", "mb", "first", "last") \
             or low.startswith(("seg", "meta_")):
         return "whole"
@@ -300,6 +305,40 @@ def _holds(name: str) -> str | None:
     if low in ("metrics", "record", "model_record"):
         return "model"
     return next((kind for kind, names in _RECORD_BLOCK_NAMES.items() if low in names), None)
+
+
+def _record_json_keys() -> dict[str, frozenset[str]]:
+    """Issue 54's records: current.json, a drift report (and its rows), publish()'s and
+    train()'s results -> the JSON keys each type reads."""
+    import dataclasses
+
+    from etl.drift_report import DriftReport, DriftRow
+    from etl.jsonobject import json_key
+    from etl.pipeline.published import PublishedVersion
+    from training.judge.pointer import Current
+    from training.judge.trained import Trained
+
+    def keys(*types: type) -> frozenset[str]:
+        return frozenset(json_key(f) for t in types for f in dataclasses.fields(t)
+                         if not f.name.startswith("json_"))
+
+    return {"current": keys(Current), "drift": keys(DriftReport), "drift_row": keys(DriftRow),
+            "published": keys(PublishedVersion), "trained": keys(Trained)}
+
+
+def _holds_record(low: str) -> str | None:
+    """Which of issue 54's records a (lower-cased) name says it holds."""
+    if low in ("current", "pointer", "current_model"):
+        return "current"
+    if low in ("drift", "drift_report", "report"):
+        return "drift"
+    if low in ("drift_row", "drift_rows"):
+        return "drift_row"
+    if low in ("published", "publish_result"):
+        return "published"
+    if low in ("trained", "train_result", "train_results"):
+        return "trained"
+    return None
 
 
 def string_key_reads(source: str, keys: dict[str, frozenset[str]]) -> list[str]:
@@ -349,7 +388,8 @@ def test_manifest_and_segment_json_are_read_through_their_types():
             bad[str(path.relative_to(REPO))] = found
     assert scanned > 100  # the whole tree, not an empty glob
     assert bad == {}, "read these through Manifest / SegmentMeta / Schema / Statistics / " \
-        "ModelRecord and its blocks (Figures, Blessing, ...), not by string key: " + repr(bad)
+        "ModelRecord and its blocks (Figures, Blessing, ...), and issue 54's Current / " \
+        "DriftReport / PublishedVersion / Trained, not by string key: " + repr(bad)
 
 
 def test_the_string_key_check_catches_a_planted_read():
@@ -415,6 +455,49 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
                            "{{ detail.metrics.cross_validation['refit'] }}") == [
         "{{ manifest.get('splits') }}", "{{ record.blessing.get('blessed') }}",
         "{{ detail.metrics.cross_validation['refit'] }}"]
+
+
+def _record_template_reads(text: str) -> list[str]:
+    """Issue 54: a drift report or current.json read by key in a template."""
+    return [line.strip() for line in text.splitlines()
+            if re.search(r"\b(drift|current)(\.get\(|\[')", line)]
+
+
+def test_the_issue_54_records_are_read_through_their_types_in_templates():
+    bad = {str(p.relative_to(REPO)): found
+           for p in sorted((REPO / "plugins" / "pipeline_ui" / "templates").glob("*.html"))
+           if (found := _record_template_reads(p.read_text(encoding="utf-8")))}
+    assert bad == {}, "read these through DriftReport / Current: " + repr(bad)
+
+
+def test_the_string_key_check_catches_a_planted_read_of_the_issue_54_records():
+    """current.json, a drift report and its rows, publish()'s and train()'s results: a read
+    by key of each is caught; attribute reads, and keys their types do not hold, are not."""
+    keys = _json_keys()
+    planted = '''
+def f(current, pointer, drift, report, drift_row, published, trained, resolved):
+    a = current["model_uri"]
+    b = pointer.get("run")
+    c = drift["drifted"]
+    d = manifest.verdict.drift.get("against")
+    e = report["history"]
+    g = drift_row["kind"]
+    h = published["version_uri"]
+    i = self.published.get("created", True)
+    j = trained["metrics"]["version"]
+    k = trained.get("promoted")
+    ok = (current.model_uri, drift.drifted, report.words(), published.splits,
+          trained.metrics.version, resolved["version"], report["raw_uri"], current["x"])
+'''
+    found = string_key_reads(planted, keys)
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "current['model_uri']", "pointer.get('run')", "drift['drifted']",
+        "manifest.verdict.drift.get('against')", "report['history']", "drift_row['kind']",
+        "published['version_uri']", "self.published.get('created', True)",
+        "trained['metrics']", "trained.get('promoted')"]
+    assert _record_template_reads("{{ drift.get('rows') }}\n{{ drift.rows }}\n"
+                                  "{{ current['run'] }}") == [
+        "{{ drift.get('rows') }}", "{{ current['run'] }}"]
 
 
 # ---- one word per concept: the glossary in docs/ARCHITECTURE.md held against the code -------

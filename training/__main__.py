@@ -22,9 +22,12 @@ import os
 import sys
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from training.config import AUTOTUNE, BenchConfig, InputConfig, TrainConfig
+
+if TYPE_CHECKING:  # the CLI starts light: the type only annotates
+    from training.judge.trained import Trained
 
 ROOT_ENV = "PIPELINE_STORAGE_ROOT"
 EXIT_REFUSED = 1  # bad input or a split that cannot be evaluated: nothing was trained
@@ -253,15 +256,15 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                                  family=args.family, max_rounds=args.max_rounds)
 
 
-def run_train(args: argparse.Namespace) -> dict[str, Any]:
+def run_train(args: argparse.Namespace) -> Trained:
     from training.run.train import train
 
     vuri = version_uri(args)
     config = train_config(args)
     run = args.run or time.strftime("cli-%Y%m%dT%H%M%SZ", time.gmtime())
-    result = train(vuri, models_root(args, vuri), run, config)
-    print_result(result)
-    return result
+    trained = train(vuri, models_root(args, vuri), run, config)
+    print_result(trained)
+    return trained
 
 
 def run_tune(args: argparse.Namespace) -> None:
@@ -282,20 +285,23 @@ def run_tune(args: argparse.Namespace) -> None:
           "trainings use these settings until tuned again")
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(trained: Trained) -> None:
     """The model's folder, its key test metrics against the baseline, the verdict."""
     from training.tasks import TASKS
 
-    m = result["metrics"]
-    print(f"model: {result['model_uri']}")
+    record = trained.metrics
+    print(f"model: {trained.model_uri}")
     # the task's key metrics; runs from before tasks were recorded are binary (tabular)
-    task = m.get("task") or ("multiclass" if m.get("kind") == "image" else "binary")
-    for name in (n for n in TASKS[task].card_metrics if n in m["test"]):  # older runs: fewer
-        base = m["baseline"].get(name)
-        print(f"  test {name:<9} {m['test'][name]:.4f}   baseline "
+    task = record.task or ("multiclass" if record.kind == "image" else "binary")
+    for name in TASKS[task].card_metrics:
+        value = record.test.value(name)
+        if not isinstance(value, (int, float)):  # older runs: fewer
+            continue
+        base = record.baseline.value(name)
+        print(f"  test {name:<9} {value:.4f}   baseline "
               + (f"{base:.4f}" if isinstance(base, (int, float)) else "-"))
-    print(result["blessing"].summary())
-    print("current model: " + ("this one" if result["promoted"] else "unchanged"))
+    print(trained.blessing.summary())
+    print("current model: " + ("this one" if trained.promoted else "unchanged"))
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -88,10 +88,12 @@ def skip(reason: str) -> NoReturn:
     raise AirflowSkipException(reason)
 
 
-def announce(dataset: str, trained: dict[str, Any]) -> dict[str, Any]:
+def announce(dataset: str, summary: dict[str, Any]) -> dict[str, Any]:
     """``announce_model``: its ``model_<name>`` Asset event only when a model became current
-    (a skipped task emits none), so scoring runs for a new model, not for every training."""
-    if not trained["promoted"]:
+    (a skipped task emits none), so scoring runs for a new model, not for every training.
+    ``summary``: the train task's XCom (``options.trained_summary``: plain JSON the DAG
+    itself writes, not ``train``'s ``Trained``)."""
+    if not summary["promoted"]:
         skip(f"No Asset event: the current model of {dataset} did not change (the model of "
-             f"{trained['version']} is not promoted)")
-    return {"model_uri": trained["model_uri"], "version": trained["version"]}
+             f"{summary['version']} is not promoted)")
+    return {"model_uri": summary["model_uri"], "version": summary["version"]}

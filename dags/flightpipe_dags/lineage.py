@@ -72,8 +72,8 @@ def previous_version(manifest: Manifest, root: str) -> str | None:
     """The URI of the version this one followed (what its drift was measured against)."""
     from etl import storage, versions
 
-    drift = manifest.verdict.drift or {}
-    name, vid = str(manifest.dataset), drift.get("against")
+    drift = manifest.verdict.drift
+    name, vid = str(manifest.dataset), drift.against if drift is not None else None
     if not vid:  # the newest published version older than this one, in the one order
         key = versions.version_key(str(manifest.version))
         older = [v for v in versions.list_versions(root, name) if versions.version_key(v) < key]
@@ -178,9 +178,9 @@ def version_facet(manifest: Manifest, model: dict[str, Any] | None) -> Any:
         def _get_schema() -> str:
             return VERSION_FACET_SCHEMA
 
-    drift = manifest.verdict.drift or {}
+    drift = manifest.verdict.drift
     return FlightpipeVersionDatasetFacet(
         version=str(manifest.version), verdict=links.verdict(manifest.validation),
-        drifted=list(drift.get("drifted") or []),
+        drifted=list(drift.drifted) if drift is not None else [],
         splits={k: v.num_examples for k, v in manifest.splits.items()},
         metrics=(model or {}).get("metrics"), producer=PRODUCER)

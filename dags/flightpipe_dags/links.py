@@ -28,6 +28,7 @@ from urllib.parse import quote
 from airflow.sdk import BaseOperatorLink
 
 if TYPE_CHECKING:  # parse time stays light: the types only annotate
+    from etl.pipeline.published import PublishedVersion
     from etl.versions.manifest import Manifest, Verdict
 
 NAV_ROUTE = "/plugin/pipeline-datasets"  # the plugin's external view in the Airflow UI
@@ -148,10 +149,10 @@ def verdict(validation: Verdict | None) -> str:
     return "passed_with_quarantine" if validation.quarantined_rows else "passed"
 
 
-def event_extra(result: dict[str, Any], manifest: Manifest, page: str) -> dict[str, Any]:
+def event_extra(result: PublishedVersion, manifest: Manifest, page: str) -> dict[str, Any]:
     """The dataset Asset event's ``extra``: what a consumer needs without reading storage."""
     validation = manifest.verdict
-    return {"version_uri": result["version_uri"], "version": result["version"],
+    return {"version_uri": result.version_uri, "version": result.version,
             "version_page": page, "verdict": verdict(validation),
             "quarantined_rows": validation.quarantined_rows,
             "evaluated_rows": validation.evaluated_rows}
@@ -162,10 +163,8 @@ def warn_drift(dataset: str, manifest: Manifest, page: str) -> None:
     the version is not published yet when it is logged)."""
     import logging
 
-    from etl.spec.drift import drifted_words  # pure Python, in the task body only
-
     drift = manifest.verdict.drift
-    said = drifted_words(drift) if isinstance(drift, dict) else ""
+    said = drift.words() if drift is not None else ""
     if said:
         logging.getLogger("airflow.task").warning(
-            "drift %s: %s, against %s; see %s", dataset, said, drift.get("against"), page)
+            "drift %s: %s, against %s; see %s", dataset, said, drift.against, page)

@@ -14,12 +14,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pendulum
 from airflow.sdk.exceptions import AirflowFailException
 
 from flightpipe_dags.params import TRAIN_OVERRIDES
+
+if TYPE_CHECKING:  # parse time stays light: the types only annotate
+    from etl.pipeline.published import PublishedVersion
+    from training.judge.trained import Trained
 
 _LOG = logging.getLogger("airflow.task")
 
@@ -135,13 +139,13 @@ def training_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: params[k] for k in TRAIN_OVERRIDES if params.get(k) is not None}
 
 
-def skip_already_published(dataset: str, result: Mapping[str, Any]) -> None:
+def skip_already_published(dataset: str, result: PublishedVersion) -> None:
     """Skip publish saying why in its own log (and on the dataset page): the run is green
     but published nothing."""
     from flightpipe_dags import choice
 
-    choice.skip(f"Nothing published: version {result['version']} of {dataset} already exists "
-                f"at {result['version_uri']} (no Asset event, no training). Trigger with "
+    choice.skip(f"Nothing published: version {result.version} of {dataset} already exists "
+                f"at {result.version_uri} (no Asset event, no training). Trigger with "
                 "force_republish to publish a new revision.")
 
 
@@ -170,16 +174,17 @@ def run_name(run_id: str) -> str:
 
 def scored_summary(done: Sequence[Any]) -> dict[str, Any]:
     """A score run's XCom: the last published folder's summary and every window it scored
-    (``done``: ``training.score.publish.Published``, oldest first)."""
+    (``done``: ``training.score.publish.PublishedVersion``, oldest first)."""
     return {**done[-1].summary(), "windows": [one.key[0] for one in done]}
 
 
-def trained_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A training run's XCom: the last model it trained (``training.run.train.train``'s
-    results, oldest first), whether any became current, and every version it trained."""
-    last = results[-1]
-    return {"version": str(last["metrics"]["version"]), "model_uri": last["model_uri"],
-            "metrics": metrics_summary(last["metrics"]),
-            "blessing": last["blessing"].to_json(),
-            "promoted": any(r["promoted"] for r in results),
-            "trained": [str(r["metrics"]["version"]) for r in results]}
+def trained_summary(runs: Sequence[Trained]) -> dict[str, Any]:
+    """A training run's XCom, plain JSON: the last model it trained (``training.run.train
+    .train``'s ``Trained`` results, oldest first), whether any became current, and every
+    version it trained."""
+    last = runs[-1]
+    return {"version": last.version, "model_uri": last.model_uri,
+            "metrics": metrics_summary(last.metrics.to_json()),
+            "blessing": last.blessing.to_json(),
+            "promoted": any(run.promoted for run in runs),
+            "trained": [run.version for run in runs]}

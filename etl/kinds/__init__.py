@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from etl.drift_report import DriftReport
 from etl.spec.load import spec_kind, spec_path
 from etl.spec.model import DatasetSpec, SpecError
 from etl.versions.manifest import Manifest
@@ -83,7 +84,7 @@ class Judged:
 
     summary: dict[str, Any]
     statistics: Statistics
-    drift: dict[str, Any] | None = None
+    drift: DriftReport | None = None
     label: Mapping[str, Any] | None = None
 
 

@@ -1,7 +1,8 @@
 """The ETL chain the DAG tasks and ``python -m etl`` call, one for every dataset kind.
 
 ``build_version`` (plan the window, build its missing segments, judge it, write the draft)
-then ``publish`` (``manifest.json`` last); ``run`` does both (``chain``, with the run's options
+then ``publish`` (``manifest.json`` last; it returns a ``published.PublishedVersion``);
+``run`` does both (``chain``, with the run's options
 and record and each step's line for operators). The segments themselves are made by the
 dataset's kind (``etl.kinds``) over ``etl.segments``; ``arrival`` says whether a window has
 landed, ``gc`` what dead runs left.
@@ -10,5 +11,6 @@ landed, ``gc`` what dead runs left.
 from __future__ import annotations
 
 from etl.pipeline.chain import RunOptions, build_version, land, publish, run
+from etl.pipeline.published import PublishedVersion
 
-__all__ = ["RunOptions", "build_version", "land", "publish", "run"]
+__all__ = ["PublishedVersion", "RunOptions", "build_version", "land", "publish", "run"]

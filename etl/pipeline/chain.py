@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from etl import kinds, storage, versions
 from etl.errors import PipelineError, VersionExistsError, VersionLockedError
 from etl.kinds import BuildRequest, DatasetKind, Window
+from etl.pipeline.published import PublishedVersion
 from etl.provenance import iso, run_key, utc
 from etl.spec import DatasetSpec
 from etl.validation.suite import check_mode
@@ -165,8 +166,9 @@ def land(root: str, dataset: str = "flights", options: LandOptions | None = None
 
 def run(spec_name: str, root: str, interval_end: str | datetime,
         interval_start: str | datetime | None = None, run_id: str | None = None,
-        options: RunOptions | None = None, **fields: Any) -> dict[str, Any]:
-    """Build and publish the version of [start, end); returns what ``publish`` returns.
+        options: RunOptions | None = None, **fields: Any) -> PublishedVersion:
+    """Build and publish the version of [start, end); returns what ``publish`` returns,
+    with ``wall_s``.
 
     ``fields``: ``RunOptions`` fields, for callers that set one or two (``force=True``).
     """
@@ -174,8 +176,7 @@ def run(spec_name: str, root: str, interval_end: str | datetime,
     options = options or RunOptions(**fields)
     result = publish(build_version(spec_name, root, interval_end, interval_start, run_id,
                                    options))
-    result["wall_s"] = round(time.monotonic() - t0, 3)
-    return result
+    return replace(result, wall_s=round(time.monotonic() - t0, 3))
 
 
 
@@ -237,7 +238,8 @@ def _judge(kind: DatasetKind[Any, Any], window: Window[Any, Any], record: RunRec
     judged = kind.judge(window, record.options.mode, results)
     record.timings["validate_s"] = round(time.monotonic() - t0, 3)
     say_validated(record.dataset, judged.summary, record.timings["validate_s"], results)
-    record.validation = {**judged.summary, "drift": judged.drift}
+    record.validation = {**judged.summary,
+                         "drift": judged.drift.to_json() if judged.drift is not None else None}
     return judged
 
 
@@ -326,12 +328,13 @@ def _drop_staging(run_dir: str) -> None:
                 break
 
 
-def publish(written_uri: str) -> dict[str, Any]:
+def publish(written_uri: str) -> PublishedVersion:
     """Make a built version visible: manifest.json, created only if absent, under the lease.
 
     ``written_uri``: what ``build_version`` returned; its handed-off writer lease carries the
     draft (the manifest to be and the run record).
-    Returns ``{"version_uri", "version", "created", "splits", "timings"}``.
+    Returns the version, whether it was created, its rows per split and the steps' timings
+    (``etl.pipeline.published.PublishedVersion``).
     """
     try:
         lock = versions.take_handed_off_lock(written_uri)
@@ -348,15 +351,15 @@ def publish(written_uri: str) -> dict[str, Any]:
     created = versions.publish_manifest(written_uri, manifest, lock=lock)
     _drop_staging(record.run_dir)
     say_published(record.dataset, manifest, created, written_uri)
-    return {"version_uri": written_uri, "version": manifest.version, "created": created,
-            "splits": _split_rows(manifest), "timings": record.timings}
+    return PublishedVersion.of(version_uri=written_uri, version=manifest.version, created=created,
+                        splits=_split_rows(manifest), timings=record.timings)
 
 
 def _split_rows(manifest: versions.Manifest) -> dict[str, int]:
     return {s: v.num_examples for s, v in manifest.splits.items()}
 
 
-def _already_published(written_uri: str) -> dict[str, Any]:
+def _already_published(written_uri: str) -> PublishedVersion:
     """No draft handed over: the version was published (reported), or nothing can be."""
     if not storage.exists(storage.join(written_uri, versions.MANIFEST)):
         holder = versions.current_holder(storage.join(written_uri, versions.WRITER_LOCK))
@@ -364,8 +367,8 @@ def _already_published(written_uri: str) -> dict[str, Any]:
             raise VersionLockedError(written_uri, holder)
     manifest = versions.read_manifest(written_uri)  # IncompleteVersionError if none
     say_published(str(manifest.dataset), manifest, False, written_uri)
-    return {"version_uri": written_uri, "version": manifest.version, "created": False,
-            "splits": _split_rows(manifest)}
+    return PublishedVersion.of(version_uri=written_uri, version=manifest.version, created=False,
+                        splits=_split_rows(manifest))
 
 
 def _check_shards(written_uri: str, manifest: versions.Manifest) -> None:

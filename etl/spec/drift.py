@@ -35,8 +35,9 @@ Statistics, all from mergeable statistics (nothing reads a row):
 
 Features that are functions of the event time (the spec's ``drift.features.X.calendar``, or
 derived by a calendar op or from the event-time column) are left out of the shift tests: a
-new day's weekday is not drift. Their null share is still tested. Drift is reported (the
-manifest's validation summary, the UI, a WARNING in the log), not enforced.
+new day's weekday is not drift. Their null share is still tested. Drift is reported
+(``etl.drift_report.DriftReport``, in the manifest's validation summary, the UI, a
+WARNING in the log), not enforced.
 
 Pure Python (no pandas). Measured only where a run has a previous version to compare with
 (``etl.kinds.tabular.judge`` imports this module then). The statistics compared are a version's typed ``statistics`` (``etl.versions.Statistics``,
@@ -51,6 +52,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from etl.drift_report import DriftReport, DriftRow
 from etl.spec.model import DriftLimits, DriftSpec
 
 _SMOOTH = 1e-4  # share given to a value absent on one side, so the log stays finite
@@ -136,9 +138,9 @@ class _Judge:
         edge = bound(limit, seen + past, robust=kind == "missing")
         drifted = value is not None and value > edge
         shown = None if value is None else (round(value, 4) if math.isfinite(value) else "inf")
-        self.rows.append({"name": name, "kind": kind, "statistic": statistic, "value": shown,
-                          "limit": round(edge, 4), "spec_limit": limit,
-                          "peers": len(seen) + len(past), "drifted": drifted})
+        self.rows.append(DriftRow.of(name=name, kind=kind, statistic=statistic, value=shown,
+                                     limit=round(edge, 4), spec_limit=limit,
+                                     peers=len(seen) + len(past), drifted=drifted))
         if isinstance(shown, float) and not drifted:  # a drifted night must not widen the spread
             past.append(shown)
         self.kept[f"{kind}:{name}"] = past[-HISTORY:]
@@ -148,7 +150,7 @@ def compare(new: Any, old: Any, against: str,
             segments: list[str], limits: DriftSpec | None = None,
             calendar: frozenset[str] | set[str] = frozenset(),
             peers: Sequence[Any] = (),
-            history: Mapping[str, list[float]] | None = None) -> dict[str, Any]:
+            history: Mapping[str, list[float]] | None = None) -> DriftReport:
     """The drift report of finalized train statistics ``new`` against ``old``.
 
     ``peers``: the finalized statistics of comparable earlier segments, the baseline spread;
@@ -174,10 +176,11 @@ def compare(new: Any, old: Any, against: str,
                   new, limits.limits(col).null_share, lambda p: p)
     _label(judge, new, limits.limits("label"), few)
     rows = judge.rows
-    drifted = list(dict.fromkeys(r["name"] for r in rows if r["drifted"]))
-    return {"against": against, "segments": segments, "rows": int(new.num_examples or 0),
-            "baseline": _baseline(peers, history or {}), "excluded": sorted(calendar),
-            "features": rows, "drifted": drifted, "history": judge.kept}
+    drifted = tuple(dict.fromkeys(str(r.name) for r in rows if r.drifted))
+    return DriftReport.of(against=against, segments=tuple(segments),
+                          rows=int(new.num_examples or 0),
+                          baseline=_baseline(peers, history or {}), excluded=tuple(sorted(calendar)),
+                          features=tuple(rows), drifted=drifted, history=judge.kept)
 
 
 def _label(judge: _Judge, new: Any, limits: DriftLimits, few: bool) -> None:
@@ -189,30 +192,6 @@ def _label(judge: _Judge, new: Any, limits: DriftLimits, few: bool) -> None:
         judge.add("label", "label", "mean shift (old std)",
                   lambda n, o: mean_shift(n, o.label), new.label, limits.mean_shift,
                   lambda p: p.label)
-
-
-def drifted_by_kind(report: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """(features whose values moved beyond their limits: a mean, PSI or label shift;
-    features whose share of missing values rose beyond its limit) of a drift report. A
-    feature whose values vanish is the second kind, not the first. A report without rows
-    (written by hand, or old) has its ``drifted`` names all of the first kind."""
-    rows = [r for r in report.get("features") or [] if isinstance(r, Mapping) and r.get("drifted")]
-    if not rows:
-        return [str(n) for n in report.get("drifted") or []], []
-    moved = [str(r.get("name")) for r in rows if r.get("kind") != "missing"]
-    missing = [str(r.get("name")) for r in rows if r.get("kind") == "missing"]
-    return list(dict.fromkeys(moved)), list(dict.fromkeys(missing))
-
-
-def drifted_words(report: Mapping[str, Any]) -> str:
-    """What drifted, in words for a log line or a page: "values moved beyond their limits in
-    temp, carrier; more values missing than their limits allow in wind_speed"; "" when
-    nothing drifted. Eight features gone missing used to read as ten that "moved"."""
-    moved, missing = drifted_by_kind(report)
-    return "; ".join(
-        ([f"values moved beyond their limits in {', '.join(moved)}"] if moved else [])
-        + ([f"more values missing than their limits allow in {', '.join(missing)}"]
-           if missing else []))
 
 
 def _baseline(peers: Sequence[Mapping[str, Any]], history: Mapping[str, list[float]]) -> str:

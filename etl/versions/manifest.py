@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from etl import storage
+from etl.drift_report import DriftReport
 from etl.errors import ChecksumMismatchError, IncompleteVersionError
 from etl.jsonobject import JsonObject, key, list_of, mapping_of, nested, pairs
 from etl.versions.ids import MANIFEST
@@ -66,15 +67,15 @@ class Verdict(JsonObject):
     reasons: Mapping[str, Any] | None = key(dict)
     expectations: list | None = key(list)
     quarantine_files: tuple[str, ...] | None = key(list)
-    drift: Mapping[str, Any] | None = key(dict)
+    drift: DriftReport | None = key(dict, nested(DriftReport))  # etl.drift_report
     results: str | None = key(str)  # relative paths of the GX results and Data Docs
     data_docs: str | None = key(str)
     timings_s: Mapping[str, Any] | None = key(dict)
 
     @property
-    def drift_history(self) -> Any:
+    def drift_history(self) -> Mapping[str, list[float]] | None:
         """The drift report's ``history`` (earlier versions' figures), None without one."""
-        return (self.drift or {}).get("history")
+        return self.drift.history if self.drift is not None else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,6 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from etl.spec.drift import drifted_words
 from etl.versions import diff_text
 
 from . import diffpage, predictions, present, trend, views
@@ -116,7 +115,6 @@ def _templates() -> Environment:
     env.globals.update(key_metrics=present.key_metrics, summary=present.version_summary,
                        splits=present.ordered_splits,
                        dag_run=present.dag_run_target, drift_words=trend.drift_words,
-                       drifted_words=drifted_words,
                        trend_rows=trend.trend_rows, sparkline=trend.sparkline,
                        model_badge=views.model_badge)
     return env

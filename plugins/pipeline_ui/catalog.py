@@ -21,6 +21,7 @@ from etl.errors import IncompleteVersionError, PathOutsideRootError
 from etl.versions import Manifest
 from etl.versions.ids import is_version_id
 from training import ledger
+from training.judge.pointer import CURRENT_FILE, Current
 from training.ledger import VersionState
 from training.predictions import PREDICTIONS_DIR
 from training.record import METRICS_FILE, ModelRecord
@@ -251,15 +252,16 @@ class Catalog:
         except ValueError as exc:
             raise StorageUnavailable(str(exc)) from exc
 
-    def current_model(self, dataset: str) -> dict[str, Any] | None:
+    def current_model(self, dataset: str) -> Current | None:
         """The dataset's current (blessed) model: ``models/<dataset>/current.json``, which
-        training writes (``training.judge.gate``); None when no run was promoted."""
+        training writes (``training.judge.current``); None when no run was promoted, or the
+        pointer is not one (a page is shown without it, as with none)."""
         check_name(dataset, "dataset")  # a dataset with DAGs but no version has no current model
-        uri = self._guard(lambda: storage.safe_join(self.root, "models", dataset, "current.json"),
+        uri = self._guard(lambda: storage.safe_join(self.root, "models", dataset, CURRENT_FILE),
                           "current model")
         try:
-            return self._read_json(uri, f"current model of {dataset}")
-        except NotFound:
+            return Current.from_json(self._read_json(uri, f"current model of {dataset}"), uri)
+        except (NotFound, ValueError):
             return None
 
     def models(self, dataset: str, version: str, limit: int | None = None,

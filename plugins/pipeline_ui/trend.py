@@ -12,16 +12,15 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from etl.spec.drift import drifted_by_kind
+from etl.drift_report import DriftReport
 from etl.versions import Manifest
 
 _W, _H = 120, 24
 
 
-def drift_of(manifest: Manifest | None) -> dict[str, Any] | None:
+def drift_of(manifest: Manifest | None) -> DriftReport | None:
     """The version's drift report, or None (a first version, or nothing new)."""
-    report = manifest.verdict.drift if manifest is not None else None
-    return dict(report) if isinstance(report, dict) else None
+    return manifest.verdict.drift if manifest is not None else None
 
 
 def drift_words(manifest: Manifest | None) -> str:
@@ -29,7 +28,7 @@ def drift_words(manifest: Manifest | None) -> str:
     report = drift_of(manifest)
     if report is None:
         return "not measured"
-    moved, missing = drifted_by_kind(report)
+    moved, missing = report.drifted_by_kind()
     if not moved and not missing:
         return "none"
     return ", ".join(([f"{len(moved)} feature{'s' if len(moved) != 1 else ''}"] if moved else [])
@@ -47,7 +46,7 @@ def trend_rows(rows: list[Any], key_metrics: Any) -> list[dict[str, Any]]:
         metric = chosen[0] if chosen else None
         train = row.manifest.splits["train"].num_examples if "train" in row.manifest.splits \
             else None
-        drifted = None if report is None else list(report.get("drifted") or [])
+        drifted = None if report is None else list(report.drifted)
         out.append({"version": row.version, "train": train, "metric": metric,
                     "drifted": drifted, "drift_count": None if drifted is None else len(drifted)})
     return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etl.versions import Manifest
+from training.judge.pointer import Current
 from training.record import Intervals, ModelRecord, TunedUse
 
 from .present import flatten, fmt, metric
@@ -180,14 +181,14 @@ class ModelBadge:
     checks: list[tuple[bool, str]]  # (passed, the figures and threshold)
 
 
-def model_badge(record: ModelRecord | None, current: dict[str, Any] | None) -> ModelBadge:
+def model_badge(record: ModelRecord | None, current: Current | None) -> ModelBadge:
     """Tolerant of runs without a verdict and of a missing or odd pointer."""
     blessing = record.blessing if record else None
     state = "no verdict" if blessing is None else (
         "blessed" if blessing.blessed else "not blessed")
     checks = [(c.passed, c.detail) for c in blessing.checks] if blessing else []
-    is_current = isinstance(current, dict) and record is not None and \
-        current.get("version") == record.version and current.get("run") == record.run
+    is_current = current is not None and record is not None and \
+        current.names(record.version, record.run)
     return ModelBadge(state, is_current, list(blessing.reasons) if blessing else [], checks)
 
 

@@ -28,11 +28,11 @@ def test_floor_writes_as_many_records_as_the_etl(client, landed: str, tmp_path: 
     etl = pipeline.run("flights", landed, END, START, run_id="floor-check")
     out = tmp_path / "floor"
     got = floor.run(landed, "flights", out.as_uri(), END, START)
-    assert got["rows"] == sum(etl["splits"].values()) > 0
-    assert set(got["splits"]) == set(etl["splits"])
+    assert got["rows"] == sum(etl.splits.values()) > 0
+    assert set(got["splits"]) == set(etl.splits)
     written = {p.name: sum(1 for _ in iter_records(p.as_uri())) for p in out.iterdir()}
     assert sum(written.values()) == got["rows"]
-    schema = versions.read_manifest(etl["version_uri"]).schema
+    schema = versions.read_manifest(etl.version_uri).schema
     record = next(iter_records((out / "flights-train.tfrecord-00000").as_uri()))
     example = example_pb2.Example.FromString(record)
     assert set(example.features.feature) == set(schema.columns)

@@ -30,7 +30,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Manifest]:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster):
         res = pipeline.run("digits", root, END, run_id="digits")
-    return root, versions.read_manifest(res["version_uri"])
+    return root, versions.read_manifest(res.version_uri)
 
 
 def test_digits_version_counts_schema_and_shards(published) -> None:
@@ -92,10 +92,10 @@ def test_cnn_trains_on_digits_and_passes_the_gate(published) -> None:
     root, manifest = published
     vuri = f"{root}/datasets/digits/{manifest.version}"
     result = train(vuri, f"{root}/models", "test-run")
-    m = result["metrics"]
+    m = result.metrics.to_json()
     assert m["blessing"]["blessed"] and m["test"]["accuracy"] > 0.9, m["blessing"]
     assert m["baseline"]["accuracy"] < 0.2 and m["test"]["auc"] > 0.95
-    run = Path(result["model_uri"][7:])
+    run = Path(result.model_uri[7:])
     assert (run / "metrics.json").is_file() and (run / "model.keras").is_file()
     # an image label is multi-class: the same task object as wine's decides report, gate, outputs
     names = [str(d) for d in range(10)]

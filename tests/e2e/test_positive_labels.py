@@ -85,7 +85,7 @@ def test_a_two_valued_label_serves_the_probability_of_its_positive_class(
                          epochs=6, steps_per_execution=1, min_margin=0.0,
                          min_eval_examples=10, model=ModelConfig(family="mlp"))
     trained = train(result["version_uri"], f"{root.as_uri()}/models", "run-1", config)
-    model_dir = Path(local_or_remote_path(trained["model_uri"]))
+    model_dir = Path(local_or_remote_path(trained.model_uri))
     described = json.loads((model_dir / "label.json").read_text())
     assert described["names"] == [f"not {positive}", str(positive)]
     assert repr(str(positive)) in described["output"]
@@ -139,4 +139,4 @@ def test_a_class_seen_only_in_test_is_published_and_trained(tmp_path: Path,
                          epochs=3, steps_per_execution=1, min_margin=0.0,
                          min_eval_examples=10, model=ModelConfig(family="mlp"))
     trained = train(result["version_uri"], f"{root.as_uri()}/models", "run-1", config)
-    assert trained["metrics"]["classes"] == ["a", "b", "z"], trained
+    assert trained.metrics.to_json()["classes"] == ["a", "b", "z"], trained

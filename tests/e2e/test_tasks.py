@@ -162,8 +162,8 @@ def test_a_model_that_cannot_beat_the_mean_is_written_not_blessed(root: str) -> 
                          steps_per_execution=1, min_margin=0.45, folds=0,
                          model=ModelConfig(family="trees", max_rounds=50))
     result = train(version_uri, f"{root}/models", "run-strict", strict)
-    assert not result["blessing"].blessed and not result["promoted"]
-    assert any("mean-predictor baseline: rmse" in r for r in result["blessing"].reasons)
+    assert not result.blessing.blessed and not result.promoted
+    assert any("mean-predictor baseline: rmse" in r for r in result.blessing.reasons)
     assert (_run_dir(root, "diabetes", "run-strict") / "metrics.json").exists()
 
 
@@ -251,9 +251,9 @@ def test_classes_taken_from_a_version_hold_for_later_data(root: str, tmp_path: P
     frame.to_csv(raw_dir / "full.csv", index=False)
     spec = str(tmp_path / "spec.yaml")
     first = pipeline.run(spec, root, END, source_uri="raw/wine_later/early.csv")
-    names = versions.read_manifest(first["version_uri"]).schema.label.class_names
+    names = versions.read_manifest(first.version_uri).schema.label.class_names
     assert names == ["class_0", "class_1"]
     with pytest.raises(ValidationFailed) as info:
         pipeline.run(spec, root, "2026-01-02", source_uri="raw/wine_later/full.csv")
-    assert "'class_2'" in str(info.value) and first["version"] in str(info.value)
-    assert versions.list_versions(root, "wine_later") == [first["version"]]
+    assert "'class_2'" in str(info.value) and first.version in str(info.value)
+    assert versions.list_versions(root, "wine_later") == [first.version]

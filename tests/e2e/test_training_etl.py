@@ -33,7 +33,7 @@ def etl_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
                       dashboard_address=None) as cluster, Client(cluster):
         result = pipeline.run("flights", root, f"{END}T00:00:00Z", f"{START}T00:00:00Z",
                               run_id="training-etl-test")
-    return root, result["version_uri"]
+    return root, result.version_uri
 
 
 def _raw_test_records(uri: str, manifest: versions.Manifest) -> dict[str, tf.Tensor]:
@@ -57,13 +57,13 @@ def test_trains_on_a_version_written_by_the_real_etl(etl_version) -> None:
     config = TrainConfig(input=InputConfig(batch_size=256, seed=1), epochs=4, min_margin=0.0,
                          steps_per_execution=4)
     result = train(uri, storage.join(root, "models"), "etl-run", config)
-    metrics = result["metrics"]
+    metrics = result.metrics.to_json()
     assert metrics["test"]["examples"] == manifest.splits["test"].num_examples
     assert metrics["test"]["auc"] > 0.6  # schedule and weather do predict delays
     assert metrics["test"]["accuracy"] >= metrics["baseline"]["accuracy"]
 
-    served = tf.saved_model.load(local_or_remote_path(storage.join(result["model_uri"], "saved_model")))
-    model = keras.saving.load_model(local_or_remote_path(storage.join(result["model_uri"], "model.keras")))
+    served = tf.saved_model.load(local_or_remote_path(storage.join(result.model_uri, "saved_model")))
+    model = keras.saving.load_model(local_or_remote_path(storage.join(result.model_uri, "model.keras")))
     via_pipeline = model.predict(make_dataset(uri, "test", manifest, InputConfig(batch_size=128)), verbose=0)
     via_raw = served.serve(_raw_test_records(uri, manifest)).numpy()
     np.testing.assert_allclose(via_raw, via_pipeline, rtol=1e-5, atol=1e-6)

@@ -147,15 +147,15 @@ def test_a_one_day_run_starts_no_cluster_and_a_large_one_does(
     root = tmp_path.as_uri()
     land(root, "flights", LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 3)))
     result = pipeline.run("flights", root, "2013-01-02", "2013-01-01", run_id="small")
-    assert result["created"] and sum(result["splits"].values()) > 600
-    files = versions.read_manifest(result["version_uri"]).sources.files
+    assert result.created and sum(result.splits.values()) > 600
+    files = versions.read_manifest(result.version_uri).sources.files
     day = sum(p.stat().st_size for p in (tmp_path / "raw").rglob("*")
               if p.is_file() and "2013-01-01" in str(p))
     assert sizes == [sum(f["size"] for f in files)] and 0 < sizes[0] <= day, (sizes, day)
     again = pipeline.run("flights", root, "2013-01-02", "2013-01-01", run_id="again",
                          force=True)
-    assert again["created"] and sizes == sizes[:1], "its segment was built again"
+    assert again.created and sizes == sizes[:1], "its segment was built again"
     monkeypatch.setattr(cluster, "IN_PROCESS_BYTES", 1000)
     with pytest.raises(_NoCluster):
         pipeline.run("flights", root, "2013-01-03", "2013-01-02", run_id="large")
-    assert storage.exists(result["version_uri"])
+    assert storage.exists(result.version_uri)

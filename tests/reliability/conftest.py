@@ -47,7 +47,7 @@ def published_template(tmp_path_factory: pytest.TempPathFactory, dask_client: ob
     land(path.as_uri(), DATASET, LandOptions(start=date(2013, 1, 1), end=date(2013, 1, 4)))
     res = pipeline.run(DATASET, path.as_uri(), BASE_END, BASE_START, run_id="base",
                        shard_bytes=SHARD_BYTES)
-    assert res["created"] and res["version"] == BASE_VERSION
+    assert res.created and res.version == BASE_VERSION
     return path
 
 

@@ -27,7 +27,7 @@ from tests.reliability.conftest import (
 from tests.reliability.corpus import BAD_DAY, CASES, Case, Fails
 
 
-def _run(root: str, run_id: str, **kw: object) -> dict:
+def _run(root: str, run_id: str, **kw: object) -> pipeline.PublishedVersion:
     return pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id=run_id,
                         shard_bytes=SHARD_BYTES, **kw)
 
@@ -46,8 +46,8 @@ def test_bad_input(case: Case, root: str, root_path: Path, base_digest: dict,
         assert_untouched(root, base_digest)
         return
     result = _run(root, f"ok-{case.name}")
-    assert result["created"] and result["version"] == NEXT_VERSION
-    manifest = versions.read_manifest(result["version_uri"])
+    assert result.created and result.version == NEXT_VERSION
+    manifest = versions.read_manifest(result.version_uri)
     assert manifest.verdict.quarantined_rows == case.expect.quarantined
     if case.expect.quarantined:  # kept in the segments the manifest lists, named by it
         files = manifest.verdict.quarantine_files
@@ -56,7 +56,7 @@ def test_bad_input(case: Case, root: str, root_path: Path, base_digest: dict,
         for name in files:
             assert name.startswith("segments/") and storage.exists(
                 storage.join(dataset_uri, name)), name
-    versions.verify_shards(result["version_uri"], manifest)
+    versions.verify_shards(result.version_uri, manifest)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
 
@@ -71,7 +71,7 @@ def test_fixed_input_then_publishes_under_the_same_run_id(root: str, root_path: 
         _run(root, "retry-me")
     bad.write_bytes(good)
     result = _run(root, "retry-me")
-    assert result["created"] and result["version"] == NEXT_VERSION
+    assert result.created and result.version == NEXT_VERSION
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
     assert storage.list_dir(f"{root}/staging") == []
     assert BASE_VERSION in versions.list_versions(root, DATASET)

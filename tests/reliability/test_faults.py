@@ -109,7 +109,7 @@ def test_sigkill_while_writing_shards_then_retry(root: str, root_path: Path,
 
     result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="killed",
                           shard_bytes=4000)
-    assert result["created"] and result["version"] == NEXT_VERSION
+    assert result.created and result.version == NEXT_VERSION
     assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
@@ -125,11 +125,11 @@ def test_sigkill_then_another_run_id_takes_over_at_once(
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, root, NEXT_END, NEXT_START, run_id="other",
                               shard_bytes=4000)
-    assert result["created"] and result["version"] == NEXT_VERSION
+    assert result.created and result.version == NEXT_VERSION
     assert any("breaking the lease" in r.getMessage() and "is gone" in r.getMessage()
                for r in caplog.records)
     assert not any("waiting for it" in r.getMessage() for r in caplog.records)
-    assert versions.read_manifest(result["version_uri"]).run_id == "other"
+    assert versions.read_manifest(result.version_uri).run_id == "other"
     assert_one_clean_version(root, NEXT_VERSION)
     assert_untouched(root, base_digest, new_version=NEXT_VERSION)
 
@@ -164,10 +164,10 @@ def test_flaky_store_etl_and_staging_retry_and_succeed(
         result = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="flaky",
                               shard_bytes=60_000)
         etl_faults = proxy.counters.total_faults
-        manifest = versions.read_manifest(result["version_uri"])
-        versions.verify_shards(result["version_uri"], manifest)
-        local = stage_version(result["version_uri"], manifest, str(tmp_path), ["train", "eval"])
-    assert result["created"] and result["version"] == DAY_VERSION
+        manifest = versions.read_manifest(result.version_uri)
+        versions.verify_shards(result.version_uri, manifest)
+        local = stage_version(result.version_uri, manifest, str(tmp_path), ["train", "eval"])
+    assert result.created and result.version == DAY_VERSION
     assert etl_faults > 0, proxy.counters  # the ETL itself went through injected faults
     assert proxy.counters.total_faults == plan.budget, proxy.counters
     assert all(proxy.counters.faults.values()), proxy.counters  # every kind was hit
@@ -193,7 +193,7 @@ def test_sigkill_on_gcs_then_another_run_id_publishes_after_expiry(
     with caplog.at_level(logging.WARNING):
         result = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="other",
                               shard_bytes=60_000)
-    assert result["created"] and result["version"] == DAY_VERSION
+    assert result.created and result.version == DAY_VERSION
     waits = [r for r in caplog.records if "waiting for it" in r.getMessage()]
     broke = [r for r in caplog.records if "breaking the lease" in r.getMessage()]
     assert waits and "'killed'" in waits[0].getMessage(), caplog.text
@@ -225,7 +225,7 @@ def test_dead_store_fails_cleanly_without_a_partial_version(
     """The store answers 503 to everything after N requests: a clear error, nothing visible."""
     first = pipeline.run(DATASET, landed_gcs, DAY_END, DAY_START, run_id="base",
                          shard_bytes=60_000)
-    vuri = first["version_uri"]
+    vuri = first.version_uri
     before = {n: storage.stat(storage.join(vuri, n))["size"] for n in storage.list_dir(vuri)}
     monkeypatch.setattr(storage_retry, "DEFAULT_RETRY", storage.RetryPolicy(
         attempts=2, initial_delay_s=0.05, max_delay_s=0.1, budget_s=5.0))

@@ -128,7 +128,7 @@ def test_etl_run_with_a_service_account_logs_no_secret(gcs_root: str, planted: P
         result = pipeline.run(DATASET, gcs_root, DAY_END, DAY_START, run_id="keyed",
                               shard_bytes=SHARD_BYTES)
     out, err = capfd.readouterr()
-    assert result["created"]
+    assert result.created
     assert planted.server.assertions, "the service account was never used"
     fs = storage.get_fs(gcs_root)[0]
     assert fs.credentials.credentials.token == planted.server.access_token

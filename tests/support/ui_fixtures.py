@@ -262,7 +262,7 @@ def real_etl_root(tmp_path_factory) -> tuple[Path, str]:
         pipeline.land(root.as_uri(), DATASET, LandOptions(start=REAL_START.date(), end=REAL_END.date()))
         result = pipeline.run(DATASET, root.as_uri(), REAL_END.isoformat(), REAL_START.isoformat(),
                               run_id=REAL_RUN_ID)
-        _real.update(root=root, version=result["version"])
+        _real.update(root=root, version=result.version)
     copy = tmp_path_factory.mktemp("ui-real-copy") / "root"
     shutil.copytree(_real["root"], copy)
     return copy, str(_real["version"])
@@ -282,7 +282,7 @@ def add_real_digits(root: Path, tmp_path_factory) -> str:
         land(built.as_uri(), IMAGES_DATASET)
         result = pipeline.run(IMAGES_DATASET, built.as_uri(), REAL_IMAGES_END,
                               run_id=REAL_IMAGES_RUN_ID)
-        _real.update(digits_root=built, digits_version=result["version"])
+        _real.update(digits_root=built, digits_version=result.version)
     shutil.copytree(Path(str(_real["digits_root"])) / "datasets" / IMAGES_DATASET,
                     root / "datasets" / IMAGES_DATASET, dirs_exist_ok=True)
     return str(_real["digits_version"])

@@ -37,7 +37,7 @@ def _build(tmp_path_factory) -> tuple[Path, dict[str, str]]:
         result = pipeline.run(name, root.as_uri(), TASKS_END, run_id=TASKS_RUN_ID)
         train(versions.resolve(root.as_uri(), name), f"{root.as_uri()}/models", TASKS_MODEL_RUN,
               config)
-        built[name] = str(result["version"])
+        built[name] = str(result.version)
     return root, built
 
 

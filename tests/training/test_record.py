@@ -89,3 +89,19 @@ def test_every_block_reads_typed_and_writes_back_key_for_key() -> None:
                               "metrics.json")
     with pytest.raises(ValueError, match=r"key 'test.auc': expected an integer or a number"):
         ModelRecord.from_json({"test": {"auc": "0.8"}}, "metrics.json")
+
+
+def test_a_verdict_says_why_in_one_line_and_a_record_without_one_is_not_blessed() -> None:
+    """The gate's verdict: the failed checks' details are its reasons, its summary one line
+    ending with the rules; a record from before the gate counts as not blessed."""
+    from training.record import Blessing, Check
+
+    checks = [Check("baseline:auc", True, "auc 0.71 vs 0.50"),
+              Check("noise", False, "log loss lead not above zero")]
+    verdict = Blessing.of(checks, "binary: auc and log loss")
+    assert not verdict.blessed and verdict.reasons == ("log loss lead not above zero",)
+    assert Blessing.from_json(verdict.to_json(), "metrics.json") == verdict
+    assert verdict.summary() == ("NOT blessed: log loss lead not above zero "
+                                 "[rules: binary: auc and log loss]")
+    assert Blessing.of(checks[:1]).summary() == "blessed: auc 0.71 vs 0.50"
+    assert not Blessing.missing().blessed  # a run from before the gate

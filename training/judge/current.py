@@ -12,35 +12,19 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from etl import storage
+from training.judge.pointer import CURRENT_FILE, Current
 from training.record import ModelRecord
+
+__all__ = ["CURRENT_FILE", "Current", "Scores", "current_uri", "load_model", "promote",
+           "read_current", "score_current"]
 
 log = logging.getLogger(__name__)
 
-CURRENT_FILE = "current.json"
 Scores = dict[str, float]
-
-
-@dataclass(frozen=True)
-class Current:
-    """The dataset's current model, as its pointer names it."""
-
-    dataset: str
-    version: str
-    run: str
-    model_uri: str
-    metric: str
-    value: float
-    blessed_at: str
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Current:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
-
 
 
 def current_uri(models_root: str, dataset: str) -> str:
@@ -49,12 +33,13 @@ def current_uri(models_root: str, dataset: str) -> str:
 
 def read_current(models_root: str, dataset: str) -> tuple[Current | None, str | None]:
     """The current model and the pointer's change token (None, None: no current model)."""
-    data, token = storage.read_with_token(current_uri(models_root, dataset))
+    uri = current_uri(models_root, dataset)
+    data, token = storage.read_with_token(uri)
     if data is None:
         return None, None
     import json
 
-    return Current.from_dict(json.loads(data)), token
+    return Current.from_json(json.loads(data), uri), token
 
 
 def load_model(model_uri: str) -> Any:
@@ -101,11 +86,12 @@ def score_current(current: Current, score: Callable[[Any], Scores]) -> Scores | 
 def promote(models_root: str, record: ModelRecord, metric: str, token: str | None) -> bool:
     """Make a blessed run current, only if the pointer is still what the gate compared with
     (``token``; None: only if there is none), so two trainings cannot both promote."""
-    pointer = Current(str(record.dataset), str(record.version), str(record.run),
-                      str(record.model_uri), metric, float(record.test.value(metric)),
-                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    pointer = Current.of(dataset=str(record.dataset), version=str(record.version),
+                         run=str(record.run), model_uri=str(record.model_uri), metric=metric,
+                         value=float(record.test.value(metric)),
+                         blessed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     uri = current_uri(models_root, str(record.dataset))
-    done = storage.replace_if_match(uri, storage.json_bytes(asdict(pointer)), token)
+    done = storage.replace_if_match(uri, storage.json_bytes(pointer.to_json()), token)
     if not done:
         log.warning("not promoted: %s changed while this run was judged; train again to "
                     "compare with the model it now names", uri)

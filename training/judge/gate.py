@@ -58,6 +58,7 @@ from etl.versions import Manifest
 from training.config import TrainConfig
 from training.judge.current import Current, Scores, promote, read_current, score_current
 from training.judge.evaluate import example_losses, gate_scores
+from training.judge.trained import Trained, trained
 from training.models.heads import BINARY, MULTICLASS, REGRESSION
 from training.record import Blessing, Check, Figures, ModelRecord
 
@@ -283,11 +284,9 @@ def newer_data_check(current: Current, version: str) -> Check | None:
 class ModelNotBlessedError(PipelineError):
     """Raised after the run is written when ``fail_unblessed`` is set; carries the result."""
 
-    def __init__(self, result: dict[str, Any]) -> None:
+    def __init__(self, result: Trained) -> None:
         self.result = result
-        super().__init__(f"model {result['model_uri']} was written but is not blessed, so it "
-                         f"is not current ({result['blessing'].summary()}); fail_unblessed is "
-                         "set, so this run fails")
+        super().__init__(result.summary())
 
 
 def judge(task: Any, manifest: Manifest, test: Figures, base: Figures,
@@ -318,30 +317,29 @@ def judge(task: Any, manifest: Manifest, test: Figures, base: Figures,
 
 
 def conclude(models_root: str, record: ModelRecord, blessing: Blessing,
-             token: str | None, metric: str, fail_unblessed: bool) -> dict[str, Any]:
-    """Promote a blessed, published run; log the verdict; the result (``model_uri``, its
-    record as JSON in ``metrics``, ``blessing``, ``promoted``), or ModelNotBlessedError with
-    it, under ``fail_unblessed``."""
+             token: str | None, metric: str, fail_unblessed: bool) -> Trained:
+    """Promote a blessed, published run; log the verdict; the result (``Trained``: the run,
+    its record, the verdict, whether it was promoted), or ModelNotBlessedError with it,
+    under ``fail_unblessed``."""
     promoted = blessing.blessed and promote(models_root, record, metric, token)
     log.info("verdict on %s/%s run %s: %s", record.dataset, record.version, record.run,
              blessing.summary())
     log.info("%s", f"current model of {record.dataset}: " + (
         "this run" if promoted else "unchanged (this run is not blessed)" if not blessing.blessed
         else "unchanged (the pointer moved meanwhile)"))
-    result = {"model_uri": record.model_uri, "metrics": record.to_json(), "blessing": blessing,
-              "promoted": promoted}
+    result = trained(record.model_uri, record, blessing, promoted)
     if fail_unblessed and not blessing.blessed:
         raise ModelNotBlessedError(result)
     return result
 
 
-def stored(models_root: str, record: ModelRecord, fail_unblessed: bool) -> dict[str, Any]:
+def stored(models_root: str, record: ModelRecord, fail_unblessed: bool) -> Trained:
     """The result of a run finished earlier, from its metrics.json (whether it is current is
     read from the pointer); ModelNotBlessedError as for a fresh run under ``fail_unblessed``."""
     blessing = record.blessing or Blessing.missing()
     current, _ = read_current(models_root, str(record.dataset))
-    result = {"model_uri": record.model_uri, "metrics": record.to_json(), "blessing": blessing,
-              "promoted": bool(current and current.model_uri == record.model_uri)}
+    result = trained(record.model_uri, record, blessing,
+                     bool(current and current.model_uri == record.model_uri))
     if fail_unblessed and not blessing.blessed:
         raise ModelNotBlessedError(result)
     return result

@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from etl import storage, versions
 from training import ledger
 from training.config import TrainConfig
+from training.judge.trained import Trained
 from training.record import RunOrigin
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class PendingRun:
         return f"run folder {self.run_folder}"
 
 
-Trainer = Callable[..., dict[str, Any]]  # training.run.train.train's signature
+Trainer = Callable[..., Trained]  # training.run.train.train's signature
 
 
 def nothing_to_train(run: PendingRun) -> str | None:
@@ -63,7 +63,7 @@ def nothing_to_train(run: PendingRun) -> str | None:
 
 
 def train_pending(run: PendingRun, trainer: Trainer | None = None,
-                  version: str | None = None) -> list[dict[str, Any]]:
+                  version: str | None = None) -> list[Trained]:
     """Train the newest published version while one waits; each result as ``train`` returns
     it, oldest first (empty: nothing waited). ``version``: train that one (again, if it has a
     model) instead, once. A failure is recorded on its version, then raised."""
@@ -71,7 +71,7 @@ def train_pending(run: PendingRun, trainer: Trainer | None = None,
         from training.run.train import train as trainer
 
     models_root = storage.join(run.root, ledger.MODELS_DIR)
-    results: list[dict[str, Any]] = []
+    results: list[Trained] = []
     tried: set[str] = set()
     while True:
         found = ledger.states(run.root, run.dataset, ledger.TRAINING)

@@ -37,6 +37,7 @@ from training.judge.evaluate import (
     scores_of,
 )
 from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
+from training.judge.trained import Trained
 from training.models.tabular import export_serving
 from training.record import (
     Blessing,
@@ -69,7 +70,7 @@ def train(
     config: TrainConfig | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
     origin: RunOrigin | None = None,
-) -> dict[str, Any]:
+) -> Trained:
     """Train on a published version and publish the model under ``models_root``.
 
     Args:
@@ -82,8 +83,8 @@ def train(
         origin: The orchestrator run that started this one (written to metrics.json).
 
     Returns:
-        ``{"model_uri": run folder URI, "metrics": contents of metrics.json, "blessing":
-        training.record.Blessing, "promoted": whether this run is now the dataset's current model}``.
+        ``training.judge.trained.Trained``: the run folder, its record (metrics.json), the
+        gate's ``Blessing``, whether this run is now the dataset's current model.
 
     Raises:
         IncompleteVersionError: the version has no manifest.

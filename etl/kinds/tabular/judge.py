@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from etl import statistics
+from etl.drift_report import DriftReport
 from etl.errors import ValidationFailed
 from etl.kinds import Judged, Window
 from etl.kinds.tabular.prepare import finalize_partial
@@ -301,13 +302,13 @@ def merged_statistics(spec: Spec, metas: list[SegmentMeta]
     return Statistics.from_json(stats, f"{spec.name}: the merged statistics"), label
 
 
-def _drift(window: Window[Spec, Judging]) -> dict[str, Any] | None:
+def _drift(window: Window[Spec, Judging]) -> DriftReport | None:
     """The new segments' train statistics against the previous version's, judged by the
     spread over comparable earlier segments (``etl.spec.drift``)."""
     previous = window.previous
     if previous is None or not window.new:
         return None  # a first version: nothing to compare with
-    from etl.spec.drift import calendar_features, compare, drifted_words  # from here on
+    from etl.spec.drift import calendar_features, compare  # from here on
 
     new = comparable(window.new, previous)
     if not new:
@@ -322,14 +323,14 @@ def _drift(window: Window[Spec, Judging]) -> dict[str, Any] | None:
                      [m.segment for m in new], window.spec.drift,
                      calendar_features(window.spec), _peers(window, stats.num_examples or 0),
                      previous.verdict.drift_history)
-    name, against, rows = window.spec.name, previous.version, f"{report['rows']:,}"
-    if report["drifted"]:
+    name, against, rows = window.spec.name, previous.version, f"{report.rows:,}"
+    if report.drifted:
         log.warning("drift %s: %s, against %s (%s new rows; baseline: %s); see the version "
-                    "page's Drift section", name, drifted_words(report), against, rows,
-                    report["baseline"])
+                    "page's Drift section", name, report.words(), against, rows,
+                    report.baseline)
     else:
         log.info("drift %s: %d statistic(s) within limits against %s (%s new rows; baseline: "
-                 "%s)", name, len(report["features"]), against, rows, report["baseline"])
+                 "%s)", name, len(report.features), against, rows, report.baseline)
     return report
 
 

@@ -115,8 +115,7 @@ class BuildContext:
     """What every segment of a run shares: the spec (label resolved), suite and knobs."""
 
     spec: Spec
-    label_schema: dict[str, Any]
-    schema: Schema  # the manifest's schema (features + resolved label)
+    schema: Schema  # the manifest's schema (features + the label, its classes resolved)
     rows: RowChecks  # the suite's row-level checks, each column's parse kind, the key
     metric_keys: tuple
     metric_columns: tuple[str, ...]
@@ -236,8 +235,7 @@ def _context(spec: Spec, inputs: RunInputs, label_schema: dict[str, Any],
              request: BuildRequest[Spec]) -> BuildContext:
     """What every segment build of the run is given."""
     return BuildContext(
-        spec=spec, label_schema=label_schema,
-        schema=manifest_schema(spec, label_schema),
+        spec=spec, schema=manifest_schema(spec, label_schema),
         rows=RowChecks(inputs.suite.name, tuple(inputs.suite.row), inputs.kinds,
                        tuple(spec.key)),
         metric_keys=inputs.checks.keys,
@@ -348,7 +346,7 @@ def _build(held: list[tuple[SegmentTask, lease.Lease]], ctx: BuildContext,
         rows = [read_segment_rows(t.partitions, ctx.spec, lookups) for t, _ in todo]
         checked = _check_rows(rows, ctx, [storage.join(t.uri, "quarantine") for t, _ in todo])
         for (task, beat), found in zip(todo, checked):
-            prepared = prepare(found.valid, ctx.spec, ctx.label_schema, task.uri)
+            prepared = prepare(found.valid, ctx.spec, ctx.schema.label.to_json(), task.uri)
             splits = write_shards(prepared.rows, ctx.spec.name, task.uri, ctx.schema,
                                   [s for s, _ in ctx.spec.split.fractions], ctx.write)
             done[task.segment] = record(task.uri, _segment_json(

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from etl.pipeline.published import PublishedVersion
 from tests.support import ui_fixtures as uf
 from training.record import ModelRecord
 
@@ -56,7 +57,7 @@ def test_event_extra_carries_version_page_and_verdict() -> None:
 
     manifest = Manifest.from_json(
         {"validation": {"success": True, "quarantined_rows": 2, "evaluated_rows": 10}}, "test")
-    extra = links.event_extra({"version_uri": "file:///r/datasets/d/v", "version": "v"},
+    extra = links.event_extra(PublishedVersion.of(version_uri="file:///r/datasets/d/v", version="v"),
                               manifest, "/plugin/pipeline-datasets/pipeline/datasets/d/versions/v")
     assert extra == {"version_uri": "file:///r/datasets/d/v", "version": "v",
                      "version_page": "/plugin/pipeline-datasets/pipeline/datasets/d/versions/v",

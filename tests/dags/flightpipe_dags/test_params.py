@@ -139,8 +139,8 @@ def test_publish_says_why_it_skipped(monkeypatch, caplog: pytest.LogCaptureFixtu
     import dataset_etl
 
     uri = "file:///r/datasets/flights/20130103T000000Z_all"
-    monkeypatch.setattr(pipeline, "publish", lambda *a, **k: {
-        "version_uri": uri, "version": "20130103T000000Z_all", "created": False})
+    monkeypatch.setattr(pipeline, "publish", lambda *a, **k: pipeline.PublishedVersion.of(
+        version_uri=uri, version="20130103T000000Z_all", created=False))
     publish = dataset_etl.etl_flights.get_task("publish").python_callable
     with caplog.at_level(logging.WARNING), pytest.raises(AirflowSkipException) as skipped:
         result = publish("file:///w")

@@ -95,8 +95,8 @@ def test_init_on_flights_raw_days_checks_and_runs_through_the_etl(tmp_path, spec
     assert ("expect_compound_columns_to_be_unique", None) in kinds
     assert main(["spec", "check", "flights_day"]) == 0, capsys.readouterr().out
     result = pipeline.run("flights_day", root, "2013-01-03", run_id="drafted")
-    assert result["created"] and sum(result["splits"].values()) > 1500  # both days
-    manifest = versions.read_manifest(result["version_uri"])
+    assert result.created and sum(result.splits.values()) > 1500  # both days
+    manifest = versions.read_manifest(result.version_uri)
     assert manifest.schema.label.name == "label"
 
 
@@ -120,9 +120,9 @@ def test_init_on_a_bundled_raw_file_checks_and_runs_through_the_etl(tmp_path, sp
     assert {"type": "expect_column_values_to_be_unique", "kwargs": {"column": key}} in [
         {"type": e["type"], "kwargs": e["kwargs"]} for e in suite["expectations"]]
     result = pipeline.run(draft, root, "2026-01-01", run_id="drafted")
-    assert result["created"] and sum(result["splits"].values()) == {"wine": 178,
+    assert result.created and sum(result.splits.values()) == {"wine": 178,
                                                                      "diabetes": 442}[name]
-    schema = versions.read_manifest(result["version_uri"]).schema
+    schema = versions.read_manifest(result.version_uri).schema
     assert schema.label.task == task and len(schema.features) == len(spec["features"])
     if task == "multiclass":
         assert schema.label.class_names == ["class_0", "class_1", "class_2"]

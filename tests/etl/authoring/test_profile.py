@@ -39,8 +39,8 @@ def _init(capsys, *args: str) -> str:
 
 def _published_clean(name: str, root: str, end: str = "2100-01-01") -> dict:
     result = pipeline.run(name, root, end, run_id="drafted")
-    assert result["created"]
-    manifest = versions.read_manifest(result["version_uri"])
+    assert result.created
+    manifest = versions.read_manifest(result.version_uri)
     assert manifest.verdict.quarantined_rows == 0, manifest.verdict.to_json()
     return manifest
 
@@ -177,7 +177,7 @@ def test_over_the_budget_a_sample_is_spread_across_all_files(tmp_path, specs, ca
                 "--budget-mib", str(budget / 2**20))
     assert "rows were sampled, so no key can be claimed" in out and "Read: sampled" in out
     result = pipeline.run("s", f"file://{root}", "2024-01-31", run_id="drafted")
-    assert result["created"] and sum(result["splits"].values()) == 30 * 24
+    assert result.created and sum(result.splits.values()) == 30 * 24
 
 
 def test_a_header_only_partition_drafts_require_complete_false(tmp_path, specs, capsys):

@@ -53,12 +53,12 @@ def _flight_rows(root: str) -> tuple[int, int]:
 
 def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> None:
     res = pipeline.run("flights", root, END, run_id="r1", shard_bytes=150_000)
-    assert res["created"] and res["version"] == VERSION
-    vuri = res["version_uri"]
+    assert res.created and res.version == VERSION
+    vuri = res.version_uri
     manifest = versions.read_manifest(vuri).to_json()
     assert MANIFEST_KEYS <= set(manifest)
     total, kept = _flight_rows(root)
-    assert sum(res["splits"].values()) == kept == manifest["statistics"]["num_examples"] + sum(
+    assert sum(res.splits.values()) == kept == manifest["statistics"]["num_examples"] + sum(
         manifest["splits"][s]["num_examples"] for s in ("eval", "test"))
     assert manifest["statistics"]["dropped_rows"] == {"cancelled (no arrival delay)":
                                                       total - kept}
@@ -81,12 +81,12 @@ def test_run_publishes_then_reports_then_force_reproduces(client, root: str) -> 
 
     mtimes = {p.name: p.stat().st_mtime_ns for p in Path(vuri[7:]).iterdir()}
     again = pipeline.run("flights", root, END, run_id="r2", shard_bytes=150_000)
-    assert not again["created"] and again["version_uri"] == vuri
+    assert not again.created and again.version_uri == vuri
     assert {p.name: p.stat().st_mtime_ns for p in Path(vuri[7:]).iterdir()} == mtimes
 
     forced = pipeline.run("flights", root, END, run_id="r3", shard_bytes=150_000, force=True)
-    assert forced["created"] and forced["version"] == f"{VERSION}-r2"
-    redo = versions.read_manifest(forced["version_uri"]).to_json()
+    assert forced.created and forced.version == f"{VERSION}-r2"
+    redo = versions.read_manifest(forced.version_uri).to_json()
     assert redo["splits"] == manifest["splits"]  # same files, records, bytes and sha256
     assert versions.list_versions(root, "flights") == [VERSION, f"{VERSION}-r2"]
 
@@ -106,7 +106,7 @@ def test_dag_steps_survive_a_killed_writer_and_retries(client, root: str) -> Non
     assert written == vuri
     result = pipeline.publish(written)
     retried = pipeline.publish(written)  # a retried publish task
-    assert result["created"] and not retried["created"]
+    assert result.created and not retried.created
     manifest = versions.read_manifest(vuri).to_json()
     assert {p.name for p in Path(vuri[7:]).iterdir()} == {"manifest.json", "validation"}
     shard_names = {s["file"] for v in manifest["splits"].values() for s in v["shards"]}
@@ -138,9 +138,9 @@ def test_rows_under_threshold_are_quarantined_with_the_version(client, root: str
     cells[8] = "9999"  # arr_delay far out of range, on 1 row of ~1,600 (mostly=0.999)
     day2.write_text("".join(lines[:7] + [",".join(cells)] + lines[8:]))
     res = pipeline.run("flights", root, END, run_id="q")
-    manifest = versions.read_manifest(res["version_uri"])
+    manifest = versions.read_manifest(res.version_uri)
     assert manifest.verdict.quarantined_rows == 1
-    assert sum(res["splits"].values()) == _flight_rows(root)[1] - 1
+    assert sum(res.splits.values()) == _flight_rows(root)[1] - 1
     (listed,) = manifest.verdict.quarantine_files  # under the segment that holds it
     assert listed.startswith("segments/") and "/quarantine/" in listed
     assert storage.exists(f"{root}/datasets/flights/{listed}")
@@ -148,7 +148,7 @@ def test_rows_under_threshold_are_quarantined_with_the_version(client, root: str
 
 
 def test_concurrent_runs_publish_one_version(client, root: str) -> None:
-    results: dict[str, dict] = {}
+    results: dict[str, pipeline.PublishedVersion] = {}
 
     def go(run_id: str) -> None:
         results[run_id] = pipeline.run("flights", root, END, run_id=run_id)
@@ -158,8 +158,8 @@ def test_concurrent_runs_publish_one_version(client, root: str) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(r["created"] for r in results.values()) == [False, True]
-    assert {r["version_uri"] for r in results.values()} == {
+    assert sorted(r.created for r in results.values()) == [False, True]
+    assert {r.version_uri for r in results.values()} == {
         versions.version_uri(root, "flights", VERSION)}
     assert versions.list_versions(root, "flights") == [VERSION]
     assert storage.list_dir(f"{root}/datasets/flights") == [VERSION, "LATEST", "segments"]
@@ -226,7 +226,7 @@ def test_a_retried_forced_build_keeps_its_revision(client, root: str) -> None:
     assert pipeline.build_version("flights", root, END, None, "forced", again) == vuri
     other = pipeline.build_version("flights", root, END, None, "someone-else", again)
     assert other.endswith(f"{VERSION}-r3")  # another run's forced build is its own revision
-    assert pipeline.publish(vuri)["created"] and first["created"]
+    assert pipeline.publish(vuri).created and first.created
 
 
 def test_validate_summary_states_mode_expectations_failures_quarantine(

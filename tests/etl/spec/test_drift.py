@@ -21,8 +21,8 @@ OLD = _stats(OLD_JSON)
 
 def test_the_same_distribution_does_not_drift() -> None:
     report = compare(OLD, OLD, "v1", ["s1"])
-    assert report["drifted"] == [] and len(report["features"]) == 3
-    assert all(f["value"] == 0 for f in report["features"])
+    assert report.drifted == () and len(report.features) == 3
+    assert all(f.value == 0 for f in report.features)
 
 
 def test_a_shifted_mean_a_new_carrier_and_more_late_flights_drift() -> None:
@@ -31,11 +31,11 @@ def test_a_shifted_mean_a_new_carrier_and_more_late_flights_drift() -> None:
            "vocabulary_counts": {"carrier": {"UA": 100, "AA": 100, "B6": 800}},
            "label_counts": {"0": 500, "1": 500}})
     report = compare(new, OLD, "v1", ["s2"])
-    assert report["drifted"] == ["distance", "carrier", "label"]
-    assert report["features"][0]["value"] == 0.75  # 300 / 400
+    assert report.drifted == ("distance", "carrier", "label")
+    assert report.features[0].value == 0.75  # 300 / 400
     few = compare(_stats({**new.to_json(), "num_examples": 100}), OLD, "v1", ["s2"])  # a PSI of 100 rows: noise
-    assert few["drifted"] == ["distance"]
-    assert report["rows"] == 1000 and report["against"] == "v1" and report["segments"] == ["s2"]
+    assert few.drifted == ("distance",)
+    assert report.rows == 1000 and report.against == "v1" and report.segments == ("s2",)
 
 
 def test_edge_cases_are_none_or_infinite_never_an_error() -> None:
@@ -61,10 +61,10 @@ def test_a_day_inside_the_spread_of_earlier_days_does_not_drift_outside_it_does(
                    "null_counts": {"temp": 3000}})
     peers = [_day(55.0 + d) for d in (-20, -15, -12, -8, 0, 5, 9, 14, 18)]
     cold = compare(_day(39.0), year, "v1", ["s"], peers=peers)
-    assert cold["drifted"] == []  # 1.6 std off the year, like a winter day
-    assert compare(_day(39.0), year, "v1", ["s"])["drifted"] == ["temp"]  # no peers: the limit
-    assert compare(_day(140.0), year, "v1", ["s"], peers=peers)["drifted"] == ["temp"]
-    assert "9 comparable" in cold["baseline"]
+    assert cold.drifted == ()  # 1.6 std off the year, like a winter day
+    assert compare(_day(39.0), year, "v1", ["s"]).drifted == ("temp",)  # no peers: the limit
+    assert compare(_day(140.0), year, "v1", ["s"], peers=peers).drifted == ("temp",)
+    assert "9 comparable" in cold.baseline
 
 
 def test_earlier_nights_figures_carry_over_compaction_and_drifted_ones_are_not_kept() -> None:
@@ -74,20 +74,20 @@ def test_earlier_nights_figures_carry_over_compaction_and_drifted_ones_are_not_k
                                                                  "count": 300_000}}})
     nights = {"numeric:temp": [0.1, 0.4, 0.8, 1.2, 1.6, 0.3, 0.9]}
     cold = compare(_day(39.0), year, "v1", ["s"], history=nights)
-    assert cold["drifted"] == [] and "7 earlier nights" in cold["baseline"]
-    assert cold["history"]["numeric:temp"] == [*nights["numeric:temp"], 1.6]
-    hot = compare(_day(140.0), year, "v1", ["s"], history=cold["history"])
-    assert hot["drifted"] == ["temp"] and hot["history"] == cold["history"]
+    assert cold.drifted == () and "7 earlier nights" in cold.baseline
+    assert cold.history["numeric:temp"] == [*nights["numeric:temp"], 1.6]
+    hot = compare(_day(140.0), year, "v1", ["s"], history=cold.history)
+    assert hot.drifted == ("temp",) and hot.history == cold.history
     long = compare(_day(39.0), year, "v1", ["s"], history={"numeric:temp": [1.0] * 40})
-    assert len(long["history"]["numeric:temp"]) == 30
+    assert len(long.history["numeric:temp"]) == 30
 
 
 def test_a_feature_whose_values_vanish_drifts_by_its_null_share() -> None:
     year = _day(55.0, nulls=20)
     report = compare(_day(0.0, nulls=1000), year, "v1", ["s"], peers=[_day(55.0, 30)] * 6)
-    (row,) = [r for r in report["features"] if r["kind"] == "missing"]
-    assert report["drifted"] == ["temp"] and row["value"] == 0.98
-    assert compare(_day(55.0, nulls=60), year, "v1", ["s"])["drifted"] == []  # 4 points: fine
+    (row,) = [r for r in report.features if r.kind == "missing"]
+    assert report.drifted == ("temp",) and row.value == 0.98
+    assert compare(_day(55.0, nulls=60), year, "v1", ["s"]).drifted == ()  # 4 points: fine
 
 
 def test_calendar_features_are_left_out_and_limits_come_from_the_spec(tmp_path) -> None:
@@ -99,10 +99,10 @@ def test_calendar_features_are_left_out_and_limits_come_from_the_spec(tmp_path) 
     month = _stats({"num_examples": 1000,
                     "numeric": {"month": {"mean": 1.0, "var": 0.0, "count": 9}}})
     old = _stats({"numeric": {"month": {"mean": 6.5, "var": 11.9, "count": 9}}})
-    assert compare(month, old, "v", [], calendar={"month"})["features"] == []
+    assert compare(month, old, "v", [], calendar={"month"}).features == ()
     assert spec.drift.limits("temp").mean_shift == 0.5 and spec.drift.limits("month").calendar
     wide = compare(_day(70.0), _day(55.0), "v", [], limits=_limits(tmp_path, 2.0))
-    assert wide["drifted"] == [] and compare(_day(70.0), _day(55.0), "v", [])["drifted"]
+    assert wide.drifted == () and compare(_day(70.0), _day(55.0), "v", []).drifted
 
 
 def _limits(tmp_path, shift: float):
@@ -166,27 +166,27 @@ def _nights(tmp_path, monkeypatch, empty_temp: bool) -> dict:
             out.writeheader()
             out.writerows(rows)
     first = pipeline.run("flights", root.as_uri(), "2013-01-11", run_id="backfill")
-    assert len(versions.read_manifest(first["version_uri"]).segments) == 10
+    assert len(versions.read_manifest(first.version_uri).segments) == 10
     night = pipeline.run("flights", root.as_uri(), "2013-01-12", run_id="night")
-    return versions.read_manifest(night["version_uri"]).verdict.drift
+    return versions.read_manifest(night.version_uri).verdict.drift
 
 
 def test_a_nightly_flights_day_does_not_drift_and_an_emptied_feature_does(
         tmp_path, monkeypatch, caplog) -> None:
     plain = _nights(tmp_path, monkeypatch, empty_temp=False)
-    assert plain["drifted"] == [], [r for r in plain["features"] if r["drifted"]]
-    assert plain["rows"] > 500 and "10 comparable" in plain["baseline"]
-    assert {"month", "day_of_week"} <= set(plain["excluded"])
+    assert plain.drifted == (), [r for r in plain.features if r.drifted]
+    assert plain.rows > 500 and "10 comparable" in plain.baseline
+    assert {"month", "day_of_week"} <= set(plain.excluded)
     empty = _nights(tmp_path, monkeypatch, empty_temp=True)
-    assert empty["drifted"] == ["temp"]
-    (row,) = [r for r in empty["features"] if r["name"] == "temp" and r["drifted"]]
-    assert row["kind"] == "missing" and row["value"] > 0.9
+    assert empty.drifted == ("temp",)
+    (row,) = [r for r in empty.features if r.name == "temp" and r.drifted]
+    assert row.kind == "missing" and row.value > 0.9
 
 
 def test_features_gone_missing_are_told_apart_from_features_whose_values_moved() -> None:
     """Issue 51: ten features "moved beyond their limits" when eight of them were missing
     values; the words name the two kinds apart (and a vanished feature as missing only)."""
-    from etl.spec.drift import drifted_by_kind, drifted_words
+    from etl.drift_report import DriftReport
 
     def stats(distance: float, nulls: int) -> Statistics:
         numeric = {"distance": {"mean": distance, "var": 400.0 ** 2, "count": 1000}}
@@ -196,9 +196,10 @@ def test_features_gone_missing_are_told_apart_from_features_whose_values_moved()
                        "null_counts": {"distance": 0, "temp": nulls, "wind": nulls}})
 
     report = compare(stats(1300.0, 900), stats(1000.0, 0), "v1", ["s"])
-    assert report["drifted"] == ["distance", "temp", "wind"]
-    assert drifted_by_kind(report) == (["distance"], ["temp", "wind"])
-    assert drifted_words(report) == ("values moved beyond their limits in distance; more "
+    assert report.drifted == ("distance", "temp", "wind")
+    assert report.drifted_by_kind() == (["distance"], ["temp", "wind"])
+    assert report.words() == ("values moved beyond their limits in distance; more "
                                      "values missing than their limits allow in temp, wind")
-    assert drifted_words(compare(stats(1000.0, 0), stats(1000.0, 0), "v1", ["s"])) == ""
-    assert drifted_words({"drifted": ["temp"]}) == "values moved beyond their limits in temp"
+    assert compare(stats(1000.0, 0), stats(1000.0, 0), "v1", ["s"]).words() == ""
+    old = DriftReport.from_json({"drifted": ["temp"]}, "a report without rows")
+    assert old.words() == "values moved beyond their limits in temp"

@@ -106,7 +106,7 @@ def run(tmp_path: Path, df: pd.DataFrame, mode: str = "quarantine", spec: str | 
     start, end = land(root, df, days)
     spec = spec or write_spec(tmp_path / "spec")
     out = pipeline.run(spec, root, end, start, run_id="t", mode=mode, **options)
-    return versions.read_manifest(out["version_uri"])
+    return versions.read_manifest(out.version_uri)
 
 
 def dataset_dir(tmp_path: Path) -> Path:

@@ -48,7 +48,7 @@ def test_train_on_gs_version_via_staging(gcs_root: str, tmp_path: Path, monkeypa
 
     config = TrainConfig(input=staged, epochs=2, steps_per_execution=4, min_margin=0.02)
     result = train(uri, storage.join(gcs_root, "models"), "gcs-run", config)
-    run = result["model_uri"]
+    run = result.model_uri
     assert run == storage.join(gcs_root, "models", fx.DATASET, fx.VERSION, "gcs-run")
     assert storage.read_json(storage.join(run, "metrics.json"))["test"]["auc"] > 0.52
     for name in ("model.keras", "saved_model/saved_model.pb", "model_card.md", "plots/loss.png"):

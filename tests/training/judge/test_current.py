@@ -11,7 +11,8 @@ from training.record import Figures, ModelRecord
 
 
 def test_at_least_as_good_as_the_current_model_on_the_same_rows() -> None:
-    cur = Current("d", "v1", "r1", "file:///m", "auc", 0.783, "t")
+    cur = Current(dataset="d", version="v1", run="r1", model_uri="file:///m", metric="auc",
+                  value=0.783, blessed_at="t")
     rules = {"auc": "higher", "rmse": "lower_relative"}
     rows = " on the 600 test rows of version v2"
     ok = gate.current_checks(rules, {"auc": 0.784, "rmse": 10.0}, cur,
@@ -31,7 +32,8 @@ def test_at_least_as_good_as_the_current_model_on_the_same_rows() -> None:
 
 
 def test_a_model_of_older_data_never_replaces_the_current_one() -> None:
-    cur = Current("d", "20130201T000000Z_all", "r1", "file:///m", "auc", 0.7, "t")
+    cur = Current(dataset="d", version="20130201T000000Z_all", run="r1", model_uri="file:///m",
+                  metric="auc", value=0.7, blessed_at="t")
     older = gate.newer_data_check(cur, "20130108T000000Z_20130101T000000Z")
     assert older is not None and not older.passed and older.name == "current:newer-data"
     assert "trained on newer data than version 20130108T000000Z_20130101T000000Z" in older.detail

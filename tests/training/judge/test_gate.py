@@ -155,23 +155,23 @@ def test_a_blessed_model_replaces_the_current_one_only_when_no_worse(
     # the trees for both, unchanged by it)
     config = config.with_overrides(family="mlp")
     first = train(uri, models, "run-1", config)
-    assert first["blessing"].blessed and first["promoted"]
+    assert first.blessing.blessed and first.promoted
     assert read_current(models, fx.DATASET)[0].run == "run-1"
 
     worse = train(uri, models, "run-2", config.with_overrides(
         epochs=1, learning_rate=1e-6, promote_tolerance=0.0))
-    assert not worse["promoted"] and not worse["blessing"].blessed
+    assert not worse.promoted and not worse.blessing.blessed
     assert any("at least as good as the current model (version " in r and "run run-1) on the "
-               in r and "test rows of version" in r for r in worse["blessing"].reasons), \
-        worse["blessing"].reasons
+               in r and "test rows of version" in r for r in worse.blessing.reasons), \
+        worse.blessing.reasons
     assert read_current(models, fx.DATASET)[0].run == "run-1"  # unchanged
-    assert storage.exists(storage.join(worse["model_uri"], "model.keras"))
+    assert storage.exists(storage.join(worse.model_uri, "model.keras"))
 
     again = train(uri, models, "run-3", config)  # the same recipe: no worse, so it replaces
-    assert again["blessing"].blessed and again["promoted"], again["blessing"].reasons
+    assert again.blessing.blessed and again.promoted, again.blessing.reasons
     current = read_current(models, fx.DATASET)[0]
-    assert current.run == "run-3" and current.model_uri == again["model_uri"]
-    card = storage.read_bytes(storage.join(again["model_uri"], "model_card.md")).decode()
+    assert current.run == "run-3" and current.model_uri == again.model_uri
+    card = storage.read_bytes(storage.join(again.model_uri, "model_card.md")).decode()
     assert "**Blessed**" in card and "at least as good as the current model" in card
 
 
@@ -194,27 +194,27 @@ def test_the_current_model_moves_only_to_newer_data_that_wins_on_the_same_rows(
 
     config = FAST.with_overrides(family="mlp")
     wide = train(uri(WIDE), models, "wide", config)
-    assert wide["promoted"], wide["blessing"].reasons
+    assert wide.promoted, wide.blessing.reasons
 
     older = train(uri(OLDER), models, "older", config)  # a backfill's straggler
-    assert not older["promoted"]
+    assert not older.promoted
     assert any(f"trained on newer data than version {OLDER}" in r
-               for r in older["blessing"].reasons), older["blessing"].reasons
+               for r in older.blessing.reasons), older.blessing.reasons
     assert read_current(models, fx.DATASET)[0].run == "wide"
 
     losing = train(uri(NARROW), models, "losing",
                    config.with_overrides(epochs=1, learning_rate=1e-6))
-    assert not losing["promoted"]
+    assert not losing.promoted
     assert read_current(models, fx.DATASET)[0].run == "wide"
 
     rival = train(uri(NARROW), models, "rival", config)
-    check = next(c for c in rival["blessing"].checks if c.name == "current:auc")
-    test_rows = rival["metrics"]["examples"]["test"]
+    check = next(c for c in rival.blessing.checks if c.name == "current:auc")
+    test_rows = rival.metrics.to_json()["examples"]["test"]
     assert f"on the {test_rows} test rows of version {NARROW}" in check.detail, check.detail
     new, old = (float(x) for x in check.detail.split("auc ")[1].split(" (")[0].split(" vs "))
     assert check.passed == (new >= old)  # the same rows decide, with no tolerance
-    assert rival["promoted"] == (rival["blessing"].blessed and new >= old)
-    assert (read_current(models, fx.DATASET)[0].run == "rival") == rival["promoted"]
+    assert rival.promoted == (rival.blessing.blessed and new >= old)
+    assert (read_current(models, fx.DATASET)[0].run == "rival") == rival.promoted
 
 
 def test_fail_unblessed_fails_after_writing_and_the_cli_exit_codes(tmp_path: Path,
@@ -252,15 +252,15 @@ def test_a_120_row_table_is_trained_and_evaluated_with_intervals(tmp_path: Path,
     assert split["stratify"] and split["fractions"]["test"] >= 0.15, split  # sizes the shares
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")
-    result = train(res["version_uri"], f"{data.as_uri()}/models", "r",
+    result = train(res.version_uri, f"{data.as_uri()}/models", "r",
                    TrainConfig(input=InputConfig(seed=1), epochs=20, steps_per_execution=4))
-    m = result["metrics"]
+    m = result.metrics.to_json()
     assert sum(m["examples"].values()) == 120 and m["examples"]["test"] >= 20
     ci = m["test"]["intervals"]
     low, high = ci["metrics"]["accuracy"]  # Wilson: wide on ~24 rows, but it says something
     assert low <= m["test"]["accuracy"] <= high and 0.1 < high - low < 0.6
     assert set(ci["lead_over_baseline"]) == {"accuracy", "macro_f1"}
-    assert result["blessing"].blessed, result["blessing"].reasons  # iris is easy
+    assert result.blessing.blessed, result.blessing.reasons  # iris is easy
     stored = json.loads((data / "models" / "iris").joinpath(
         m["version"], "r", "metrics.json").read_text())
     assert [c["name"] for c in stored["blessing"]["checks"]] == [
@@ -314,7 +314,7 @@ def test_a_spec_whose_test_split_holds_one_class_fails_training(tmp_path: Path,
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("penguins", data.as_uri(), "2100-01-01", run_id="r")
     with pytest.raises(EvaluationSplitError) as err:
-        train(res["version_uri"], f"{data.as_uri()}/models", "r", TrainConfig())
+        train(res.version_uri, f"{data.as_uri()}/models", "r", TrainConfig())
     text = str(err.value)
     assert "split sizes {'train': " in text and "lacks class(es)" in text
     assert "split.stratify: true" in text and "split.by: row" in text
@@ -340,12 +340,12 @@ def test_a_3_percent_positive_table_is_trained_and_blessed_end_to_end(tmp_path: 
                      "binary", "--out", str(out)]) == 0
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("fraud", (tmp_path / "data").as_uri(), "2100-01-01", run_id="r")
-    result = train(res["version_uri"], f"{(tmp_path / 'data').as_uri()}/models", "r",
+    result = train(res.version_uri, f"{(tmp_path / 'data').as_uri()}/models", "r",
                    TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees")))
-    m, blessing = result["metrics"], result["blessing"]
+    m, blessing = result.metrics.to_json(), result.blessing
     assert 0.01 < m["baseline"]["positive_rate"] < 0.06
     assert m["test"]["accuracy"] < m["baseline"]["accuracy"] + 0.01  # accuracy cannot bless it
-    assert blessing.blessed and result["promoted"], blessing.reasons
+    assert blessing.blessed and result.promoted, blessing.reasons
     assert "accuracy is not judged" in m["blessing"]["rules"]
-    card = (Path(result["model_uri"].removeprefix("file://")) / "model_card.md").read_text()
+    card = (Path(result.model_uri.removeprefix("file://")) / "model_card.md").read_text()
     assert "Rules: binary: AUC at least 0.5" in card

@@ -106,8 +106,8 @@ def test_features_named_like_the_models_layers_train_export_and_serve(
     features = store.manifest["schema"]["features"]
     assert {n for n in OWN if features[n]["kind"] != kind} == set()
     result = train(store.uri, f"{tmp_path.as_uri()}/models", family, FAST[family])
-    assert result["metrics"]["family"] == family
-    run = Path(result["model_uri"].removeprefix("file://"))
+    assert result.metrics.to_json()["family"] == family
+    run = Path(result.model_uri.removeprefix("file://"))
     raw = {name: tf.constant([r[name] for r in store.rows["test"]], dtype=feat["dtype"])
            for name, feat in features.items()}
     _assert_serves_as_keras(keras.saving.load_model(run / "model.keras"), raw,

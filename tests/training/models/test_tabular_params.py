@@ -41,8 +41,8 @@ def test_the_names_hold_the_parameters_that_broke_the_export() -> None:
 def test_features_named_like_parameters_train_export_and_serve(
         store: fx.WrittenVersion, tmp_path: Path, family: str) -> None:
     result = train(store.uri, f"{tmp_path.as_uri()}/models", family, FAST[family])
-    assert result["metrics"]["family"] == family
-    run = Path(result["model_uri"].removeprefix("file://"))
+    assert result.metrics.to_json()["family"] == family
+    run = Path(result.model_uri.removeprefix("file://"))
     features = store.manifest["schema"]["features"]
     assert sorted(features) == NAMES
     raw = {name: tf.constant([r[name] for r in store.rows["test"]], dtype=feat["dtype"])

@@ -139,7 +139,7 @@ def step_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[fx.WrittenVersio
 
 def test_auto_keeps_the_trees_unless_beaten_beyond_noise_and_says_why(step_run) -> None:
     _, result = step_run
-    metrics = result["metrics"]
+    metrics = result.metrics.to_json()
     choice = metrics["family_choice"]
     assert metrics["family"] == choice["chosen"] == "trees"
     assert choice["metric"] == "auc" and set(choice["eval"]) == {"trees", "mlp"}
@@ -165,7 +165,7 @@ print(float(model.serve({k: tf.constant([v], dtypes[k]) for k, v in row.items()
 
 def test_exported_trees_serve_raw_rows_without_lightgbm(step_run) -> None:
     store, result = step_run
-    run = Path(result["model_uri"].removeprefix("file://"))
+    run = Path(result.model_uri.removeprefix("file://"))
     rows = store.rows["test"][:50] + [{**store.rows["test"][0], "carrier": "ZZ", "dest": "new"}]
     raw = {name: tf.constant([r[name] for r in rows], dtype=feat["dtype"])
            for name, feat in fx.FEATURES.items()}
@@ -188,7 +188,7 @@ def test_family_trees_fits_trees_only(tmp_path: Path) -> None:
     store = fx.write_version(tmp_path, n=1500, seed=4)
     config = TrainConfig(input=InputConfig(batch_size=128, seed=1), min_margin=0.0,
                          model=ModelConfig(family="trees", max_rounds=50))
-    metrics = train(store.uri, f"{tmp_path.as_uri()}/models", "t", config)["metrics"]
+    metrics = train(store.uri, f"{tmp_path.as_uri()}/models", "t", config).metrics.to_json()
     assert metrics["family_choice"]["eval"].keys() == {"trees"}
     assert metrics["epochs_run"] <= 50 and "family trees was set" in metrics["family_choice"]["why"]
 

@@ -41,7 +41,7 @@ def _trained(tmp_path: Path, monkeypatch, skewed: bool) -> dict:
                      "--out", str(out)]) == 0
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("prices", data.as_uri(), "2100-01-01", run_id="r")
-    return train(res["version_uri"], f"{data.as_uri()}/models", "r", TREES)
+    return train(res.version_uri, f"{data.as_uri()}/models", "r", TREES)
 
 
 def test_skewness_of_a_symmetric_and_a_log_normal_sample() -> None:
@@ -54,18 +54,18 @@ def test_skewness_of_a_symmetric_and_a_log_normal_sample() -> None:
 @pytest.mark.timeout(600)
 def test_a_skewed_target_is_decided_on_the_eval_split(tmp_path: Path, monkeypatch) -> None:
     result = _trained(tmp_path, monkeypatch, skewed=True)
-    m = result["metrics"]
+    m = result.metrics.to_json()
     choice = m["target_choice"]
     assert choice["skewness"] > SKEWED and choice["min"] >= 0
     rmse = choice["eval_rmse"]
     assert set(rmse) == {"raw", "log1p"} and all(np.isfinite(v) for v in rmse.values())
     assert choice["chosen"] == min(rmse, key=rmse.get)  # the lower eval RMSE keeps its target
     assert m["transform"] == (None if choice["chosen"] == "raw" else "log1p")
-    assert m["test"]["rmse"] < m["baseline"]["rmse"] and result["blessing"].blessed
+    assert m["test"]["rmse"] < m["baseline"]["rmse"] and result.blessing.blessed
     # the set family's eval figure is the one ``auto`` compares: squared error in the units
     assert m["family_choice"]["eval"]["trees"] == pytest.approx(rmse[choice["chosen"]] ** 2,
                                                                 rel=1e-4)
-    run = Path(result["model_uri"].removeprefix("file://"))
+    run = Path(result.model_uri.removeprefix("file://"))
     card = (run / "model_card.md").read_text()
     assert "Target decided on the data: " + choice["chosen"] in card
     # the served model answers in the target's units whichever target it learned
@@ -78,7 +78,7 @@ def test_a_skewed_target_is_decided_on_the_eval_split(tmp_path: Path, monkeypatc
 
 @pytest.mark.timeout(600)
 def test_a_symmetric_target_stays_raw_and_says_why(tmp_path: Path, monkeypatch) -> None:
-    m = _trained(tmp_path, monkeypatch, skewed=False)["metrics"]
+    m = _trained(tmp_path, monkeypatch, skewed=False).metrics.to_json()
     choice = m["target_choice"]
     assert choice["chosen"] == "raw" and "eval_rmse" not in choice
     assert f"is at most {SKEWED}" in choice["why"] and m["transform"] is None

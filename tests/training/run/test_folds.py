@@ -49,10 +49,10 @@ def test_a_150_row_table_is_judged_by_the_k_fold_it_is_given(tmp_path: Path, mon
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")
     folds, repeats = 3, 2
-    result = train(res["version_uri"], f"{data.as_uri()}/models", "r",
+    result = train(res.version_uri, f"{data.as_uri()}/models", "r",
                    TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="trees"),
                                folds=folds, repeats=repeats))
-    m = result["metrics"]
+    m = result.metrics.to_json()
     assert sum(m["examples"].values()) == 150 < SMALL_TABLE_ROWS
     cv = m["cross_validation"]
     assert cv["rows"] == m["examples"]["train"] + m["examples"]["eval"]
@@ -66,11 +66,11 @@ def test_a_150_row_table_is_judged_by_the_k_fold_it_is_given(tmp_path: Path, mon
     assert cv["baseline"]["examples"] == cv["rows"]
     assert f"{repeats} x {folds}-fold cross-validation of the" in m["family_choice"]["why"]
     # the verdict judged the out-of-fold answers; the test split was scored once, apart
-    accuracy = next(c for c in result["blessing"].checks if c.name == "baseline:accuracy")
+    accuracy = next(c for c in result.blessing.checks if c.name == "baseline:accuracy")
     assert f"accuracy {oof['accuracy']:.4f} vs {cv['baseline']['accuracy']:.4f}" in \
         accuracy.detail
     assert m["test"]["examples"] == m["examples"]["test"] and "intervals" in m["test"]
-    assert result["blessing"].blessed, result["blessing"].reasons
+    assert result.blessing.blessed, result.blessing.reasons
     # the kept trees were fitted on every train and eval row for the folds' median rounds,
     # not stopped early on eval (whose rows trained them: its figures are the out-of-fold ones)
     lengths = trees["lengths"]
@@ -83,13 +83,13 @@ def test_a_150_row_table_is_judged_by_the_k_fold_it_is_given(tmp_path: Path, mon
     assert m["family_choice"]["eval"] == {"trees": trees["mean"]}
 
     # folds 0: chosen on eval and judged on test, as a larger table is; 20 rounds at most
-    off = train(res["version_uri"], f"{data.as_uri()}/models", "r0",
+    off = train(res.version_uri, f"{data.as_uri()}/models", "r0",
                 TrainConfig(input=InputConfig(seed=1), folds=0,
                             model=ModelConfig(family="trees", max_rounds=20)))
-    m0 = off["metrics"]
+    m0 = off.metrics.to_json()
     assert m0.get("cross_validation") is None and m0["family_choice"]["why"] == "family trees was set"
     assert 1 <= m0["trees"]["rounds"] <= 20
-    accuracy = next(c for c in off["blessing"].checks if c.name == "baseline:accuracy")
+    accuracy = next(c for c in off.blessing.checks if c.name == "baseline:accuracy")
     assert f"accuracy {m0['test']['accuracy']:.4f} vs" in accuracy.detail
 
 
@@ -180,8 +180,8 @@ def test_a_kept_mlp_is_refitted_for_its_folds_median_epochs(tmp_path: Path, monk
     data, out = drafted_iris(tmp_path)
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
     res = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")
-    m = train(res["version_uri"], f"{data.as_uri()}/models", "r",
-              TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="mlp")))["metrics"]
+    m = train(res.version_uri, f"{data.as_uri()}/models", "r",
+              TrainConfig(input=InputConfig(seed=1), model=ModelConfig(family="mlp"))).metrics.to_json()
     cv = m["cross_validation"]
     mlp = cv["families"]["mlp"]
     assert len(mlp["lengths"]) == DEFAULT_REPEATS * FOLDS

@@ -53,7 +53,7 @@ result = train(store.uri, models, "run", config)
 model = keras.models.load_model(store.root / "models" / fx.DATASET / fx.VERSION / "run" / "model.keras")
 out = model({n: tf.constant([r[n] for r in fx.make_rows(4, seed=9)], dtype=f["dtype"])
              for n, f in fx.FEATURES.items()})
-m = result["metrics"]
+m = result.metrics.to_json()
 print("RESULT=" + json.dumps({**seen, "metrics_replicas": m["replicas"], "precision": m["precision"],
       "resumed_from_epoch": m["resumed_from_epoch"], "epochs_run": m["epochs_run"],
       "test_loss": m["test"]["loss"], "output_dtype": out.dtype.name,

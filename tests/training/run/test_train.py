@@ -45,7 +45,7 @@ def _raw(rows: list[dict]) -> dict[str, tf.Tensor]:
 
 def test_outputs_are_published_with_metrics_last(store, trained) -> None:
     run = _run_dir(store, "run-1")
-    assert trained["model_uri"] == run.as_uri()
+    assert trained.model_uri == run.as_uri()
     for name in ("model.keras", "saved_model/saved_model.pb", "model_card.md", "plots/loss.png",
                  "plots/auc.png", "plots/accuracy.png", "metrics.json"):
         assert (run / name).is_file(), name
@@ -54,7 +54,7 @@ def test_outputs_are_published_with_metrics_last(store, trained) -> None:
     assert list((run / "logs" / "validation").glob("events.out.tfevents.*"))
     assert not (run / "_backup").exists()  # the resume backup goes once the run is published
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics == json.loads(json.dumps(trained["metrics"]))
+    assert metrics == json.loads(json.dumps(trained.metrics.to_json()))
     manifest_sha = hashlib.sha256((store.path / "manifest.json").read_bytes()).hexdigest()
     assert metrics["manifest_sha256"] == manifest_sha
     for split in ("test", "eval"):
@@ -63,7 +63,7 @@ def test_outputs_are_published_with_metrics_last(store, trained) -> None:
     assert metrics["test"]["examples"] == len(store.rows["test"])
     assert metrics["test"]["auc"] >= 0.5 + FAST.min_margin
     assert metrics["device"] == "CPU" and metrics["precision"] == "float32"
-    assert metrics["blessing"]["blessed"] and trained["promoted"], metrics["blessing"]
+    assert metrics["blessing"]["blessed"] and trained.promoted, metrics["blessing"]
     assert metrics["epochs_run"] == 2 and metrics["examples_per_s"] > 0
     phases = metrics["phases"]  # issue 42: fit, evaluation and export measured apart
     assert set(phases) == {"fit", "evaluate", "export"}
@@ -126,7 +126,7 @@ def test_the_gate_scores_a_current_model_from_its_saved_model_too(store, trained
 
 def test_finished_run_is_not_retrained(store, trained) -> None:
     again = train(store.uri, f"{store.root.as_uri()}/models", "run-1", FAST)
-    assert again["metrics"]["created_at"] == trained["metrics"]["created_at"]
+    assert again.metrics.to_json()["created_at"] == trained.metrics.to_json()["created_at"]
 
 
 class _Crash(keras.callbacks.Callback):
@@ -158,16 +158,16 @@ def test_retried_run_resumes_after_the_last_finished_epoch(store) -> None:
     seen = _Epochs()
     result = train(store.uri, models, "run-resume", config, callbacks=[seen])
     assert seen.begun == [1, 2]  # epoch 2 of 3 (1-based), not a restart at 0
-    assert result["metrics"]["resumed_from_epoch"] == 1
-    assert result["metrics"]["epochs_run"] == 2
+    assert result.metrics.to_json()["resumed_from_epoch"] == 1
+    assert result.metrics.to_json()["epochs_run"] == 2
 
 
 def test_a_model_that_cannot_beat_the_baseline_is_written_not_blessed(tmp_path: Path) -> None:
     noise = fx.write_version(tmp_path, n=1500, seed=5, random_labels=True)
     config = TrainConfig(input=FAST.input, epochs=1, steps_per_execution=4, min_margin=0.05)
     result = train(noise.uri, f"{tmp_path.as_uri()}/models", "run-noise", config)
-    assert not result["blessing"].blessed and not result["promoted"]
-    reasons = " ".join(result["blessing"].reasons)  # names the metric, both numbers, the margin
+    assert not result.blessing.blessed and not result.promoted
+    reasons = " ".join(result.blessing.reasons)  # names the metric, both numbers, the margin
     assert re.search(r"(accuracy|auc) \d\.\d{4} vs \d\.\d{4}, needs >= \d\.\d{4} .margin 0\.05",
                      reasons), reasons
     run = tmp_path / "models" / fx.DATASET / fx.VERSION / "run-noise"
@@ -175,6 +175,6 @@ def test_a_model_that_cannot_beat_the_baseline_is_written_not_blessed(tmp_path: 
                  "plots/loss.png"):
         assert (run / name).is_file(), name
     stored = json.loads((run / "metrics.json").read_text())["blessing"]
-    assert stored["blessed"] is False and stored["reasons"] == list(result["blessing"].reasons)
+    assert stored["blessed"] is False and stored["reasons"] == list(result.blessing.reasons)
     assert "**Not blessed**" in (run / "model_card.md").read_text()
     assert not (tmp_path / "models" / fx.DATASET / "current.json").exists()

@@ -91,7 +91,7 @@ def test_a_later_training_uses_the_tuned_settings_where_nothing_else_sets_them(
         store, tmp_path) -> None:
     models = (tmp_path / "models").as_uri()
     write_tuned(models, _record(store))
-    metrics = train(store.uri, models, "after-tune", QUICK)["metrics"]
+    metrics = train(store.uri, models, "after-tune", QUICK).metrics.to_json()
 
     assert metrics["family"] == "trees"  # the tuned family, not auto's two fits
     assert metrics["trees"]["leaves"] == 7 and metrics["trees"]["min_data_in_leaf"] == 5
@@ -104,7 +104,7 @@ def test_a_later_training_uses_the_tuned_settings_where_nothing_else_sets_them(
 
     # a setting given on the command line (or in the spec) wins over the tuned one
     flagged = QUICK.with_overrides(num_leaves=15, overwrite=True)
-    metrics = train(store.uri, models, "flagged", flagged)["metrics"]
+    metrics = train(store.uri, models, "flagged", flagged).metrics.to_json()
     assert metrics["trees"]["leaves"] == 15
     assert metrics["tuned"]["overridden"] == ["num_leaves"]
 
@@ -113,7 +113,7 @@ def test_settings_tuned_for_another_label_are_not_used(store, tmp_path, caplog) 
     models = (tmp_path / "models").as_uri()
     write_tuned(models, _record(store, label="some_other_column"))
     metrics = train(store.uri, models, "other-label",
-                    QUICK.with_overrides(family="trees"))["metrics"]
+                    QUICK.with_overrides(family="trees")).metrics.to_json()
     assert metrics["tuned"] is None and metrics["trees"]["leaves"] != 7
     assert "run `python -m training tune` again" in caplog.text
 

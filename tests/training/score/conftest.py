@@ -21,5 +21,5 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> fx.WrittenVersion:
 @pytest.fixture(scope="package")
 def trained(store: fx.WrittenVersion) -> dict:
     result = train(store.uri, f"{store.root.as_uri()}/models", "run-1", FAST)
-    assert result["promoted"], result["metrics"]["blessing"]  # scoring needs a current model
+    assert result.promoted, result.metrics.to_json()["blessing"]  # scoring needs a current model
     return result

@@ -27,7 +27,7 @@ TREES = TrainConfig(input=InputConfig(batch_size=128, seed=1), min_margin=0.0,
 def named(tmp_path_factory: pytest.TempPathFactory) -> tuple[fx.WrittenVersion, ServedModel]:
     store = fx.write_version(tmp_path_factory.mktemp("named"), n=1500, seed=5, names=ORDER)
     models = f"{store.root.as_uri()}/models"
-    assert train(store.uri, models, "run-1", TREES)["promoted"]
+    assert train(store.uri, models, "run-1", TREES).promoted
     return store, served_model(models, fx.DATASET)
 
 

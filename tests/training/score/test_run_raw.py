@@ -33,9 +33,9 @@ def wine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     version = next((root / "datasets" / "wine").glob("2026*"))
     result = train(version.as_uri(), f"{uri}/models", "run-1",
                    FAST.with_overrides(min_eval_examples=10, min_margin=0.0, folds=0))
-    if not result["promoted"]:  # scoring is under test, not the gate: make the run current
+    if not result.promoted:  # scoring is under test, not the gate: make the run current
         _, token = read_current(f"{uri}/models", "wine")
-        record = read_model_record(result["model_uri"])
+        record = read_model_record(result.model_uri)
         assert record is not None and promote(f"{uri}/models", record, "accuracy", token)
     assert read_current(f"{uri}/models", "wine")[0].run == "run-1"
     return root, result
@@ -64,7 +64,7 @@ def test_unlabelled_rows_are_scored_as_the_model_answers_them(wine, tmp_path) ->
     classes = ["class_0", "class_1", "class_2"]
     assert [c for c in frame.columns if c.startswith("probability_")] == [
         f"probability_{c}" for c in classes]
-    model = keras.saving.load_model(Path(result["model_uri"].removeprefix("file://"))
+    model = keras.saving.load_model(Path(result.model_uri.removeprefix("file://"))
                                     / "model.keras")
     features = [c for c in rows.columns if c != "sample_id"]
     own = model({c: tf.constant(rows[c].astype(np.float32).to_numpy()) for c in features},

@@ -29,6 +29,7 @@ from training import outputs
 from training.config import TrainConfig
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, gate_scores, predictions
+from training.judge.trained import Trained
 from training.kinds.images.config import ImageTrainConfig
 from training.kinds.images.data import image_feature, make_image_dataset
 from training.kinds.images.model import build_cnn
@@ -73,7 +74,7 @@ def fit(version_uri: str, manifest: Manifest, config: ImageTrainConfig) -> tuple
 
 def train_images(version_uri: str, manifest: Manifest, models_root: str, run_name: str,
                  config: TrainConfig | None = None,
-                 origin: RunOrigin | None = None) -> dict[str, Any]:
+                 origin: RunOrigin | None = None) -> Trained:
     """What ``training.run.train.train`` does for an image version: fit, judge, publish the run."""
     config = config or TrainConfig()
     run_uri = outputs.run_uri_for(models_root, manifest, run_name)

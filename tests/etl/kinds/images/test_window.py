@@ -60,8 +60,8 @@ def test_csv_index_jpeg_rgb_quarantines_bad_files_and_publishes(client, tmp_path
     _write_index(tmp_path, rows, "csv")
     spec = str(pets_spec(tmp_path))
     res = pipeline.run(spec, tmp_path.as_uri(), END, run_id="pets")
-    assert res["created"] and sum(res["splits"].values()) == 14
-    vdir = Path(res["version_uri"][7:])
+    assert res.created and sum(res.splits.values()) == 14
+    vdir = Path(res.version_uri[7:])
     manifest = json.loads((vdir / "manifest.json").read_text())
     assert manifest["validation"]["quarantined_rows"] == 2
     assert manifest["validation"]["evaluated_rows"] == 16
@@ -96,7 +96,7 @@ def test_strict_mode_fails_on_any_bad_file(client, tmp_path: Path) -> None:
         pipeline.run(spec, tmp_path.as_uri(), END, run_id="pets-strict", mode="strict")
     assert versions.list_versions(tmp_path.as_uri(), "pets") == []
     again = pipeline.run(spec, tmp_path.as_uri(), END, run_id="pets-quarantine")
-    assert again["created"] and len(versions.list_versions(tmp_path.as_uri(), "pets")) == 1
+    assert again.created and len(versions.list_versions(tmp_path.as_uri(), "pets")) == 1
 
 
 def test_an_images_dataset_goes_through_the_same_chain(tmp_path: Path) -> None:
@@ -111,21 +111,21 @@ def test_an_images_dataset_goes_through_the_same_chain(tmp_path: Path) -> None:
     land(root, "digits")
     first = pipeline.run("digits", root, "2026-01-01", run_id="a")
     (seg,) = segment.list_segments(root, "digits")
-    manifest = versions.read_manifest(first["version_uri"])
+    manifest = versions.read_manifest(first.version_uri)
     assert seg.startswith("all-") and [s.segment for s in manifest.segments] == [seg]
     assert manifest.num_examples == 1797
     for split, info in manifest.splits.items():
         assert info.content_hash == content_hash(
             record_digest(r) for shard in info.shards
-            for r in iter_records(versions.shard_uri(first["version_uri"], shard))), split
+            for r in iter_records(versions.shard_uri(first.version_uri, shard))), split
     again = versions.read_manifest(pipeline.run("digits", root, "2026-01-02",
-                                                run_id="b")["version_uri"])
+                                                run_id="b").version_uri)
     assert segment.list_segments(root, "digits") == [seg]
     assert [s.segment for s in again.segments] == [seg]
     extra = Path(tmp_path, "raw/digits/3")
     shutil.copy(min(extra.iterdir()), extra / "copy.png")
     third = versions.read_manifest(pipeline.run("digits", root, "2026-01-03",
-                                                run_id="c")["version_uri"])
+                                                run_id="c").version_uri)
     assert len(segment.list_segments(root, "digits")) == 2
     assert [s.segment for s in third.segments] != [seg]
     assert third.verdict.evaluated_rows == 1798

@@ -95,7 +95,7 @@ def test_unbounded_window_lists_every_day_and_rows_are_cut_on_event_time(root: s
     on_day3 = int((ts[ts < pd.Timestamp(end)] >= pd.Timestamp("2013-01-03", tz="UTC")).sum())
     assert 0 < on_day3 < _upstream_day_count(root, "2013-01-03")
     result = pipeline.run("flights", root, end, run_id="noon")
-    manifest = versions.read_manifest(result["version_uri"])
+    manifest = versions.read_manifest(result.version_uri)
     assert manifest.verdict.evaluated_rows == before
     assert manifest.verdict.quarantined_rows == 0  # cut rows are not misfiled
 

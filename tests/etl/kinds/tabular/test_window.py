@@ -56,8 +56,8 @@ def _segment_ids(root: str, dataset: str = "flights") -> list[str]:
     return segment.list_segments(root, dataset)
 
 
-def _listed(result: dict) -> list[str]:
-    return [s.segment for s in versions.read_manifest(result["version_uri"]).segments]
+def _listed(result: pipeline.PublishedVersion) -> list[str]:
+    return [s.segment for s in versions.read_manifest(result.version_uri).segments]
 
 
 def _close(a, b, path: str = "") -> None:
@@ -82,11 +82,11 @@ def _record_hash(version_uri: str, manifest: versions.Manifest, split: str) -> s
         for r in iter_records(versions.shard_uri(version_uri, shard), manifest.compression))
 
 
-def _same_content(a: dict, b: dict) -> None:
-    ma, mb = versions.read_manifest(a["version_uri"]), versions.read_manifest(b["version_uri"])
+def _same_content(a: pipeline.PublishedVersion, b: pipeline.PublishedVersion) -> None:
+    ma, mb = versions.read_manifest(a.version_uri), versions.read_manifest(b.version_uri)
     for split in SPLITS:
         assert ma.splits[split].content_hash == mb.splits[split].content_hash, split
-        assert ma.splits[split].content_hash == _record_hash(a["version_uri"], ma, split)
+        assert ma.splits[split].content_hash == _record_hash(a.version_uri, ma, split)
     _close(ma.statistics.to_json(), mb.statistics.to_json())
     assert ma.verdict.evaluated_rows == mb.verdict.evaluated_rows
 
@@ -99,7 +99,7 @@ def test_every_build_history_gives_the_same_records_and_statistics(landed: Path,
     nightly = _root(landed, tmp_path / "nightly")
     for n, end in enumerate(DAYS, start=1):
         res = pipeline.run("flights", nightly, end, run_id=f"night{n}")
-        assert res["created"] and len(_segment_ids(nightly)) == n  # one new segment a night
+        assert res.created and len(_segment_ids(nightly)) == n  # one new segment a night
     first = segment.read_segment(segment.segment_uri(nightly, "flights",
                                                        _segment_ids(nightly)[0]))
     assert first.run_id == "night1"  # built once, reused by nights 2 and 3
@@ -108,8 +108,8 @@ def test_every_build_history_gives_the_same_records_and_statistics(landed: Path,
     (seg,) = _listed(bulk)
     assert seg.startswith("20130101_20130103-")  # three small days: one build, one segment
     _same_content(res, bulk)
-    manifest = versions.read_manifest(bulk["version_uri"])
-    assert versions.verify_shards(bulk["version_uri"], manifest) == sum(
+    manifest = versions.read_manifest(bulk.version_uri)
+    assert versions.verify_shards(bulk.version_uri, manifest) == sum(
         len(manifest.splits[s].shards) for s in SPLITS)
     monkeypatch.setattr(segment_build, "FAN_IN", 2)
     merged_root = _root(landed, tmp_path / "merged")
@@ -137,7 +137,7 @@ def test_a_redelivered_day_rebuilds_only_the_segment_that_held_it(landed: Path,
     caplog.set_level("INFO", logger="etl.pipeline")
     v2 = pipeline.run("flights", root, DAYS[-1], run_id="v2", force=True)
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("re-delivery")]
-    line = (f"re-delivery flights: 1 partition(s) changed since version {v1['version']} "
+    line = (f"re-delivery flights: 1 partition(s) changed since version {v1.version} "
             "was published: 20130102; the segments holding them are rebuilt")
     assert said == [line], said
     after = set(_segment_ids(root))
@@ -146,11 +146,11 @@ def test_a_redelivered_day_rebuilds_only_the_segment_that_held_it(landed: Path,
     assert before <= after  # the old segment stays: version v1 lists it
     assert set(_listed(v2)) - new == set(_listed(v1)) - {s for s in before
                                                           if s.startswith("20130102-")}
-    m1, m2 = versions.read_manifest(v1["version_uri"]), versions.read_manifest(v2["version_uri"])
-    assert v2["version"].endswith("-r2")
+    m1, m2 = versions.read_manifest(v1.version_uri), versions.read_manifest(v2.version_uri)
+    assert v2.version.endswith("-r2")
     assert m2.verdict.evaluated_rows == m1.verdict.evaluated_rows - 1
-    assert versions.verify_shards(v1["version_uri"], m1) and versions.verify_shards(
-        v2["version_uri"], m2)
+    assert versions.verify_shards(v1.version_uri, m1) and versions.verify_shards(
+        v2.version_uri, m2)
 
 
 def test_a_partition_larger_than_the_target_is_built_in_pieces(landed: Path, tmp_path: Path,
@@ -219,14 +219,14 @@ def test_key_uniqueness_holds_across_segments_and_a_failed_window_publishes_noth
     root = _root(landed, tmp_path / "root")
     spec = str(_keyed_by_schedule(tmp_path))
     day1 = pipeline.run(spec, root, DAYS[0], run_id="d1")  # one day: unique
-    assert day1["created"]
+    assert day1.created
     with pytest.raises(ValidationFailed) as info:
         pipeline.run(spec, root, DAYS[1], run_id="d2")
     message = str(info.value)
     assert "expect_compound_columns_to_be_unique" in message and "sched_dep_time" in message
     assert "'carrier': '" in message  # names a duplicated key from the stored segment keys
-    assert versions.list_versions(root, "flights") == [day1["version"]]
-    assert versions.latest_version(root, "flights") == day1["version"]
+    assert versions.list_versions(root, "flights") == [day1.version]
+    assert versions.latest_version(root, "flights") == day1.version
     window = versions.version_uri(root, "flights", "20130103T000000Z_all")
     assert not storage.exists(storage.join(window, versions.MANIFEST))
     assert len(_segment_ids(root)) == 2  # built and kept: immutable, valid, reusable
@@ -246,8 +246,8 @@ def test_a_killed_build_is_invisible_and_the_next_run_clears_it(landed: Path,
     assert not storage.exists(storage.join(uri, "half-written.tfrecord"))
     meta = segment.read_segment(uri)
     assert meta.run_id == "b"
-    m1 = versions.read_manifest(plan_run["version_uri"])
-    m2 = versions.read_manifest(again["version_uri"])
+    m1 = versions.read_manifest(plan_run.version_uri)
+    m2 = versions.read_manifest(again.version_uri)
     assert m1.splits["train"].content_hash == m2.splits["train"].content_hash
 
 
@@ -278,7 +278,7 @@ def test_a_segment_another_run_is_building_is_waited_for(landed: Path, tmp_path:
     timer.start()
     res = pipeline.run("flights", root, DAYS[0], run_id="second", force=True)
     timer.join()
-    assert built == [] and res["created"]
+    assert built == [] and res.created
     assert segment.read_segment(uri) == meta
 
 
@@ -290,7 +290,7 @@ def test_stock_tfds_loads_a_nightly_version_from_its_segment_folders(landed: Pat
     root = _root(landed, tmp_path)
     pipeline.run("flights", root, DAYS[0], run_id="n1")
     res = pipeline.run("flights", root, DAYS[1], run_id="n2")
-    vdir = Path(storage.get_fs(res["version_uri"])[1])
+    vdir = Path(storage.get_fs(res.version_uri)[1])
     manifest = json.loads((vdir / "manifest.json").read_text())
     dirs = [vdir.parent / "segments" / s["segment"] for s in manifest["segments"]]
     assert len(dirs) == 2
@@ -316,21 +316,21 @@ def test_compaction_merges_small_days_a_level_up_and_keeps_every_record(
     assert [len(x) for x in listed] == [1, 1, 2]
     assert listed[1][0].startswith("20130101_20130102-") and listed[2][0] == listed[1][0]
     assert listed[0][0] in _segment_ids(nightly)  # version 1 still lists the plain day
-    last = versions.read_manifest(res["version_uri"])
+    last = versions.read_manifest(res.version_uri)
     merged = segment.read_segment(segment.segment_uri(nightly, "flights", listed[2][0]))
     assert merged.level == 1 and merged.compacted_from[0] == listed[0][0]
     assert storage.exists(storage.join(segment.segment_uri(nightly, "flights", listed[2][0]),
                                       "dataset_info.json"))  # stock TFDS reads it too
     assert [p[0] for p in merged.partitions] == ["20130101", "20130102"]
     _same_content(res, bulk)
-    assert versions.verify_shards(res["version_uri"], last) == sum(
+    assert versions.verify_shards(res.version_uri, last) == sum(
         len(last.splits[s].shards) for s in SPLITS)
     # the merged segment's records are in digest order, not day after day: a reader taking
     # consecutive records must not see one day, then the next (training would see seasons)
     for split in SPLITS:
         shards_ = [s for s in last.splits[split].shards if s.segment == listed[2][0]]
         digests = [record_digest(r) for shard in shards_ for r in iter_records(
-            versions.shard_uri(res["version_uri"], shard), last.compression)]
+            versions.shard_uri(res.version_uri, shard), last.compression)]
         assert len(digests) > 1 and digests == sorted(digests), split
 
 
@@ -344,9 +344,9 @@ def test_retain_and_gc_delete_only_segments_no_version_lists(landed: Path, tmp_p
     day.write_text("".join(day.read_text().splitlines(keepends=True)[:-1]))  # re-delivered
     v2 = pipeline.run("flights", root, DAYS[1], run_id="v2", force=True)
     old = set(_segment_ids(root)) - {s.segment for s in versions.read_manifest(
-        v2["version_uri"]).segments}
+        v2.version_uri).segments}
     assert len(old) == 1  # the first delivery of day 2, listed by v1 only
-    assert versions.retain(root, "flights", keep=1) == [v1["version"]]
+    assert versions.retain(root, "flights", keep=1) == [v1.version]
     assert old <= set(_segment_ids(root))  # younger than the grace period: maybe a live run's
     killed = segment.segment_uri(root, "flights", "20130105-0000000000000000")
     storage.write_bytes_atomic(storage.join(killed, "flights-train.tfrecord-00000-of-00001"),
@@ -357,8 +357,8 @@ def test_retain_and_gc_delete_only_segments_no_version_lists(landed: Path, tmp_p
     assert set(found) >= {segment.segment_uri(root, "flights", s) for s in old}
     collect_garbage(root, "flights", apply=True, staging_stale_s=0.0)
     assert not storage.exists(killed) and not old & set(_segment_ids(root))
-    kept = versions.read_manifest(v2["version_uri"])
-    assert versions.verify_shards(v2["version_uri"], kept) == sum(  # what v2 lists is there
+    kept = versions.read_manifest(v2.version_uri)
+    assert versions.verify_shards(v2.version_uri, kept) == sum(  # what v2 lists is there
         len(kept.splits[s].shards) for s in SPLITS)
     monkeypatch.setattr(segment, "GRACE_S", 0.0)
     assert versions.retain(root, "flights", keep=1) == []
@@ -379,19 +379,19 @@ def test_the_ui_shows_a_composed_version_and_its_links_resolve(landed: Path,
     root = _root(landed, tmp_path)
     first = pipeline.run("flights", root, DAYS[0], run_id="day1")
     res = pipeline.run("flights", root, DAYS[1], run_id="ui")
-    drift = versions.read_manifest(res["version_uri"]).verdict.drift
-    assert drift["against"] == first["version"] and len(drift["segments"]) == 1
-    assert drift["segments"][0].startswith("20130102-") and drift["rows"] > 500
-    assert {f["name"] for f in drift["features"]} >= {"distance", "carrier", "label"}
-    assert not storage.exists(storage.join(res["version_uri"], "validation", "drift.json"))
+    drift = versions.read_manifest(res.version_uri).verdict.drift
+    assert drift.against == first.version and len(drift.segments) == 1
+    assert drift.segments[0].startswith("20130102-") and drift.rows > 500
+    assert {f.name for f in drift.features} >= {"distance", "carrier", "label"}
+    assert not storage.exists(storage.join(res.version_uri, "validation", "drift.json"))
     ui = TestClient(create_app(root))
-    page = ui.get(f"/datasets/flights/versions/{res['version']}")
+    page = ui.get(f"/datasets/flights/versions/{res.version}")
     assert page.status_code == 200
     text = unescape(page.text)
     assert "Segments" in text and "segments/20130101-" in text
     rows = re.findall(r'<tr class="segment-row">(.*?)</tr>', text, re.DOTALL)
     assert len(rows) == 2 and "2013-01-01" in rows[0] and "2013-01-02" in rows[1]
-    assert "Drift of the new data" in text and f"against version <code>{first['version']}" in text
+    assert "Drift of the new data" in text and f"against version <code>{first.version}" in text
     assert "20130102-" in text and "/flights-train.tfrecord-00000-of-00001" in text
     for href in set(re.findall(r'href="(/[^"#]*)"', page.text)):
         if not href.startswith("/dags/"):
@@ -413,20 +413,20 @@ def test_unlisted_classes_are_learned_once_and_an_unpartitioned_source_is_one_se
     root = (tmp_path / "store").as_uri()
     land_dataset(root, "wine")
     first = pipeline.run(str(folder / "spec.yaml"), root, "2026-01-01", run_id="a")
-    label = versions.read_manifest(first["version_uri"]).schema.label
+    label = versions.read_manifest(first.version_uri).schema.label
     assert label.class_names == ["class_0", "class_1", "class_2"] and label.classes == 3
     (seg,) = segment.list_segments(root, "wine")
     assert seg.startswith("all-")
     again = pipeline.run(str(folder / "spec.yaml"), root, "2026-01-02", run_id="b")
     assert segment.list_segments(root, "wine") == [seg]  # reused: same rows, same classes
-    assert versions.read_manifest(again["version_uri"]).schema.label == label
+    assert versions.read_manifest(again.version_uri).schema.label == label
     assert segment.read_segment(segment.segment_uri(root, "wine", seg)).run_id == "a"
 
 
 def test_two_concurrent_runs_of_one_window_both_succeed_with_one_version(
         landed: Path, tmp_path: Path) -> None:
     root = _root(landed, tmp_path)
-    results: dict[str, dict] = {}
+    results: dict[str, pipeline.PublishedVersion] = {}
     errors: list[BaseException] = []
 
     def one(run_id: str) -> None:
@@ -441,8 +441,8 @@ def test_two_concurrent_runs_of_one_window_both_succeed_with_one_version(
     for t in threads:
         t.join()
     assert not errors, errors
-    assert sorted(r["created"] for r in results.values()) == [False, True]
-    assert {r["version"] for r in results.values()} == {"20130104T000000Z_all"}
+    assert sorted(r.created for r in results.values()) == [False, True]
+    assert {r.version for r in results.values()} == {"20130104T000000Z_all"}
     assert versions.list_versions(root, "flights") == ["20130104T000000Z_all"]
     assert len(_segment_ids(root)) == 1  # built once, by whichever run claimed it first
 
@@ -480,11 +480,11 @@ def test_a_wider_window_after_a_narrow_version_names_no_late_day_and_no_history_
     said = [r.getMessage() for r in caplog.records]
     assert not [m for m in said if m.startswith("re-delivery")], said
     assert (f"drift flights: not measured: the 1 new segment(s) (2013-01-01T00:00:00Z to "
-            f"2013-01-02T00:00:00Z) lie before the window of version {narrow['version']} "
+            f"2013-01-02T00:00:00Z) lie before the window of version {narrow.version} "
             "(from 2013-01-02T00:00:00Z), history it never held, not data that follows "
             "it") in said, said
-    assert versions.read_manifest(whole["version_uri"]).verdict.drift is None
+    assert versions.read_manifest(whole.version_uri).verdict.drift is None
     caplog.clear()
     later = pipeline.run("flights", root, "2013-01-04", run_id="later")  # one day follows
-    report = versions.read_manifest(later["version_uri"]).verdict.drift
-    assert [s[:8] for s in report["segments"]] == ["20130103"], report["segments"]
+    report = versions.read_manifest(later.version_uri).verdict.drift
+    assert [s[:8] for s in report.segments] == ["20130103"], report.segments
