@@ -11,7 +11,10 @@ toggles in the DAG list, trigger ``etl_flights`` from its form with ``interval_e
 README names, the Asset-triggered training and the scoring of that version; then every plugin
 page of it is opened inside the Airflow UI frame, light and dark, every link fetched; the
 version page says it is trained and scored and its predictions page opens from it; the model
-names and links the run that trained it. Screenshots: ``ui-screenshots/operator-first-run/``.
+names and links the run that trained it. Last, the weather feed is cut before 2014-01-01 and
+that day is triggered from the form: the run fails in ``build`` in one try, and the dataset
+page lists the version as not published, its validation page opening from it with the
+failures in words. Screenshots: ``ui-screenshots/operator-first-run/``.
 Skips without Chromium, but not under CI=true.
 """
 
@@ -32,7 +35,7 @@ import pytest
 
 from tests.integration.airflow_stack import standalone_block
 from tests.integration.services import api_server_env, free_port, wait_for
-from tests.support import specs, ui_links
+from tests.support import failed_validation, specs, ui_links
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1800)]
 
@@ -43,6 +46,10 @@ USER = "admin"  # the one user ``airflow standalone`` creates
 # README "The first UI run", step 2, and the version step 3 says it publishes
 INTERVAL_END_DAY, WINDOW_DAYS = "2014-01-01", "7"
 VERSION = "20140101T000000Z_20131225T000000Z"
+# a day past the demo's window whose joined weather is cut (the feed stopped the day before)
+FAILING_END, FAILING_DAYS = "2014-01-02", "1"
+FAILING_VERSION = "20140102T000000Z_20140101T000000Z"
+WEATHER_ENDS_BEFORE = "2014-01-01"
 RETRY_ON = (OSError, httpx.HTTPError, KeyError, ValueError)
 DEMO_S, WAIT_UP_S, WAIT_ETL_S, WAIT_TRAIN_S = 900, 300, 600, 600
 COMPONENTS = ("scheduler", "dag_processor", "triggerer")
@@ -140,7 +147,7 @@ def test_readme_first_ui_run_from_the_demo(chromium: Path, tmp_path: Path, proce
             page.set_default_timeout(30_000)
             _log_in(page, api, expect)
             _unpause_by_toggles(page, api, expect)
-            _trigger(page, api.base, expect)
+            _trigger(page, api.base, expect, INTERVAL_END_DAY, WINDOW_DAYS, "01-trigger-form")
             wait_for("the triggered ETL run to succeed",
                      lambda: _finished(api, processes, "etl_flights", "manual"), WAIT_ETL_S,
                      on_timeout=lambda: api.diagnostics(processes), retry_on=RETRY_ON)
@@ -155,6 +162,7 @@ def test_readme_first_ui_run_from_the_demo(chromium: Path, tmp_path: Path, proce
             _browse_in_frame(browser, context, api.base, VERSION, expect)
             _predictions_page(browser, context, api.base, VERSION, expect)
             _asset_model_links_its_run(browser, context, api.base, VERSION, train_run, expect)
+            _failed_validation(page, api, env, processes, expect)
         finally:
             browser.close()
 
@@ -185,8 +193,10 @@ def _unpause_by_toggles(page, api: Api, expect) -> None:
     page.screenshot(path=str(SHOTS / "00-dag-list.png"), full_page=True)
 
 
-def _trigger(page, base: str, expect) -> None:
-    """README step 2: the trigger form, interval_end and window_days set, Unpause ticked."""
+def _trigger(page, base: str, expect, end: str, days_back: str, shot: str,
+             paused: bool = True) -> None:
+    """README step 2: the trigger form, interval_end and window_days set, Unpause ticked (the
+    form offers it while the DAG is paused)."""
     page.goto(f"{base}/dags/etl_flights")
     page.get_by_role("button", name="Trigger").first.click()
     # the trigger form itself: the date picker's popover is a role=dialog element too, and it
@@ -194,15 +204,16 @@ def _trigger(page, base: str, expect) -> None:
     dialog = page.locator('[role="dialog"][data-scope="dialog"]')
     expect(dialog.get_by_text("Spec default (shards.compression)")).to_be_visible()
     box = dialog.locator("#element_interval_end")  # a text field: typed as its help shows
-    box.fill(INTERVAL_END_DAY)
+    box.fill(end)
     box.press("Tab")
-    assert box.input_value() == INTERVAL_END_DAY
+    assert box.input_value() == end
     days = dialog.get_by_label("Window (days)")  # a number field
-    days.fill(WINDOW_DAYS)
+    days.fill(days_back)
     days.press("Tab")
-    expect(days).to_have_value(WINDOW_DAYS)
-    expect(dialog.get_by_role("checkbox", name="Unpause etl_flights on trigger")).to_be_checked()
-    page.screenshot(path=str(SHOTS / "01-trigger-form.png"), full_page=True)
+    expect(days).to_have_value(days_back)
+    unpause = dialog.get_by_role("checkbox", name="Unpause etl_flights on trigger")
+    expect(unpause).to_be_checked() if paused else expect(unpause).to_have_count(0)
+    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
     dialog.get_by_role("button", name="Trigger", exact=True).click()
     expect(dialog).to_be_hidden(timeout=60_000)  # the run is created first: seconds when busy
 
@@ -327,3 +338,37 @@ def _links_resolve(page, ctx, base: str) -> None:
         assert f"{parts.scheme}://{parts.netloc}" == base, ref
         status = ctx.request.get(ref).status
         assert status < 400, (frame.url, ref, status)
+
+
+def _failed_run(api: Api, processes) -> str | None:
+    """The failing window's manual run once it has failed (none of the others may)."""
+    processes.check_alive()
+    runs = [r for r in api.runs("etl_flights") if r["run_type"] == "manual"]
+    failed = [r["dag_run_id"] for r in runs if r["state"] == "failed"]
+    return failed[0] if failed else None
+
+
+def _failed_validation(page, api: Api, env: dict[str, str], processes, expect) -> None:
+    """README's failure walk: a window whose joined weather is missing fails in ``build`` in
+    one try (a deterministic failure is not retried); the dataset page, inside the frame,
+    lists it as not published and opens its validation page, the failures in words."""
+    root = Path(env["PIPELINE_STORAGE_ROOT"].removeprefix("file://"))
+    failed_validation.truncate_weather(root, WEATHER_ENDS_BEFORE)
+    _trigger(page, api.base, expect, FAILING_END, FAILING_DAYS, "02-trigger-failing-window",
+             paused=False)
+    run_id = wait_for("the failing window's run to fail", lambda: _failed_run(api, processes),
+                      WAIT_ETL_S, on_timeout=lambda: api.diagnostics(processes),
+                      retry_on=RETRY_ON)
+    tis = api.get(f"/dags/etl_flights/dagRuns/{quote(run_id, safe='')}/taskInstances")
+    build = next(t for t in tis["task_instances"] if t["task_id"] == "build")
+    assert (build["state"], build["try_number"]) == ("failed", 1), build
+    page.goto(f"{api.base}/plugin/pipeline-datasets/pipeline/datasets/flights")
+    frame = page.frame_locator("iframe")
+    row = frame.locator("tr.unpublished-row", has_text=FAILING_VERSION)
+    expect(row).to_have_count(1, timeout=30_000)
+    expect(row.locator(".badge.not-published")).to_be_visible()
+    row.locator("a.validation-link").click()
+    page.wait_for_url(re.compile(rf"/versions/{FAILING_VERSION}/validation$"))
+    expect(frame.locator("h1 .badge.not-published")).to_have_text("not published")
+    expect(frame.locator("li.failure").first).to_be_visible()
+    page.screenshot(path=str(SHOTS / "failed-validation.png"), full_page=True)
