@@ -167,7 +167,7 @@ def test_every_format_publishes_by_identifier(published: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(published: dict) -> dict:
+def trained(published: dict):
     from training.config import InputConfig, TrainConfig
     from training.run.train import train
 
@@ -184,7 +184,7 @@ def test_the_exported_model_serves_rows_keyed_by_the_spec_names(published, train
     from training.data.tabular import local_or_remote_path
     from training.models.tabular import SERVING_KEYS_FILE
 
-    saved = Path(local_or_remote_path(f"{trained['model_uri']}/saved_model"))
+    saved = Path(local_or_remote_path(f"{trained.model_uri}/saved_model"))
     loaded = tf.saved_model.load(str(saved))
     df = _frame()
     rows = {"ship_mode": df["Ship Mode"], "sub_category": df["Sub-Category"],

@@ -177,7 +177,7 @@ def test_day_by_day_and_bulk_builds_split_alike(tmp_path, monkeypatch):
         res = pipeline.run("seattle_weather", roots["nightly"].as_uri(), f"2012-01-{day:02d}",
                            run_id=f"n{day}")
     bulk = pipeline.run("seattle_weather", roots["bulk"].as_uri(), "2012-01-09", run_id="bulk")
-    a, b = (versions.read_manifest(r["version_uri"]) for r in (res, bulk))
+    a, b = (versions.read_manifest(r.version_uri) for r in (res, bulk))
     assert _record_hashes(a) == _record_hashes(b)
     assert sum(a.splits[s].num_examples for s in a.splits) == 9  # 8 days + the copy
     assert json.dumps(a.statistics.label_counts, sort_keys=True) == \

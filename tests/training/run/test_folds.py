@@ -98,7 +98,7 @@ def _fold_runs(tmp_path: Path, monkeypatch, model: ModelConfig) -> tuple[FitRun,
     and eval rows in memory, two folds' runs)."""
     data, out = drafted_iris(tmp_path)
     monkeypatch.setenv("PIPELINE_SPECS_PATH", str(out.parent))
-    version_uri = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r")["version_uri"]
+    version_uri = pipeline.run("iris", data.as_uri(), "2100-01-01", run_id="r").version_uri
     manifest = read_manifest(version_uri)
     config, _ = plan(TrainConfig(input=InputConfig(seed=1), model=model), manifest)
     keras.utils.set_random_seed(config.seed)
