@@ -54,7 +54,7 @@ browser:
 # TEST_WORKERS: pytest-xdist processes (default 2, what CI has); a file's tests run in one of them.
 TEST_WORKERS ?= 2
 test: install browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)

@@ -1,7 +1,8 @@
 """Run the whole pipeline locally: land raw data, ETL DAG, training DAG, then a summary.
 
-Uses the embedded defaults: storage on a local directory (``PIPELINE_STORAGE_ROOT``,
-``file://<repo>/.data``) and an Airflow home with SQLite (``AIRFLOW_HOME``, ``<repo>/.airflow``).
+``python scripts/demo.py [DATASET ...]`` runs the named datasets of ``DEMO_DATASETS`` (all by
+default: what ``make demo`` runs). Uses the embedded defaults: storage on a local directory
+(``PIPELINE_STORAGE_ROOT``, ``file://<repo>/.data``) and an Airflow home with SQLite (``AIRFLOW_HOME``, ``<repo>/.airflow``).
 Each DAG runs with ``airflow dags test``, i.e. in this process tree, no scheduler needed;
 its runs start now (the window comes from the ``interval_end`` Param, not the logical date),
 so Airflow shows real durations, and each task's part of the output is written where the
@@ -101,7 +102,14 @@ def dag_test(label: str, dag_id: str, conf: dict[str, str], env: dict[str, str],
          log_path, lambda output: write_task_logs(output, Path(logs)))
 
 
-def main() -> int:
+def main(datasets: list[str]) -> int:
+    """``datasets``: which of ``DEMO_DATASETS`` to run (all when none are named)."""
+    unknown = sorted(set(datasets) - set(DEMO_DATASETS))
+    if unknown:
+        print(f"demo: unknown dataset(s) {unknown}; expected some of {list(DEMO_DATASETS)}",
+              file=sys.stderr)
+        return 2
+    datasets = [d for d in DEMO_DATASETS if d in datasets] or list(DEMO_DATASETS)
     env = _env()
     root = env["PIPELINE_STORAGE_ROOT"]
     log_path = Path(env.get("DEMO_LOG", DEFAULT_LOG))
@@ -110,7 +118,7 @@ def main() -> int:
     print(f"full logs: {log_path}")
     airflow, python = str(BIN / "airflow"), str(BIN / "python")
     _run("airflow db migrate", [airflow, "db", "migrate"], env, log_path)
-    for dataset in DEMO_DATASETS:
+    for dataset in datasets:
         _run(f"land {dataset}", [python, "-m", "etl", "land", "--root", root, "--dataset",
                                  dataset], env, log_path)
         dag_test(f"ETL DAG etl_{dataset} (wait_for_data -> build -> publish)", f"etl_{dataset}",
@@ -119,7 +127,7 @@ def main() -> int:
                  env, log_path)
     sys.stdout.flush()
     subprocess.run([python, str(REPO / "scripts" / "summary.py"), "--root", root,
-                    *DEMO_DATASETS], env=env, cwd=REPO, check=True)
+                    *datasets], env=env, cwd=REPO, check=True)
     print(f"\nfull logs: {log_path}")
     print(FIRST_UI_RUN)
     return 0
@@ -127,7 +135,7 @@ def main() -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        sys.exit(main(sys.argv[1:]))
     except StepFailed as exc:
         print(f"\ndemo failed: {exc}", file=sys.stderr)
         sys.exit(1)

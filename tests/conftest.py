@@ -69,3 +69,25 @@ def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         yield c
+
+
+def _declared_cost(item: pytest.Item) -> float:
+    """What a test says it may take: its ``timeout`` mark (the costly ones all carry one)."""
+    mark = item.get_closest_marker("timeout")
+    return float(mark.args[0]) if mark and mark.args else 0.0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Costliest files first, each file's tests in their own order.
+
+    ``make test`` hands whole files to two workers (``--dist loadfile --no-loadscope-reorder``)
+    in this order, so the real-scheduler and browser files, which take minutes each, start at
+    once and the many quick files fill in beside them; with xdist's default order (files with
+    the most tests first) a long one-test file started last and ran alone at the end.
+    """
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    cost = {f: max(_declared_cost(i) for i in its) for f, its in by_file.items()}
+    ordered = sorted(by_file, key=lambda f: (-cost[f], -len(by_file[f]), f))
+    items[:] = [item for f in ordered for item in by_file[f]]
