@@ -41,12 +41,10 @@ from flightpipe_dags import (
     dataset_settings,
     lineage,
     links,
-    metrics_summary,
     model_asset,
     model_key,
     run_name,
     storage_root,
-    trained_summary,
     training_overrides,
     training_params,
     training_schedule,
@@ -82,6 +80,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
 
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             from training.config import TrainConfig
+            from training.judge.trained import Handover
             from training.record import RunOrigin
             from training.run.pending import PendingRun, nothing_to_train, train_pending
 
@@ -95,11 +94,10 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
             runs = train_pending(run, version=resolved["version"])
             for trained in runs:
                 lineage.for_model(get_current_context()["task"], trained.metrics.version_uri,
-                                  trained.model_uri, metrics_summary(trained.metrics.to_json()))
-            summary = trained_summary(runs)  # XCom holds plain JSON
-            links.remember(links.ModelPageLink,  # the task's "Model page" button
-                           links.page_url(name, summary["version"], run.run_folder))
-            return summary
+                                  trained.model_uri, trained.metrics.scalars())
+            handover = Handover.of_runs(runs)  # the "Model page" button's run, then XCom
+            links.remember(links.ModelPageLink, links.page_url(name, handover.version, run.run_folder))
+            return handover.to_json()  # XCom holds plain JSON
 
         @task(outlets=[model_asset(name)], execution_timeout=timedelta(minutes=5))
         def announce_model(trained: dict) -> dict:  # its Asset event: scoring what waits

@@ -316,14 +316,15 @@ def _record_json_keys() -> dict[str, frozenset[str]]:
     from etl.jsonobject import json_key
     from etl.pipeline.published import PublishedVersion
     from training.judge.pointer import Current
-    from training.judge.trained import Trained
+    from training.judge.trained import Handover, Trained
 
     def keys(*types: type) -> frozenset[str]:
         return frozenset(json_key(f) for t in types for f in dataclasses.fields(t)
                          if not f.name.startswith("json_"))
 
     return {"current": keys(Current), "drift": keys(DriftReport), "drift_row": keys(DriftRow),
-            "published": keys(PublishedVersion), "trained": keys(Trained)}
+            "published": keys(PublishedVersion), "trained": keys(Trained),
+            "handover": keys(Handover)}
 
 
 def _holds_record(low: str) -> str | None:
@@ -338,6 +339,8 @@ def _holds_record(low: str) -> str | None:
         return "published"
     if low in ("trained", "train_result", "train_results"):
         return "trained"
+    if low in ("handover", "handed", "summary"):  # the train task's XCom
+        return "handover"
     return None
 
 
@@ -475,7 +478,7 @@ def test_the_string_key_check_catches_a_planted_read_of_the_issue_54_records():
     by key of each is caught; attribute reads, and keys their types do not hold, are not."""
     keys = _json_keys()
     planted = '''
-def f(current, pointer, drift, report, drift_row, published, trained, resolved):
+def f(current, pointer, drift, report, drift_row, published, trained, resolved, handed):
     a = current["model_uri"]
     b = pointer.get("run")
     c = drift["drifted"]
@@ -486,6 +489,7 @@ def f(current, pointer, drift, report, drift_row, published, trained, resolved):
     i = self.published.get("created", True)
     j = trained["metrics"]["version"]
     k = trained.get("promoted")
+    m = handed["promoted"]
     ok = (current.model_uri, drift.drifted, report.words(), published.splits,
           trained.metrics.version, resolved["version"], report["raw_uri"], current["x"])
 '''
@@ -494,7 +498,7 @@ def f(current, pointer, drift, report, drift_row, published, trained, resolved):
         "current['model_uri']", "pointer.get('run')", "drift['drifted']",
         "manifest.verdict.drift.get('against')", "report['history']", "drift_row['kind']",
         "published['version_uri']", "self.published.get('created', True)",
-        "trained['metrics']", "trained.get('promoted')"]
+        "trained['metrics']", "trained.get('promoted')", "handed['promoted']"]
     assert _record_template_reads("{{ drift.get('rows') }}\n{{ drift.rows }}\n"
                                   "{{ current['run'] }}") == [
         "{{ drift.get('rows') }}", "{{ current['run'] }}"]

@@ -306,6 +306,22 @@ class ModelRecord(JsonObject):
     def trees(self) -> bool:
         return self.family == "trees"
 
+    def scalars(self) -> dict[str, Any]:
+        """The record's scalars, and the scalars of each per-split block (``test``, ``eval``,
+        ``baseline``): small enough for XCom, lineage and the UI. A split's nested parts (a
+        confusion matrix, per-class scores) are left out, never the split itself."""
+        def scalar(v: Any) -> bool:
+            return v is None or isinstance(v, (bool, int, float, str))
+
+        out: dict[str, Any] = {}
+        for k, value in self.to_json().items():
+            if scalar(value):
+                out[k] = value
+            elif isinstance(value, Mapping) and (flat := {n: v for n, v in value.items()
+                                                         if scalar(v)}):
+                out[k] = flat
+        return out
+
 
 def read_model_record(run_uri: str) -> ModelRecord | None:
     """The run folder's ``metrics.json``, None while there is none (running, failed, killed).

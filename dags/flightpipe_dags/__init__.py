@@ -13,12 +13,10 @@ from __future__ import annotations
 from flightpipe_dags.options import (
     EtlOptions,
     ParamError,
-    metrics_summary,
     resolve_etl_options,
     run_name,
     scored_summary,
     skip_already_published,
-    trained_summary,
     training_overrides,
 )
 from flightpipe_dags.params import TRAIN_OVERRIDES, etl_params, scoring_params, training_params
@@ -62,7 +60,6 @@ __all__ = [
     "etl_active_runs",
     "etl_params",
     "etl_timetable",
-    "metrics_summary",
     "model_asset",
     "model_key",
     "publish_key",
@@ -75,7 +72,6 @@ __all__ = [
     "skip_already_published",
     "spec_names",
     "storage_root",
-    "trained_summary",
     "training_overrides",
     "training_params",
     "training_schedule",

@@ -88,12 +88,14 @@ def skip(reason: str) -> NoReturn:
     raise AirflowSkipException(reason)
 
 
-def announce(dataset: str, summary: dict[str, Any]) -> dict[str, Any]:
+def announce(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     """``announce_model``: its ``model_<name>`` Asset event only when a model became current
     (a skipped task emits none), so scoring runs for a new model, not for every training.
-    ``summary``: the train task's XCom (``options.trained_summary``: plain JSON the DAG
-    itself writes, not ``train``'s ``Trained``)."""
-    if not summary["promoted"]:
+    ``handed``: the train task's XCom, a ``training.judge.trained.Handover`` as JSON."""
+    from training.judge.trained import Handover
+
+    handover = Handover.from_json(handed, f"the train task's result (train_{dataset})")
+    if not handover.promoted:
         skip(f"No Asset event: the current model of {dataset} did not change (the model of "
-             f"{summary['version']} is not promoted)")
-    return {"model_uri": summary["model_uri"], "version": summary["version"]}
+             f"{handover.version} is not promoted)")
+    return {"model_uri": handover.model_uri, "version": handover.version}

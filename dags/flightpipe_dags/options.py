@@ -23,7 +23,6 @@ from flightpipe_dags.params import TRAIN_OVERRIDES
 
 if TYPE_CHECKING:  # parse time stays light: the types only annotate
     from etl.pipeline.published import PublishedVersion
-    from training.judge.trained import Trained
 
 _LOG = logging.getLogger("airflow.task")
 
@@ -149,24 +148,6 @@ def skip_already_published(dataset: str, result: PublishedVersion) -> None:
                 "force_republish to publish a new revision.")
 
 
-def metrics_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """The scalars of metrics.json, and the scalars of each per-split dict (``test``, ``eval``,
-    ``baseline``): small enough for XCom and the UI. A split's nested parts (a confusion
-    matrix, per-class scores) are left out, never the split itself."""
-    def scalar(v: Any) -> bool:
-        return v is None or isinstance(v, (bool, int, float, str))
-
-    out: dict[str, Any] = {}
-    for key, value in metrics.items():
-        if scalar(value):
-            out[key] = value
-        elif isinstance(value, Mapping):
-            flat = {k: v for k, v in value.items() if scalar(v)}
-            if flat:
-                out[key] = flat
-    return out
-
-
 def run_name(run_id: str) -> str:
     """A storage-safe name for a training run folder, derived from the Airflow run id."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("_") or "run"
@@ -176,15 +157,3 @@ def scored_summary(done: Sequence[Any]) -> dict[str, Any]:
     """A score run's XCom: the last published folder's summary and every window it scored
     (``done``: ``training.score.publish.PublishedVersion``, oldest first)."""
     return {**done[-1].summary(), "windows": [one.key[0] for one in done]}
-
-
-def trained_summary(runs: Sequence[Trained]) -> dict[str, Any]:
-    """A training run's XCom, plain JSON: the last model it trained (``training.run.train
-    .train``'s ``Trained`` results, oldest first), whether any became current, and every
-    version it trained."""
-    last = runs[-1]
-    return {"version": last.version, "model_uri": last.model_uri,
-            "metrics": metrics_summary(last.metrics.to_json()),
-            "blessing": last.blessing.to_json(),
-            "promoted": any(run.promoted for run in runs),
-            "trained": [run.version for run in runs]}

@@ -414,13 +414,6 @@ def test_interval_start_is_window_before_end(common) -> None:
     assert opts.interval_end - opts.interval_start == timedelta(days=7)
 
 
-def test_metrics_summary_keeps_scalars_for_xcom(common) -> None:
-    metrics = {"test": {"auc": 0.7, "accuracy": 0.8}, "baseline": {"auc": 0.5},
-               "history": {"loss": [0.6, 0.5]}, "epochs": 3, "shards": ["a", "b"]}
-    assert common.metrics_summary(metrics) == {"test": {"auc": 0.7, "accuracy": 0.8},
-                                               "baseline": {"auc": 0.5}, "epochs": 3}
-
-
 def test_incremental_must_be_a_boolean(tmp_path: Path) -> None:
     (tmp_path / "c" / "inc").mkdir(parents=True)
     (tmp_path / "c" / "inc" / "spec.yaml").write_text("name: inc\nincremental: nightly\n")
@@ -436,20 +429,6 @@ def test_a_spec_still_setting_incremental_parses_with_a_deprecation_line(tmp_pat
                                                       "incremental: true\n")
     result = parse_in_subprocess(DAGS, PIPELINE_SPECS_PATH=str(tmp_path / "c"))
     assert not result["errors"] and {"etl_pics", "train_pics"} <= set(result["dags"])
-
-
-def test_metrics_summary_keeps_each_splits_scalars_beside_nested_reports(common) -> None:
-    """A multi-class test split carries per-class scores and a confusion matrix: the summary
-    keeps its accuracy and macro-F1 (it used to drop the whole ``test`` dict)."""
-    test = {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37,
-            "per_class": {"class_0": {"f1": 0.9}}, "confusion_matrix": [[10, 1], [2, 24]]}
-    metrics = {"task": "multiclass", "classes": ["class_0", "class_1"], "test": test,
-               "baseline": {"accuracy": 0.4, "macro_f1": 0.19, "majority_class": 1},
-               "history": {"loss": [0.6, 0.5]}}
-    summary = common.metrics_summary(metrics)
-    assert summary["test"] == {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37}
-    assert summary["baseline"] == metrics["baseline"] and summary["task"] == "multiclass"
-    assert "history" not in summary and "classes" not in summary
 
 
 @pytest.mark.parametrize("folder", ["dags", "plugins"])

@@ -105,3 +105,24 @@ def test_a_verdict_says_why_in_one_line_and_a_record_without_one_is_not_blessed(
                                  "[rules: binary: auc and log loss]")
     assert Blessing.of(checks[:1]).summary() == "blessed: auc 0.71 vs 0.50"
     assert not Blessing.missing().blessed  # a run from before the gate
+
+
+def test_scalars_keep_what_xcom_and_lineage_carry() -> None:
+    metrics = {"test": {"auc": 0.7, "accuracy": 0.8}, "baseline": {"auc": 0.5},
+               "history": {"loss": [0.6, 0.5]}, "epochs": 3, "shards": ["a", "b"]}
+    assert ModelRecord.from_json(metrics, "m.json").scalars() == {
+        "test": {"auc": 0.7, "accuracy": 0.8}, "baseline": {"auc": 0.5}, "epochs": 3}
+
+
+def test_scalars_keep_each_splits_scalars_beside_nested_reports() -> None:
+    """A multi-class test split carries per-class scores and a confusion matrix: the scalars
+    keep its accuracy and macro-F1 (a summary once dropped the whole ``test`` block)."""
+    test = {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37,
+            "per_class": {"class_0": {"f1": 0.9}}, "confusion_matrix": [[10, 1], [2, 24]]}
+    metrics = {"task": "multiclass", "classes": ["class_0", "class_1"], "test": test,
+               "baseline": {"accuracy": 0.4, "macro_f1": 0.19, "majority_class": 1},
+               "history": {"loss": [0.6, 0.5]}}
+    scalars = ModelRecord.from_json(metrics, "m.json").scalars()
+    assert scalars["test"] == {"accuracy": 0.9, "macro_f1": 0.88, "loss": 0.3, "examples": 37}
+    assert scalars["baseline"] == metrics["baseline"] and scalars["task"] == "multiclass"
+    assert "history" not in scalars and "classes" not in scalars

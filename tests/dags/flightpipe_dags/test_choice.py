@@ -175,7 +175,11 @@ def test_every_publish_and_promotion_has_its_own_partition_key(dags, monkeypatch
     monkeypatch.setattr(dataset_training, "get_current_context",
                         lambda: {"outlet_events": outlets})
     announce = dags.train.get_task("announce_model").python_callable
-    model = {"version": version, "model_uri": f"{uri}/{version}/manual_1", "promoted": True}
+    from training.judge.trained import Handover
+    from training.record import Blessing
+
+    model = Handover.of(version=version, model_uri=f"{uri}/{version}/manual_1",
+                        blessing=Blessing.of([]), promoted=True).to_json()
     assert announce(model) == {"version": version, "model_uri": model["model_uri"]}
     assert outlets[fd.model_asset("flights")].partition_keys == {f"{version}/manual_1"}
     with pytest.raises(AirflowSkipException):  # not promoted: skipped, no event at all
