@@ -198,7 +198,9 @@ def _trigger(page, base: str, expect, end: str, days_back: str, shot: str,
     """README step 2: the trigger form, interval_end and window_days set, Unpause ticked (the
     form offers it while the DAG is paused)."""
     page.goto(f"{base}/dags/etl_flights")
-    page.get_by_role("button", name="Trigger").first.click()
+    trigger = page.get_by_role("button", name="Trigger").first
+    expect(trigger).to_be_visible(timeout=90_000)  # the page renders once its data loaded
+    trigger.click()
     # the trigger form itself: the date picker's popover is a role=dialog element too, and it
     # may still be in the page (closing) when the form is submitted
     dialog = page.locator('[role="dialog"][data-scope="dialog"]')
