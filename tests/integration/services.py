@@ -20,8 +20,14 @@ def free_port() -> int:
 
 def api_server_env(port: int) -> dict[str, str]:
     """Airflow settings for one api-server on loopback ``port`` that tasks reach for the
-    execution API; fresh signing secrets per test."""
+    execution API; fresh signing secrets per test. Each stack serves its scheduler's and
+    triggerer's logs on ports of its own (two stacks at once on the fixed 8793 left one
+    without), and a task waits up to a minute for the API: with two Airflows and browsers
+    on two cores a request took over Airflow's default 5 s, and the task failed on it."""
     return {
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(48),
         "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(48),
         "AIRFLOW__API__HOST": "127.0.0.1",
