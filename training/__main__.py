@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from training.config import AUTOTUNE, BenchConfig, InputConfig, TrainConfig
 
 if TYPE_CHECKING:  # the CLI starts light: the type only annotates
-    from training.judge.trained import Trained
+    from training.record import Trained
 
 ROOT_ENV = "PIPELINE_STORAGE_ROOT"
 EXIT_REFUSED = 1  # bad input or a split that cannot be evaluated: nothing was trained

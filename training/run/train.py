@@ -37,7 +37,6 @@ from training.judge.evaluate import (
     scores_of,
 )
 from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
-from training.judge.trained import Trained
 from training.models.tabular import export_serving
 from training.record import (
     Blessing,
@@ -46,6 +45,7 @@ from training.record import (
     PhaseTimes,
     RunOrigin,
     TargetChoice,
+    Trained,
     TunedUse,
     read_model_record,
 )
@@ -83,7 +83,7 @@ def train(
         origin: The orchestrator run that started this one (written to metrics.json).
 
     Returns:
-        ``training.judge.trained.Trained``: the run folder, its record (metrics.json), the
+        ``training.record.Trained``: the run folder, its record (metrics.json), the
         gate's ``Blessing``, whether this run is now the dataset's current model.
 
     Raises:
