@@ -34,7 +34,7 @@ from training.judge.evaluate import (
     regression_report,
 )
 from training.judge.gate import auc_lead_bound, lower_bound
-from training.models.heads import BINARY, REGRESSION, in_units
+from training.models.tabular import BINARY, REGRESSION, in_units
 from training.run.families import (
     EVAL_SPLIT,
     FAMILIES,
