@@ -239,7 +239,7 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The run's settings from the ``train`` flags; one left at its default leaves the spec's
-    ``training:`` key (``training.run.plan.spec_overrides``)."""
+    ``training:`` key (``training.run.choice.spec_overrides``)."""
     config = replace(
         TrainConfig(), input=input_config(args), epochs=args.epochs,
         steps_per_epoch=args.steps_per_epoch, patience=args.patience, min_margin=args.min_margin,

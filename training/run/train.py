@@ -50,9 +50,15 @@ from training.record import (
     read_model_record,
 )
 from training.run import families
-from training.run.choice import choose, choose_target
+from training.run.choice import (
+    choose,
+    choose_target,
+    class_weight,
+    plan,
+    spec_overrides,
+    tuned_overrides,
+)
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
-from training.run.plan import class_weight, plan, spec_overrides, tuned_overrides
 from training.run.runtime import DeviceSetup, Phases, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
