@@ -226,7 +226,7 @@ def run_table(table: Table, work: Path, budget_s: float | None = None) -> dict[s
         if not result["etl_run"]["ok"]:
             result["etl_run"].pop("stdout")
             return _with_verdict(result)
-        from etl.pipeline.published import PublishedVersion
+        from etl.versions.catalog import PublishedVersion
 
         published = PublishedVersion.from_json(last_json(result["etl_run"].pop("stdout")),
                                          "etl run --json")

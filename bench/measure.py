@@ -90,7 +90,7 @@ def etl_cli(root: str, interval_end: str = YEAR_END, interval_start: str | None 
     """
     cmd = [*etl_command(root, interval_end, interval_start, dataset), "--json"]
     child = run_checked(cmd, cwd=REPO, env=env)
-    from etl.pipeline.published import PublishedVersion
+    from etl.versions.catalog import PublishedVersion
 
     published = PublishedVersion.from_json(last_json(child.stdout), "etl run --json")
     if not published.created:

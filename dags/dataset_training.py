@@ -80,8 +80,7 @@ def build_training_dag(name: str, settings: DagSettings) -> DAG:
 
             logs.configure(handler=False)  # before TensorFlow's import: its INFO stays out
             from training.config import TrainConfig
-            from training.judge.trained import Handover
-            from training.record import RunOrigin
+            from training.record import Handover, RunOrigin
             from training.run.pending import PendingRun, nothing_to_train, train_pending
 
             overrides = {**spec_training, **training_overrides(params)}

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from training.config import AUTOTUNE, BenchConfig, InputConfig, TrainConfig
 
 if TYPE_CHECKING:  # the CLI starts light: the type only annotates
-    from training.judge.trained import Trained
+    from training.record import Trained
 
 ROOT_ENV = "PIPELINE_STORAGE_ROOT"
 EXIT_REFUSED = 1  # bad input or a split that cannot be evaluated: nothing was trained
@@ -239,7 +239,7 @@ def models_root(args: argparse.Namespace, vuri: str) -> str:
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The run's settings from the ``train`` flags; one left at its default leaves the spec's
-    ``training:`` key (``training.run.plan.spec_overrides``)."""
+    ``training:`` key (``training.run.choice.spec_overrides``)."""
     config = replace(
         TrainConfig(), input=input_config(args), epochs=args.epochs,
         steps_per_epoch=args.steps_per_epoch, patience=args.patience, min_margin=args.min_margin,

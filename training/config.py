@@ -4,7 +4,7 @@ Pipeline knobs (``InputConfig``) change throughput, never results for a fixed se
 hyperparameters (``ModelConfig``) change results; ``TrainConfig`` ties a run together. All
 are frozen dataclasses with named defaults so a run's settings can be logged and compared.
 A setting left at its default is then chosen from the version's train size
-(``training.run.plan``). Import-light: no TensorFlow here, so the CLI's ``--help`` and the
+(``training.run.choice``). Import-light: no TensorFlow here, so the CLI's ``--help`` and the
 DAG files stay fast.
 """
 

@@ -386,7 +386,7 @@ class TuneConfig:
 @dataclass(frozen=True)
 class Tuned:
     """``models/<dataset>/tuned.json``: what ``python -m training tune`` found, read by every
-    later training of the dataset until it is tuned again (``training.run.plan.tuned_overrides``).
+    later training of the dataset until it is tuned again (``training.run.choice.tuned_overrides``).
 
     ``settings`` are flat ``TrainConfig.with_overrides`` names of the best ``family``;
     ``eval`` its figure as ``judged`` (the eval split, or a small table's repeated k-fold) (``metric``: auc for a binary label, higher is better, else the

@@ -10,7 +10,15 @@ Its blocks are typed records too: the figures per split (``Figures``, with the t
 (``TargetChoice``, ``FamilyChoice``, by ``training.run.choice``), the tuned settings used
 (``TunedUse``, of ``training.outputs.Tuned``) and each phase's time (``PhaseTimes``, by
 ``training.run.runtime.Phases``). They live here, under the modules that write them, because
-the record holds them and the gate and the outputs both read it. Every block is a typed JSON
+the record holds them and the gate and the outputs both read it.
+
+What ``training.run.train.train`` returns holds the record and its verdict (``Trained``: the
+run's folder, its record, the verdict, whether it became current; made by the gate,
+``training.judge.gate.conclude``, ``stored``), and ``Handover`` is what one training task hands
+on (its XCom, read by ``announce_model``): the last model it trained, in scalars, whether any
+became current, every version it trained. Read by the CLI, the pending-versions loop and the
+training DAG through attributes; ``to_json`` / ``from_json`` carry them across a process or
+XCom boundary, so no reader takes them apart by string key. Every block is a typed JSON
 object (``etl.jsonobject``): keys are kept as read, so an older record (or a key this code does
 not know) reads and writes back unchanged. Import-light: no TensorFlow here.
 """
@@ -18,7 +26,7 @@ not know) reads and writes back unchanged. Import-light: no TensorFlow here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Self
 
@@ -337,3 +345,54 @@ def read_model_record(run_uri: str) -> ModelRecord | None:
     except FileNotFoundError:
         return None
     return ModelRecord.from_json(obj, path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trained(JsonObject):
+    """One trained run: ``metrics`` is its metrics.json as written, ``blessing`` the verdict
+    on it, ``promoted`` whether ``models/<dataset>/current.json`` now names it."""
+
+    model_uri: str | None = json_field(str)
+    metrics: ModelRecord = json_field(dict, nested(ModelRecord), required=True)
+    blessing: Blessing = json_field(dict, nested(Blessing), required=True)
+    promoted: bool = json_field(bool, default=False)
+
+    @property
+    def version(self) -> str:
+        """The version the run trained on."""
+        return str(self.metrics.version)
+
+    def summary(self) -> str:
+        """The message of ``ModelNotBlessedError``: the run and why it is not current."""
+        return (f"model {self.model_uri} was written but is not blessed, so it is not current "
+                f"({self.blessing.summary()}); fail_unblessed is set, so this run fails")
+
+
+def trained(model_uri: Any, record: ModelRecord, blessing: Blessing, promoted: bool) -> Trained:
+    """A run's result as the gate concludes it."""
+    return Trained.of(model_uri=None if model_uri is None else str(model_uri), metrics=record,
+                      blessing=blessing, promoted=bool(promoted))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Handover(JsonObject):
+    """A training task's result for XCom and the next task: the last run's version, model
+    folder, record scalars (``ModelRecord.scalars``) and verdict; ``promoted``: whether any
+    run of the task made its model current; ``trained``: every version trained, oldest
+    first."""
+
+    version: str = json_field(str, required=True)
+    model_uri: str | None = json_field(str)
+    metrics: Mapping[str, Any] = json_field(dict, default={})
+    blessing: Blessing = json_field(dict, nested(Blessing), required=True)
+    promoted: bool = json_field(bool, default=False)
+    trained: tuple[str, ...] = json_field(list, strings(), default=())
+
+    @classmethod
+    def of_runs(cls, runs: Sequence[Trained]) -> Self:
+        """The hand-over of ``runs`` (``train_pending``'s results, oldest first; not empty)."""
+        last = runs[-1]
+        return cls.of(version=last.version, model_uri=last.model_uri,
+                      metrics=last.metrics.scalars(), blessing=last.blessing,
+                      promoted=any(run.promoted for run in runs),
+                      trained=tuple(run.version for run in runs))

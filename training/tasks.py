@@ -2,7 +2,7 @@
 
 ``schema.label.task`` (``binary`` when absent: versions published before tasks existed) picks
 a ``Task`` that carries every step that depends on it: the label's encoding in the input
-pipeline and the model head with what the exported model returns (``training.models.heads``),
+pipeline and the model head with what the exported model returns (``training.models.tabular``),
 loss and metrics, the test report and the baseline a model must beat
 (``training.judge.evaluate``), the gate's rules (``training.judge.gate``), plots and the model
 card's lines (``training.outputs``). A run (``training.run.train``, or the images kind's)
@@ -24,7 +24,7 @@ from etl.versions import Manifest
 from etl.versions.segment import LabelSchema
 from training import outputs
 from training.judge import evaluate
-from training.models.heads import (
+from training.models.tabular import (
     BINARY,
     MULTICLASS,
     REGRESSION,

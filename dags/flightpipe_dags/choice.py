@@ -91,8 +91,8 @@ def skip(reason: str) -> NoReturn:
 def announce(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     """``announce_model``: its ``model_<name>`` Asset event only when a model became current
     (a skipped task emits none), so scoring runs for a new model, not for every training.
-    ``handed``: the train task's XCom, a ``training.judge.trained.Handover`` as JSON."""
-    from training.judge.trained import Handover
+    ``handed``: the train task's XCom, a ``training.record.Handover`` as JSON."""
+    from training.record import Handover
 
     handover = Handover.from_json(handed, f"the train task's result (train_{dataset})")
     if not handover.promoted:

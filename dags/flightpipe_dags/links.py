@@ -28,7 +28,7 @@ from urllib.parse import quote
 from airflow.sdk import BaseOperatorLink
 
 if TYPE_CHECKING:  # parse time stays light: the types only annotate
-    from etl.pipeline.published import PublishedVersion
+    from etl.versions.catalog import PublishedVersion
     from etl.versions.manifest import Manifest, Verdict
 
 NAV_ROUTE = "/plugin/pipeline-datasets"  # the plugin's external view in the Airflow UI

@@ -22,7 +22,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from flightpipe_dags.params import TRAIN_OVERRIDES
 
 if TYPE_CHECKING:  # parse time stays light: the types only annotate
-    from etl.pipeline.published import PublishedVersion
+    from etl.versions.catalog import PublishedVersion
 
 _LOG = logging.getLogger("airflow.task")
 

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 from etl import kinds, storage, versions
 from etl.errors import PipelineError, VersionExistsError, VersionLockedError
 from etl.kinds import BuildRequest, DatasetKind, Window
-from etl.pipeline.published import PublishedVersion
 from etl.provenance import iso, run_key, utc
 from etl.spec import DatasetSpec
 from etl.validation.suite import check_mode
+from etl.versions.catalog import PublishedVersion
 from etl.versions.manifest import Interval, Manifest, Verdict
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ def publish(written_uri: str) -> PublishedVersion:
     ``written_uri``: what ``build_version`` returned; its handed-off writer lease carries the
     draft (the manifest to be and the run record).
     Returns the version, whether it was created, its rows per split and the steps' timings
-    (``etl.pipeline.published.PublishedVersion``).
+    (``etl.versions.catalog.PublishedVersion``).
     """
     try:
         lock = versions.take_handed_off_lock(written_uri)

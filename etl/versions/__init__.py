@@ -9,7 +9,8 @@ is ever renamed, which object stores cannot do atomically. Import-light: no dask
 This module is the public face; the code lives in ``ids`` (ids, their order, URIs), ``lease``
 (locks kept alive by heartbeats, dead holders broken: the ``_WRITER`` lease, a segment's lease),
 ``manifest`` (``Manifest``: read, verify), ``segment`` (``SegmentMeta``, segment ids, content
-hashes, folders) and ``catalog`` (publishing, listing, latest, LATEST, retention).
+hashes, folders) and ``catalog`` (publishing and what it returns, ``PublishedVersion``;
+listing, latest, LATEST, retention).
 """
 
 from __future__ import annotations

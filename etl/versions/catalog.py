@@ -2,17 +2,28 @@
 pointer, retention (of versions and of the segments no version lists).
 
 A version counts only once its manifest.json exists: ``publish_manifest`` creates it only if
-absent (two runs cannot both publish one version), then advances LATEST and drops the lock. LATEST is a hint that saves a listing:
-it is advanced by compare-and-swap and never trusted over a newer complete version.
+absent (two runs cannot both publish one version), then advances LATEST and drops the lock.
+LATEST is a hint that saves a listing: it is advanced by compare-and-swap and never trusted
+over a newer complete version.
+
+What ``etl.pipeline.publish`` (and ``run``, which builds then publishes) returns is a typed
+record of its own, ``PublishedVersion``: the version made visible (or found already
+published), its rows per split and the steps' timings. Read by the ETL DAG's publish task and
+the CLI through attributes; it crosses into Airflow's XCom and the CLI's ``--json`` as
+``to_json()`` and is read back with ``from_json``, so no reader takes it apart by string key.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from etl import storage
 from etl.errors import IncompleteVersionError, NoVersionError, VersionLockedError
+from etl.jsonobject import JsonObject
+from etl.jsonobject import key as json_field
 from etl.versions import segment
 from etl.versions.ids import (
     LATEST,
@@ -28,6 +39,27 @@ from etl.versions.lease import WriterLock, current_holder, release_writer_lock
 from etl.versions.manifest import Manifest
 
 log = logging.getLogger("etl.versions")  # the facade's name, which log configs filter on
+
+_NUMBER = (int, float)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedVersion(JsonObject):
+    """``created``: whether this call made the version visible (False: it already was);
+    ``timings``: the steps' seconds (absent when nothing was built); ``wall_s``: ``run``'s
+    seconds end to end."""
+
+    version_uri: str = json_field(str, required=True)
+    version: str | None = json_field(str)
+    created: bool = json_field(bool, default=False)
+    splits: Mapping[str, int] = json_field(dict, default={})  # rows per split
+    timings: Mapping[str, float] | None = json_field(dict)
+    wall_s: float | None = json_field(_NUMBER)
+
+    @property
+    def rows(self) -> int:
+        """The version's rows, every split."""
+        return sum(self.splits.values())
 
 
 def _candidates(root: str, dataset: str) -> list[str]:

@@ -21,7 +21,7 @@ from etl.errors import IncompleteVersionError, PathOutsideRootError
 from etl.versions import Manifest
 from etl.versions.ids import is_version_id
 from training import ledger
-from training.judge.pointer import CURRENT_FILE, Current
+from training.judge.current import CURRENT_FILE, Current
 from training.ledger import VersionState
 from training.predictions import PREDICTIONS_DIR
 from training.record import METRICS_FILE, ModelRecord

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etl.versions import Manifest
-from training.judge.pointer import Current
+from training.judge.current import Current
 from training.record import Intervals, ModelRecord, TunedUse
 
 from .present import flatten, fmt, metric

@@ -1,5 +1,7 @@
-"""The dataset's current model: its pointer, ``models/<dataset>/current.json``, replaced only
-by a conditional write, and the model it names, loaded to be scored beside a new one.
+"""The dataset's current model: its pointer, ``models/<dataset>/current.json``, a typed record
+(``Current``) replaced only by a conditional write, and the model it names, loaded to be scored
+beside a new one. The gate, the scorer, the CLI and the UI read the pointer through
+``Current``'s attributes, never by string key.
 
 The gate (``training.judge.gate``) decides whether a new model may replace it; this module
 holds what is replaced and how: ``promote`` writes the pointer only if it is still what the
@@ -8,15 +10,18 @@ gate compared with, so two trainings judged at once cannot both become current.
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from etl import storage
-from training.judge.pointer import CURRENT_FILE, Current
+from etl.jsonobject import JsonObject
+from etl.jsonobject import key as json_field
 from training.record import ModelRecord
 
 __all__ = ["CURRENT_FILE", "Current", "Scores", "current_uri", "load_model", "promote",
@@ -25,6 +30,26 @@ __all__ = ["CURRENT_FILE", "Current", "Scores", "current_uri", "load_model", "pr
 log = logging.getLogger(__name__)
 
 Scores = dict[str, float]
+CURRENT_FILE = "current.json"
+_NUMBER = (int, float)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Current(JsonObject):
+    """The dataset's current model, as its pointer names it: the run, the metric it was
+    promoted on and its value, and when. Keys are kept as read (``JsonObject``)."""
+
+    dataset: str = json_field(str, required=True)
+    version: str = json_field(str, required=True)
+    run: str = json_field(str, required=True)
+    model_uri: str = json_field(str, required=True)
+    metric: str = json_field(str, required=True)
+    value: float = json_field(_NUMBER, required=True)
+    blessed_at: str = json_field(str, required=True)
+
+    def names(self, version: object, run: object) -> bool:
+        """Whether this pointer names the run ``run`` of ``version``."""
+        return self.version == version and self.run == run
 
 
 def current_uri(models_root: str, dataset: str) -> str:
@@ -37,8 +62,6 @@ def read_current(models_root: str, dataset: str) -> tuple[Current | None, str | 
     data, token = storage.read_with_token(uri)
     if data is None:
         return None, None
-    import json
-
     return Current.from_json(json.loads(data), uri), token
 
 
@@ -96,5 +119,3 @@ def promote(models_root: str, record: ModelRecord, metric: str, token: str | Non
         log.warning("not promoted: %s changed while this run was judged; train again to "
                     "compare with the model it now names", uri)
     return done
-
-

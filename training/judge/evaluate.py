@@ -20,7 +20,7 @@ import tensorflow as tf
 from scipy.stats import rankdata
 
 from etl.versions import Manifest
-from training.models.heads import BINARY, REGRESSION, in_units, transform_of
+from training.models.tabular import BINARY, REGRESSION, in_units, transform_of
 
 CHANCE_AUC = 0.5
 

@@ -58,9 +58,8 @@ from etl.versions import Manifest
 from training.config import TrainConfig
 from training.judge.current import Current, Scores, promote, read_current, score_current
 from training.judge.evaluate import example_losses, gate_scores
-from training.judge.trained import Trained, trained
-from training.models.heads import BINARY, MULTICLASS, REGRESSION
-from training.record import Blessing, Check, Figures, ModelRecord
+from training.models.tabular import BINARY, MULTICLASS, REGRESSION
+from training.record import Blessing, Check, Figures, ModelRecord, Trained, trained
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ views of ``training.models.tabular.TabularModel``, sharing their layers:
   normalized into one matrix (``numeric_key``; one input per column made wide tables slow). Training
   runs it in the tf.data feature map, on the host, in parallel with the accelerator: string
   lookups are CPU-only hash tables, and outside the train step they do not stop XLA.
-- ``core``: ids and numbers -> the task's head (``training.models.heads``); the part that
+- ``core``: ids and numbers -> the task's head (``training.models.tabular``); the part that
   trains (and can be XLA-compiled).
 - ``full``: ``core(preprocess(raw))``, what is saved and exported: it takes raw values, so
   serving applies exactly the preprocessing training did.
@@ -26,12 +26,14 @@ import numpy as np
 from etl.versions import Manifest
 from etl.versions.segment import Moments
 from training.config import ModelConfig
-from training.models.heads import Head, Serve, binary_head
 from training.models.tabular import (
     OOV_INDICES,
     Columns,
+    Head,
     Names,
+    Serve,
     TabularModel,
+    binary_head,
     compose,
     vocabulary_lookup,
 )

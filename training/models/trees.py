@@ -26,8 +26,14 @@ import numpy as np
 from etl.versions import Manifest
 from training.config import ModelConfig
 from training.models.forest import Forest, compile_forest
-from training.models.heads import Serve
-from training.models.tabular import Columns, Names, TabularModel, compose, vocabulary_lookup
+from training.models.tabular import (
+    Columns,
+    Names,
+    Serve,
+    TabularModel,
+    compose,
+    vocabulary_lookup,
+)
 
 log = logging.getLogger(__name__)
 FEATURES = "features"  # the core's one input: [batch, features] float32

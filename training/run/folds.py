@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from training.data.tabular import feature_map, make_dataset
-from training.models.heads import REGRESSION
+from training.models.tabular import REGRESSION
 
 # ``run`` below is a ``training.run.families.FitRun`` and ``families`` its ``Family`` objects;
 # families and choice import this module (for small tables only) and choice judges its

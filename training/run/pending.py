@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from etl import storage, versions
 from training import ledger
 from training.config import TrainConfig
-from training.judge.trained import Trained
-from training.record import RunOrigin
+from training.record import RunOrigin, Trained
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from training.judge.evaluate import (
     scores_of,
 )
 from training.judge.gate import GateRules, ModelNotBlessedError, check_splits
-from training.judge.trained import Trained
 from training.models.tabular import export_serving
 from training.record import (
     Blessing,
@@ -46,13 +45,20 @@ from training.record import (
     PhaseTimes,
     RunOrigin,
     TargetChoice,
+    Trained,
     TunedUse,
     read_model_record,
 )
 from training.run import families
-from training.run.choice import choose, choose_target
+from training.run.choice import (
+    choose,
+    choose_target,
+    class_weight,
+    plan,
+    spec_overrides,
+    tuned_overrides,
+)
 from training.run.families import EVAL_SPLIT, TEST_SPLIT
-from training.run.plan import class_weight, plan, spec_overrides, tuned_overrides
 from training.run.runtime import DeviceSetup, Phases, delete_backup, precision_policy, setup_device
 from training.tasks import TASKS as TASKS_BY_NAME
 from training.tasks import Task, task_of
@@ -83,7 +89,7 @@ def train(
         origin: The orchestrator run that started this one (written to metrics.json).
 
     Returns:
-        ``training.judge.trained.Trained``: the run folder, its record (metrics.json), the
+        ``training.record.Trained``: the run folder, its record (metrics.json), the
         gate's ``Blessing``, whether this run is now the dataset's current model.
 
     Raises:

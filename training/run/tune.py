@@ -35,7 +35,7 @@ from training.judge.evaluate import labels_of
 from training.judge.gate import check_splits
 from training.outputs import TUNED_SETTINGS, TuneConfig
 from training.run import choice, families
-from training.run.plan import class_weight, plan, spec_overrides
+from training.run.choice import class_weight, plan, spec_overrides
 from training.run.runtime import DeviceSetup, precision_policy, setup_device
 from training.tasks import task_of
 

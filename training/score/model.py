@@ -21,8 +21,7 @@ from etl import storage
 from etl.errors import PipelineError
 from etl.versions import Manifest, read_manifest
 from training.judge.current import read_current
-from training.models.heads import BINARY, REGRESSION
-from training.models.tabular import SERVING_KEYS_FILE
+from training.models.tabular import BINARY, REGRESSION, SERVING_KEYS_FILE
 from training.record import METRICS_FILE, read_model_record
 
 

@@ -175,8 +175,7 @@ def test_every_publish_and_promotion_has_its_own_partition_key(dags, monkeypatch
     monkeypatch.setattr(dataset_training, "get_current_context",
                         lambda: {"outlet_events": outlets})
     announce = dags.train.get_task("announce_model").python_callable
-    from training.judge.trained import Handover
-    from training.record import Blessing
+    from training.record import Blessing, Handover
 
     model = Handover.of(version=version, model_uri=f"{uri}/{version}/manual_1",
                         blessing=Blessing.of([]), promoted=True).to_json()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from etl.pipeline.published import PublishedVersion
+from etl.versions.catalog import PublishedVersion
 from tests.support import ui_fixtures as uf
 from training.record import ModelRecord
 

@@ -1,5 +1,6 @@
 """Manifests, the publish protocol under contention, resolution, retention (version ids:
-test_ids.py)."""
+test_ids.py); what publish returns, a typed record that crosses into XCom and the CLI's
+``--json`` as JSON and is read back the same."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from etl.errors import (
     VersionExistsError,
     VersionLockedError,
 )
+from etl.versions.catalog import PublishedVersion
 from etl.write import readback, shards
 
 DS = "flights"
@@ -314,3 +316,19 @@ def test_manifest_sha256_ignores_per_run_keys() -> None:
     assert versions.manifest_sha256(a) == versions.manifest_sha256(b)
     b = _manifest(V1, run_id="b", created_at="t2", splits={"train": {"num_examples": 2}})
     assert versions.manifest_sha256(a) != versions.manifest_sha256(b)
+
+
+def test_a_result_round_trips_through_json_and_reads_by_attribute() -> None:
+    made = PublishedVersion.of(version_uri="file:///r/datasets/d/v", version="v", created=True,
+                        splits={"train": 8, "eval": 1, "test": 1}, timings={"build_s": 1.5})
+    back = PublishedVersion.from_json(made.to_json(), "XCom")
+    assert back == made and back.rows == 10 and back.wall_s is None
+    assert list(made.to_json()) == ["version_uri", "version", "created", "splits", "timings"]
+    already = PublishedVersion.from_json({"version_uri": "u", "version": "v", "created": False,
+                                   "splits": {}}, "XCom")
+    assert not already.created and already.timings is None
+
+
+def test_a_result_without_its_version_names_the_key() -> None:
+    with pytest.raises(ValueError, match="etl run --json: key 'version_uri'"):
+        PublishedVersion.from_json({"created": True}, "etl run --json")

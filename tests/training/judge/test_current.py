@@ -1,8 +1,11 @@
-"""``training.judge.current``: the current-model pointer replaced only by a conditional write,
-and the gate's checks against the model it names (at least as good on the same rows; never
-replaced by a model of older data)."""
+"""``training.judge.current``: the current-model pointer, current.json, read and written key for
+key as a typed record and replaced only by a conditional write, and the gate's checks against
+the model it names (at least as good on the same rows; never replaced by a model of older
+data)."""
 
 from __future__ import annotations
+
+import pytest
 
 from etl import storage
 from training.judge import gate
@@ -57,3 +60,22 @@ def test_two_promotions_from_one_reading_cannot_both_win(storage_root: str) -> N
     assert promote(models, run("c"), "auc", token)
     assert not promote(models, run("d"), "auc", token)  # stale token
     assert read_current(models, "d")[0].run == "c"
+
+
+STORED = {"dataset": "flights", "version": "v1", "run": "r1", "model_uri": "file:///m/r1",
+          "metric": "auc", "value": 0.78, "blessed_at": "2026-01-01T00:00:00Z",
+          "note": "kept"}
+
+
+def test_a_pointer_reads_by_attribute_and_writes_back_what_it_read() -> None:
+    current = Current.from_json(STORED, "current.json")
+    assert (current.dataset, current.run, current.metric, current.value) == \
+        ("flights", "r1", "auc", 0.78)
+    assert current.names("v1", "r1") and not current.names("v1", "r2")
+    assert current.to_json() == STORED  # an unknown key survives a read and a write
+
+
+def test_a_pointer_missing_a_key_names_the_file_and_the_key() -> None:
+    with pytest.raises(ValueError, match=r"current.json: key 'model_uri': expected a string, "
+                                         r"the key is missing"):
+        Current.from_json({k: v for k, v in STORED.items() if k != "model_uri"}, "current.json")

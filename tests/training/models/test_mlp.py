@@ -12,8 +12,8 @@ import tensorflow as tf
 
 from tests.support import training_fixtures as fx
 from training.config import ModelConfig
-from training.models.heads import prior_logit
 from training.models.mlp import build_model, build_models, embedding_dim
+from training.models.tabular import prior_logit
 
 DOC = fx.build_manifest(fx.DATASET, fx.VERSION, {}, fx.make_rows(600, seed=1))
 MANIFEST = fx.typed(DOC)

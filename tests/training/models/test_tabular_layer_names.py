@@ -22,9 +22,8 @@ from etl.versions import Manifest
 from tests.support import training_fixtures as fx
 from training.config import InputConfig, ModelConfig, TrainConfig
 from training.models.forest import Forest, compile_forest
-from training.models.heads import linear_head, serve_units
 from training.models.mlp import build_models
-from training.models.tabular import SERVING_KEYS_FILE, export_serving
+from training.models.tabular import SERVING_KEYS_FILE, export_serving, linear_head, serve_units
 from training.models.trees import assemble, tree_preprocess
 from training.run.train import train
 

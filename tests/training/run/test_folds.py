@@ -17,10 +17,9 @@ from tests.support.training_fixtures import drafted_iris
 from training.config import DEFAULT_FOLDS as FOLDS
 from training.config import DEFAULT_REPEATS, InputConfig, ModelConfig, TrainConfig
 from training.judge.evaluate import predictions
-from training.run.choice import SMALL_TABLE_ROWS
+from training.run.choice import SMALL_TABLE_ROWS, plan
 from training.run.families import FitRun, fit_trees, mlp_folds, trees_folds
 from training.run.folds import FoldRows, fold_ids, mapped, read_rows
-from training.run.plan import plan
 from training.run.runtime import setup_device
 from training.run.train import train
 from training.tasks import task_of

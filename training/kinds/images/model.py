@@ -7,7 +7,7 @@ import keras
 from etl.versions import Manifest
 from etl.versions.segment import Statistics
 from training.kinds.images.config import ImageTrainConfig
-from training.models.heads import Head
+from training.models.tabular import Head
 
 
 def build_cnn(shape: tuple[int, int, int], manifest: Manifest, config: ImageTrainConfig,

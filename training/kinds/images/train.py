@@ -29,12 +29,11 @@ from training import outputs
 from training.config import TrainConfig
 from training.judge import gate
 from training.judge.evaluate import evaluate_split, gate_scores, predictions
-from training.judge.trained import Trained
 from training.kinds.images.config import ImageTrainConfig
 from training.kinds.images.data import image_feature, make_image_dataset
 from training.kinds.images.model import build_cnn
-from training.models.heads import MULTICLASS
-from training.record import ModelRecord, RunOrigin, read_model_record
+from training.models.tabular import MULTICLASS
+from training.record import ModelRecord, RunOrigin, Trained, read_model_record
 from training.tasks import TASKS, Task
 
 TASK: Task = TASKS[MULTICLASS]

@@ -1,5 +1,5 @@
-"""``training.models.heads``: each head starts where the train split does and refuses a label it
-cannot serve; the target's transform, written once."""
+"""``training.models.tabular``, the output end: each head starts where the train split does and
+refuses a label it cannot serve; the target's transform, written once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from etl.versions.segment import LabelSchema, Schema, Statistics
 from training.config import ModelConfig
-from training.models.heads import (
+from training.models.tabular import (
     binary_head,
     in_units,
     linear_head,
