@@ -234,7 +234,9 @@ def test_mirror_check_fails_on_a_planted_module_without_a_test(tmp_path):
 TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py", "training/record.py",
                  # issue 54: current.json, the drift report, what train() and publish() return
                  "training/judge/pointer.py", "etl/drift_report.py", "training/judge/trained.py",
-                 "etl/pipeline/published.py"}
+                 "etl/pipeline/published.py",
+                 # issue 54: a segment's split statistics partial (the record beside its code)
+                 "etl/statistics.py"}
 
 
 def _json_keys() -> dict[str, frozenset[str]]:
@@ -309,12 +311,15 @@ def _holds(name: str) -> str | None:
 
 def _record_json_keys() -> dict[str, frozenset[str]]:
     """Issue 54's records: current.json, a drift report (and its rows), publish()'s and
-    train()'s results -> the JSON keys each type reads."""
+    train()'s results, a segment's statistics partial (by split name, then its split's keys)
+    -> the JSON keys each type reads."""
     import dataclasses
 
     from etl.drift_report import DriftReport, DriftRow
     from etl.jsonobject import json_key
     from etl.pipeline.published import PublishedVersion
+    from etl.spec.model import Split
+    from etl.statistics import SplitPartial
     from training.judge.pointer import Current
     from training.judge.trained import Trained
 
@@ -323,7 +328,9 @@ def _record_json_keys() -> dict[str, frozenset[str]]:
                          if not f.name.startswith("json_"))
 
     return {"current": keys(Current), "drift": keys(DriftReport), "drift_row": keys(DriftRow),
-            "published": keys(PublishedVersion), "trained": keys(Trained)}
+            "published": keys(PublishedVersion), "trained": keys(Trained),
+            "statistics_partial": keys(SplitPartial) | {s for s, _ in Split().fractions},
+            "split_partial": keys(SplitPartial)}
 
 
 def _holds_record(low: str) -> str | None:
@@ -338,6 +345,10 @@ def _holds_record(low: str) -> str | None:
         return "published"
     if low in ("trained", "train_result", "train_results"):
         return "trained"
+    if low in ("statistics_partial", "partial", "partials"):
+        return "statistics_partial"
+    if low in ("part", "split_partial"):
+        return "split_partial"
     return None
 
 
@@ -395,8 +406,9 @@ def test_manifest_and_segment_json_are_read_through_their_types():
 def test_the_string_key_check_catches_a_planted_read():
     """The check above is not vacuous: each kind of planted read is caught -- a manifest's or
     segment's, their schema's (label, features) and statistics', a model record's and each of
-    its blocks' --; typed reads, writes and look-alikes (a spec's ``key``, a writer's entry, a
-    Keras history, a tuning step's result) are not."""
+    its blocks', a segment's statistics partial and its splits' --; typed reads, writes and
+    look-alikes (a spec's ``key``, a writer's entry, a Keras history, a tuning step's result)
+    are not."""
     keys = _json_keys()
     planted = '''
 def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, feat, counts):
@@ -431,7 +443,11 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
     ad = record.tuned["settings"]
     ae = record.phases["fit"]
     af = phase.get("seconds")
-    ok = (manifest.splits, meta.split("train").content_hash, spec["key"], e["file"],
+    ag = meta.statistics_partial.get("train")
+    ah = partial["eval"]
+    ai = part["rows"]
+    aj = split_partial.get("nulls")
+    ok = (part.rows, partial.split("train").labels, manifest.splits, meta.split("train").content_hash, spec["key"], e["file"],
           manifest.schema.label.name, info.num_examples, stats.numeric["distance"].mean,
           metrics.test.auc, counts["label_counts"], schema.features["x"].dtype,
           record.test.value(name), record.blessing.blessed, record.phases.fit.seconds,
@@ -449,7 +465,9 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
         "metrics.blessing['blessed']", "check['passed']",
         "record.cross_validation.get('out_of_fold')", "refit['length']",
         "record.target_choice['why']", "metrics.family_choice.get('chosen')", "choice['why']",
-        "record.tuned['settings']", "record.phases['fit']", "phase.get('seconds')"]
+        "record.tuned['settings']", "record.phases['fit']", "phase.get('seconds')",
+        "meta.statistics_partial.get('train')", "partial['eval']", "part['rows']",
+        "split_partial.get('nulls')"]
     assert _template_reads("{{ manifest.get('splits') }}\n{{ manifest.splits }}\n"
                            "{{ record.blessing.get('blessed') }}\n{{ blessing.blessed }}\n"
                            "{{ detail.metrics.cross_validation['refit'] }}") == [
