@@ -12,18 +12,23 @@ numeric column and the value counts of every categorical one. Partials merge exa
 merging the partials of days gives the whole window's mean and variance to float64
 rounding, in any grouping and any order of days; nothing needs to read the rows again. This
 is what lets a dataset version be composed from parts built on different nights, and a
-compaction merge its inputs' statistics. A partial and a summary are JSON-able (string keys,
-Python numbers), so they are stored beside the data they describe and merged later.
+compaction merge its inputs' statistics. A partial is a typed record (``StatisticsPartial``, a
+``SplitPartial`` per split) that merges itself and reads and writes the JSON stored beside the
+data it describes (a segment's ``statistics_partial``), key for key; a column's moments in it
+stay JSON-able dicts (string keys, Python numbers), as ``moments_of`` gives them.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from etl.jsonobject import JsonObject, key, mapping_of
 
 EMPTY_MOMENTS: dict[str, Any] = {"count": 0, "sum": 0.0, "mean": 0.0, "m2": 0.0, "min": None,
                          "max": None}
@@ -63,7 +68,7 @@ def moments_of_array(x: np.ndarray, columns: list[str]) -> dict[str, dict[str, A
             for i, col in enumerate(columns)}
 
 
-def merge_moments(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def merge_moments(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     """The summary of both parts' values."""
     if not a["count"] or not b["count"]:
         return dict(b if b["count"] else a)
@@ -99,9 +104,86 @@ def group_counts(values: pd.Series, keys: np.ndarray, n: int
 
 # --- split statistics partials ---------------------------------------------------------------
 
-StatisticsPartial = dict[str, Any]
-"""{split: {"rows", "labels": {label: n}, ["label_moments": {count, mean, m2, min, max}],
-"numeric": {col: {count, mean, m2, min, max}}, "vocab": {col: {value: n}}}}"""
+Moments = Mapping[str, Any]  # {count, sum, mean, m2, min, max}: a column's, as moments_of gives
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitPartial(JsonObject):
+    """One split's mergeable statistics: its rows, the label's counts (a classification label)
+    or moments (a regression label), the moments of each numeric column, the value counts of
+    each categorical one and the nulls a fill hid per feature (``None``: a partial from
+    before null counts, whose nulls are unknown)."""
+
+    rows: int = key(int, default=0)
+    labels: Mapping[str, int] = key(dict, default={})
+    numeric: Mapping[str, Moments] = key(dict, default={})
+    vocab: Mapping[str, Mapping[str, int]] = key(dict, default={})
+    label_moments: Moments | None = key(dict)
+    nulls: Mapping[str, int] | None = key(dict)
+
+    def merge(self, other: SplitPartial) -> SplitPartial:
+        """The statistics of both parts' rows of this split."""
+        x, y = self, other
+        extra: dict[str, Any] = {}
+        if x.nulls is not None and y.nulls is not None:  # a partial from before null counts:
+            extra["nulls"] = _add_counts(x.nulls, y.nulls)  # unknown
+        if x.label_moments is not None or y.label_moments is not None:
+            extra["label_moments"] = merge_moments(x.label_moments or EMPTY_MOMENTS,
+                                                   y.label_moments or EMPTY_MOMENTS)
+        return SplitPartial.of(
+            rows=x.rows + y.rows, labels=_add_counts(x.labels, y.labels),
+            numeric={c: merge_moments(x.numeric[c], y.numeric[c])
+                     if c in x.numeric and c in y.numeric
+                     else x.numeric.get(c) or y.numeric[c]
+                     for c in sorted(set(x.numeric) | set(y.numeric))},
+            vocab={c: _add_counts(x.vocab.get(c, {}), y.vocab.get(c, {}))
+                   for c in sorted(set(x.vocab) | set(y.vocab))},
+            **extra)
+
+
+_SPLITS = mapping_of(SplitPartial)
+
+
+@dataclass(frozen=True)
+class StatisticsPartial:
+    """A segment's split statistics partial (``segment.json``'s ``statistics_partial``): a
+    ``SplitPartial`` per split, keyed by the split's name. Its JSON is an object of splits,
+    so it is no ``JsonObject`` of its own; its splits are, and it reads and writes them."""
+
+    splits: Mapping[str, SplitPartial] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str, at: str = "") -> StatisticsPartial:
+        """``obj``: the stored JSON (``where``: the file it is in, named by any error)."""
+        return cls(_SPLITS.load(obj, where, at))
+
+    def to_json(self) -> dict[str, Any]:
+        return _SPLITS.dump(self.splits)
+
+    def split(self, name: str) -> SplitPartial:
+        """The split's statistics (empty when the partial has none of its rows)."""
+        return self.splits.get(name) or SplitPartial()
+
+    def merge(self, other: StatisticsPartial) -> StatisticsPartial:
+        """One partial covering the rows of both."""
+        out: dict[str, SplitPartial] = {}
+        for name in sorted(set(self.splits) | set(other.splits)):
+            x, y = self.splits.get(name), other.splits.get(name)
+            out[name] = y if x is None else x if y is None else x.merge(y)
+        return StatisticsPartial(out)
+
+    @classmethod
+    def merge_all(cls, parts: Iterable[StatisticsPartial]) -> StatisticsPartial:
+        """Merge in a balanced tree, so rounding does not grow with the number of parts."""
+        level = list(parts)
+        if not level:
+            return cls()
+        while len(level) > 1:
+            level = [level[i].merge(level[i + 1]) if i + 1 < len(level) else level[i]
+                     for i in range(0, len(level), 2)]
+        return level[0]
+
+
 def partial(prepared: pd.DataFrame, split_of: pd.Series, splits: Sequence[str], label: str,
             numeric: Sequence[str], categorical: Sequence[str], label_summary: str = "counts",
             missing: tuple[str, Sequence[str]] | None = None) -> StatisticsPartial:
@@ -121,16 +203,19 @@ def partial(prepared: pd.DataFrame, split_of: pd.Series, splits: Sequence[str], 
     label_moments = (_block_moments(prepared, [label], order, blocks)
                      if label_summary == "moments" else None)
     nulls = _null_counts(prepared, key, n_keys, missing)
-    part: StatisticsPartial = {}
+    part: dict[str, SplitPartial] = {}
     for k, split in enumerate(splits):
-        part[split] = {"rows": blocks[k].stop - blocks[k].start,
-                       "labels": labels[k] if labels is not None else {},
-                       "numeric": numbers[k], "vocab": {c: vocab[c][k] for c in categorical}}
+        extra: dict[str, Any] = {}
         if label_moments is not None:
-            part[split]["label_moments"] = label_moments[k][label]
+            extra["label_moments"] = label_moments[k][label]
         if nulls is not None:
-            part[split]["nulls"] = {c: int(n[k]) for c, n in nulls.items()}
-    return part
+            extra["nulls"] = {c: int(n[k]) for c, n in nulls.items()}
+        part[split] = SplitPartial.of(rows=blocks[k].stop - blocks[k].start,
+                                      labels=labels[k] if labels is not None else {},
+                                      numeric=numbers[k],
+                                      vocab={c: vocab[c][k] for c in categorical}, **extra)
+    return StatisticsPartial(part)
+
 
 def _null_counts(prepared: pd.DataFrame, key: np.ndarray, n_keys: int,
                  missing: tuple[str, Sequence[str]] | None) -> dict[str, np.ndarray] | None:
@@ -166,43 +251,6 @@ def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-def merge(a: StatisticsPartial, b: StatisticsPartial) -> StatisticsPartial:
-    """One partial covering the rows of both."""
-    out: StatisticsPartial = {}
-    for split in sorted(set(a) | set(b)):
-        x, y = a.get(split), b.get(split)
-        if x is None or y is None:
-            out[split] = x if y is None else y
-            continue
-        out[split] = {
-            "rows": x["rows"] + y["rows"],
-            "labels": _add_counts(x["labels"], y["labels"]),
-            "numeric": {c: merge_moments(x["numeric"][c], y["numeric"][c])
-                        if c in x["numeric"] and c in y["numeric"]
-                        else x["numeric"].get(c) or y["numeric"][c]
-                        for c in sorted(set(x["numeric"]) | set(y["numeric"]))},
-            "vocab": {c: _add_counts(x["vocab"].get(c, {}), y["vocab"].get(c, {}))
-                      for c in sorted(set(x["vocab"]) | set(y["vocab"]))},
-        }
-        if "nulls" in x and "nulls" in y:  # a partial from before null counts: unknown
-            out[split]["nulls"] = _add_counts(x["nulls"], y["nulls"])
-        if "label_moments" in x or "label_moments" in y:
-            out[split]["label_moments"] = merge_moments(x.get("label_moments", EMPTY_MOMENTS),
-                                                        y.get("label_moments", EMPTY_MOMENTS))
-    return out
-
-
-def merge_all(parts: Iterable[StatisticsPartial]) -> StatisticsPartial:
-    """Merge in a balanced tree, so rounding does not grow with the number of parts."""
-    level = list(parts)
-    if not level:
-        return {}
-    while len(level) > 1:
-        level = [merge(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
-                 for i in range(0, len(level), 2)]
-    return level[0]
-
-
 def _label_key(value: str) -> str:
     try:
         return str(int(float(value)))
@@ -217,34 +265,34 @@ def finalize(merged: StatisticsPartial, splits: Sequence[str], numeric: Sequence
     Vocabularies are ordered by count (descending), then value, so the model's lookup tables
     do not depend on how the rows were grouped.
     """
-    part = merged.get(on) or {"rows": 0, "labels": {}, "numeric": {}, "vocab": {}}
+    part = merged.split(on)
     vocabularies: dict[str, list[str]] = {}
     vocabulary_counts: dict[str, dict[str, int]] = {}
-    stats: dict[str, Any] = {"computed_on": on, "num_examples": int(part["rows"]),
-                             "numeric": {col: _moments(part["numeric"].get(col))
+    stats: dict[str, Any] = {"computed_on": on, "num_examples": int(part.rows),
+                             "numeric": {col: _moments(part.numeric.get(col))
                                          for col in numeric},
                              "vocabularies": vocabularies,
                              "vocabulary_counts": vocabulary_counts}
-    if "label_moments" in part:
-        stats["label"] = _moments(part["label_moments"])
+    if part.label_moments is not None:
+        stats["label"] = _moments(part.label_moments)
     for col in categorical:
-        ordered = sorted(part["vocab"].get(col, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        ordered = sorted(part.vocab.get(col, {}).items(), key=lambda kv: (-kv[1], kv[0]))
         vocabularies[col] = [k for k, _ in ordered]
         vocabulary_counts[col] = dict(ordered)
     stats["null_counts"] = _null_counts_of(part, numeric)
-    labels = {_label_key(k): int(v) for k, v in part["labels"].items()}
+    labels = {_label_key(k): int(v) for k, v in part.labels.items()}
     stats["label_counts"] = {k: labels[k] for k in sorted(labels, key=_sort_key)}
-    stats["split_counts"] = {s: int((merged.get(s) or {"rows": 0})["rows"]) for s in splits}
+    stats["split_counts"] = {s: int(merged.split(s).rows) for s in splits}
     return stats
 
 
-def _null_counts_of(part: Mapping[str, Any], numeric: Sequence[str]) -> dict[str, int]:
+def _null_counts_of(part: SplitPartial, numeric: Sequence[str]) -> dict[str, int]:
     """Missing values per feature of a split: those a fill hid (``nulls``), and a numeric
     column's rows without a value. A categorical absent here has an unknown count (partials
     built before null counts; a constant-filled numeric then reads 0)."""
-    out = {c: int(part["rows"]) - int((part["numeric"].get(c) or {}).get("count", 0))
+    out = {c: int(part.rows) - int((part.numeric.get(c) or {}).get("count", 0))
            for c in numeric}
-    out.update({c: int(n) for c, n in (part.get("nulls") or {}).items()})
+    out.update({c: int(n) for c, n in (part.nulls or {}).items()})
     return dict(sorted(out.items()))
 
 

@@ -236,7 +236,9 @@ TYPES_MODULES = {"etl/versions/manifest.py", "etl/versions/segment.py", "trainin
                  # training/judge/current.py, scanned with its writer; what train() returns,
                  # Trained and Handover, in training/record.py; what publish() returns,
                  # PublishedVersion, in etl/versions/catalog.py, scanned with publishing)
-                 "etl/drift_report.py"}
+                 "etl/drift_report.py",
+                 # issue 54: a segment's split statistics partial (the record beside its code)
+                 "etl/statistics.py"}
 
 
 def _json_keys() -> dict[str, frozenset[str]]:
@@ -311,11 +313,14 @@ def _holds(name: str) -> str | None:
 
 def _record_json_keys() -> dict[str, frozenset[str]]:
     """Issue 54's records: current.json, a drift report (and its rows), publish()'s and
-    train()'s results -> the JSON keys each type reads."""
+    train()'s results, a segment's statistics partial (by split name, then its split's keys)
+    -> the JSON keys each type reads."""
     import dataclasses
 
     from etl.drift_report import DriftReport, DriftRow
     from etl.jsonobject import json_key
+    from etl.spec.model import Split
+    from etl.statistics import SplitPartial
     from etl.versions.catalog import PublishedVersion
     from training.judge.current import Current
     from training.record import Handover, Trained
@@ -326,7 +331,9 @@ def _record_json_keys() -> dict[str, frozenset[str]]:
 
     return {"current": keys(Current), "drift": keys(DriftReport), "drift_row": keys(DriftRow),
             "published": keys(PublishedVersion), "trained": keys(Trained),
-            "handover": keys(Handover)}
+            "handover": keys(Handover),
+            "statistics_partial": keys(SplitPartial) | {s for s, _ in Split().fractions},
+            "split_partial": keys(SplitPartial)}
 
 
 def _holds_record(low: str) -> str | None:
@@ -343,6 +350,10 @@ def _holds_record(low: str) -> str | None:
         return "trained"
     if low in ("handover", "handed", "summary"):  # the train task's XCom
         return "handover"
+    if low in ("statistics_partial", "partial", "partials"):
+        return "statistics_partial"
+    if low in ("part", "split_partial"):
+        return "split_partial"
     return None
 
 
@@ -400,8 +411,9 @@ def test_manifest_and_segment_json_are_read_through_their_types():
 def test_the_string_key_check_catches_a_planted_read():
     """The check above is not vacuous: each kind of planted read is caught -- a manifest's or
     segment's, their schema's (label, features) and statistics', a model record's and each of
-    its blocks' --; typed reads, writes and look-alikes (a spec's ``key``, a writer's entry, a
-    Keras history, a tuning step's result) are not."""
+    its blocks', a segment's statistics partial and its splits' --; typed reads, writes and
+    look-alikes (a spec's ``key``, a writer's entry, a Keras history, a tuning step's result)
+    are not."""
     keys = _json_keys()
     planted = '''
 def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, feat, counts):
@@ -436,7 +448,11 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
     ad = record.tuned["settings"]
     ae = record.phases["fit"]
     af = phase.get("seconds")
-    ok = (manifest.splits, meta.split("train").content_hash, spec["key"], e["file"],
+    ag = meta.statistics_partial.get("train")
+    ah = partial["eval"]
+    ai = part["rows"]
+    aj = split_partial.get("nulls")
+    ok = (part.rows, partial.split("train").labels, manifest.splits, meta.split("train").content_hash, spec["key"], e["file"],
           manifest.schema.label.name, info.num_examples, stats.numeric["distance"].mean,
           metrics.test.auc, counts["label_counts"], schema.features["x"].dtype,
           record.test.value(name), record.blessing.blessed, record.phases.fit.seconds,
@@ -454,7 +470,9 @@ def f(manifest, meta, seg, info, shard, spec, e, schema, stats, metrics, label, 
         "metrics.blessing['blessed']", "check['passed']",
         "record.cross_validation.get('out_of_fold')", "refit['length']",
         "record.target_choice['why']", "metrics.family_choice.get('chosen')", "choice['why']",
-        "record.tuned['settings']", "record.phases['fit']", "phase.get('seconds')"]
+        "record.tuned['settings']", "record.phases['fit']", "phase.get('seconds')",
+        "meta.statistics_partial.get('train')", "partial['eval']", "part['rows']",
+        "split_partial.get('nulls')"]
     assert _template_reads("{{ manifest.get('splits') }}\n{{ manifest.splits }}\n"
                            "{{ record.blessing.get('blessed') }}\n{{ blessing.blessed }}\n"
                            "{{ detail.metrics.cross_validation['refit'] }}") == [

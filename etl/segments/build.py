@@ -181,6 +181,12 @@ def read_partials(uri: str, meta: SegmentMeta) -> tuple[dict, pd.DataFrame | Non
     return _partials_of(meta.checks.metric_partials or [], arrays), keys
 
 
+def read_statistics(meta: SegmentMeta) -> statistics.StatisticsPartial:
+    """The split statistics partial a tabular segment stored in its ``segment.json``."""
+    return statistics.StatisticsPartial.from_json(meta.statistics_partial,
+                                                  f"segment {meta.segment}", "statistics_partial")
+
+
 def read_keys(uri: str, meta: SegmentMeta) -> pd.DataFrame:
     """The typed key columns of a segment's valid rows (to name duplicated keys)."""
     keys = read_partials(uri, meta)[1]
@@ -390,7 +396,8 @@ def _merge(root: str, dataset: str, seg: str, uri: str, run: list[SegmentMeta],
     return SegmentMeta.new(origin, SegmentContents(
         splits=splits, schema=first.schema, compression=first.compression,
         validation=_merged_checks(uri, uris, run),
-        statistics_partial=statistics.merge_all(m.statistics_partial for m in run),
+        statistics_partial=statistics.StatisticsPartial.merge_all(
+            read_statistics(m) for m in run).to_json(),
         dropped_rows=dropped), run_id)
 
 

@@ -281,7 +281,10 @@ class SegmentMeta(JsonObject, HoldsSplits):
     schema: Schema | None = key(dict, nested(Schema))
     splits: Mapping[str, SplitInfo] = key(dict, mapping_of(SplitInfo), required=True)
     statistics: Statistics | None = key(dict, nested(Statistics))  # images: computed whole
-    statistics_partial: Mapping[str, Any] | None = key(dict)  # tabular: merged per window
+    # tabular: merged per window; the JSON of an ``etl.statistics.StatisticsPartial``, read
+    # through it (``etl.segments.build.read_statistics``): training and the UI never import
+    # etl.statistics (pyproject.toml), so this record keeps it as the JSON it is stored as
+    statistics_partial: Mapping[str, Any] | None = key(dict)
     source_fingerprint: SourceFiles | None = key(dict, nested(SourceFiles))
     built_from: Mapping[str, Any] | None = key(dict)
     validation: SegmentChecks | None = key(dict, nested(SegmentChecks))
@@ -315,11 +318,6 @@ class SegmentMeta(JsonObject, HoldsSplits):
             compression=contents.compression, schema=contents.schema, splits=contents.splits,
             validation=contents.validation,
             **{k: v for k, v in given.items() if v is not None})
-
-    @property
-    def train_rows(self) -> int:
-        """The train split's rows in its statistics partial (0 without one)."""
-        return int(((self.statistics_partial or {}).get("train") or {}).get("rows", 0))
 
 
 Metas = list[tuple[str, SegmentMeta]]  # (segment URI, segment.json), in window order

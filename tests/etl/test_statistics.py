@@ -1,5 +1,6 @@
 """etl.statistics: split statistics partials of any grouping merge to the whole frame's values,
-and the moments of a whole frame are each column's moments."""
+a partial reads and writes back the JSON a segment stores byte for byte (old ones too), and the
+moments of a whole frame are each column's moments."""
 
 from __future__ import annotations
 
@@ -37,6 +38,12 @@ def _final(p: stats.StatisticsPartial) -> dict:
     return stats.finalize(p, SPLITS, NUMERIC, CATEGORICAL)
 
 
+def _stored(parts: list[stats.StatisticsPartial]) -> list[stats.StatisticsPartial]:
+    """The partials as a segment.json stores them and a later run reads them back."""
+    return [stats.StatisticsPartial.from_json(p, "segment.json", "statistics_partial")
+            for p in json.loads(json.dumps([p.to_json() for p in parts]))]
+
+
 def test_whole_frame_matches_pandas(frame):
     got = _final(_partial(frame))
     train = frame[frame[SPLIT_COL] == "train"]
@@ -61,7 +68,7 @@ def test_any_grouping_merges_to_the_same_statistics(frame, parts):
     chunks = np.array_split(np.arange(len(frame)), parts)
     partials = [_partial(frame.iloc[idx]) for idx in chunks]
     for order in (partials, partials[::-1]):
-        merged = _final(stats.merge_all(json.loads(json.dumps(order))))  # stored as JSON
+        merged = _final(stats.StatisticsPartial.merge_all(_stored(order)))
         assert merged["split_counts"] == whole["split_counts"]
         assert merged["vocabularies"] == whole["vocabularies"]
         assert merged["label_counts"] == whole["label_counts"]
@@ -74,11 +81,70 @@ def test_any_grouping_merges_to_the_same_statistics(frame, parts):
 def test_empty_parts_and_missing_splits_merge_cleanly(frame):
     empty = _partial(frame.iloc[:0])
     only_train = _partial(frame[frame[SPLIT_COL] == "train"].iloc[:10])
-    merged = _final(stats.merge_all([empty, only_train, empty]))
+    merged = _final(stats.StatisticsPartial.merge_all([empty, only_train, empty]))
     assert merged["split_counts"] == {"train": 10, "eval": 0, "test": 0}
-    assert _final(stats.merge_all([]))["num_examples"] == 0
+    assert _final(stats.StatisticsPartial.merge_all([]))["num_examples"] == 0
     assert _final(empty)["numeric"]["x"] == {"mean": 0.0, "var": 0.0, "min": 0.0, "max": 0.0,
                                              "count": 0}
+
+
+# a partial as segment.json stored it before null counts and label moments (etl.versions'
+# test fixture holds one with its rows only)
+OLD = {"train": {"rows": 3, "labels": {"0": 2, "1": 1},
+                 "numeric": {"x": {"count": 2, "sum": 3.0, "mean": 1.5, "m2": 0.5, "min": 1.0,
+                                   "max": 2.0}},
+                 "vocab": {"c": {"a": 2, "b": 1}}},
+       "eval": {"rows": 0, "labels": {}, "numeric": {"x": dict(stats.EMPTY_MOMENTS)},
+                "vocab": {"c": {}}}}
+
+
+def _bytes(obj: dict) -> str:
+    return json.dumps(obj)  # key order included: what segment.json holds
+
+
+@pytest.mark.parametrize("how", ["counts", "moments", "nulls", "old", "rows only"])
+def test_a_stored_partial_reads_and_writes_back_byte_for_byte(frame, how):
+    framed = frame.assign(_m=np.arange(len(frame)) % 4, reg=frame["y"] / 3)
+    stored = {
+        "counts": lambda: _partial(frame).to_json(),
+        "moments": lambda: stats.partial(framed, frame[SPLIT_COL], SPLITS, "reg", NUMERIC,
+                                         CATEGORICAL, "moments", ("_m", ["c", "x"])).to_json(),
+        "nulls": lambda: stats.partial(framed, frame[SPLIT_COL], SPLITS, "label", NUMERIC,
+                                       CATEGORICAL, missing=("_m", ["c", "x"])).to_json(),
+        "old": lambda: OLD, "rows only": lambda: {"train": {"rows": 3}},
+    }[how]()
+    text = _bytes(stored)
+    read = stats.StatisticsPartial.from_json(json.loads(text), "segment.json")
+    assert _bytes(read.to_json()) == text
+    merged = read.merge(read)  # writes its keys as the dict code wrote them
+    assert list(merged.to_json()) == sorted(stored)
+    assert merged.split("train").rows == 2 * read.split("train").rows
+
+
+def test_an_old_partial_merges_with_a_new_one_as_unknown_nulls(frame):
+    new = stats.partial(frame.assign(_m=1), frame[SPLIT_COL], SPLITS, "label", NUMERIC,
+                        CATEGORICAL, missing=("_m", ["c"]))
+    assert new.split("train").nulls == {"c": new.split("train").rows}
+    old = stats.StatisticsPartial.from_json(OLD, "segment.json")
+    assert old.split("train").nulls is None and old.split("train").label_moments is None
+    for merged in (old.merge(new), new.merge(old)):
+        train = merged.split("train")
+        assert train.nulls is None and "nulls" not in merged.to_json()["train"]
+        assert train.label_moments is None
+        assert train.rows == 3 + new.split("train").rows
+        assert train.vocab["c"]["a"] == 2 + new.split("train").vocab["c"]["a"]
+        assert _final(merged)["null_counts"] == {  # the numeric columns' own, "c" unknown
+            "x": train.rows - train.numeric["x"]["count"], "y": train.rows - train.numeric[
+                "y"]["count"]}
+    assert stats.StatisticsPartial().split("train") == stats.SplitPartial()
+
+
+def test_a_malformed_partial_names_the_file_and_key():
+    with pytest.raises(ValueError, match=r"seg-1: key 'statistics_partial.train.rows': "
+                                         r"expected an integer"):
+        stats.StatisticsPartial.from_json({"train": {"rows": "3"}}, "seg-1", "statistics_partial")
+    with pytest.raises(ValueError, match="seg-1: key 'statistics_partial': expected an object"):
+        stats.StatisticsPartial.from_json(None, "seg-1", "statistics_partial")
 
 
 def test_moments_of_a_whole_frame_match_column_by_column() -> None:

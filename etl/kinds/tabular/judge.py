@@ -40,7 +40,7 @@ from etl.errors import ValidationFailed
 from etl.kinds import Judged, Window
 from etl.kinds.tabular.prepare import finalize_partial
 from etl.kinds.tabular.read import lookup_instants, ts_keys_of
-from etl.segments.build import read_keys, read_partials
+from etl.segments.build import read_keys, read_partials, read_statistics
 from etl.segments.plan import period_of
 from etl.spec import Spec
 from etl.validation import (
@@ -292,7 +292,8 @@ def merged_statistics(spec: Spec, metas: list[SegmentMeta]
                       ) -> tuple[Statistics, dict[str, Any]]:
     """The statistics of segments together: their partials merged, then finalized (the same
     figures however the rows were grouped into segments); and the label as they resolve it."""
-    stats = finalize_partial(statistics.merge_all(m.statistics_partial for m in metas), spec)
+    stats = finalize_partial(
+        statistics.StatisticsPartial.merge_all(read_statistics(m) for m in metas), spec)
     label = stats.pop("label_schema")
     dropped: dict[str, int] = {}
     for m in metas:
@@ -358,4 +359,9 @@ def _peers(window: Window[Spec, Judging], rows: int) -> list[dict[str, Any]]:
 
     new = {m.segment for m in window.new}
     return [merged_statistics(window.spec, [m])[0] for _, m in window.metas
-            if m.segment not in new and 0 < m.train_rows <= PEER_SIZE * rows]
+            if m.segment not in new and 0 < _train_rows(m) <= PEER_SIZE * rows]
+
+
+def _train_rows(meta: SegmentMeta) -> int:
+    """The train rows in a segment's statistics partial (0 without one)."""
+    return 0 if meta.statistics_partial is None else read_statistics(meta).split("train").rows

@@ -234,7 +234,7 @@ def finalize_partial(merged: statistics.StatisticsPartial, spec: Spec) -> dict[s
                                categorical)
     schema = resolve_label(merged, spec)
     if schema.get("names"):
-        train = (merged.get("train") or {}).get("labels", {})
+        train = merged.split("train").labels
         stats["label_counts"] = {str(i): int(train.get(n, 0))
                                  for i, n in enumerate(schema["names"])}
     stats["label_schema"] = schema
@@ -245,7 +245,7 @@ def resolve_label(partial: statistics.StatisticsPartial, spec: Spec, where: str 
                   ) -> dict[str, Any]:
     """The label's schema with its classes resolved from a partial's label counts; raises
     ValidationFailed naming a class value outside the classes (``where``: the spec's path)."""
-    counts = {s: (partial.get(s) or {}).get("labels", {}) for s, _ in spec.split.fractions}
+    counts = {s: partial.split(s).labels for s, _ in spec.split.fractions}
     return label_task(spec.label).resolve(spec.label, counts, where or str(spec.path))
 
 

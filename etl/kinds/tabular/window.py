@@ -281,7 +281,7 @@ def _learn_classes(request: BuildRequest[Spec], inputs: RunInputs
     stats = _compute(probe_statistics, list(plan.tasks),
                      _context(spec, inputs, spec.label.schema(), request), inputs.lookups,
                      request.dask_address, storage.join(request.scratch_uri, "probe"))
-    schema = resolve_label(statistics.merge_all(stats), spec)
+    schema = resolve_label(statistics.StatisticsPartial.merge_all(stats), spec)
     names = tuple(schema["names"])
     label = replace(spec.label, names=names, classes=len(names),
                     names_from=f"the window's classes {list(names)} ({spec.path}.label "
@@ -406,13 +406,13 @@ def _segment_json(task: SegmentTask, ctx: BuildContext, checked: Checked, prepar
     )
     meta = SegmentMeta.new(origin, SegmentContents(
         splits=splits, schema=ctx.schema, compression=ctx.write.compression, validation=checks,
-        statistics_partial=prepared.statistics,
+        statistics_partial=prepared.statistics.to_json(),
         dropped_rows={ctx.spec.label.drop_reason: prepared.dropped}), ctx.run_id)
     return replace(meta, timings=timings)
 
 
 def probe_statistics(task: SegmentTask, ctx: BuildContext, lookups: list[pd.DataFrame],
-                     scratch_uri: str) -> dict[str, Any]:
+                     scratch_uri: str) -> statistics.StatisticsPartial:
     """The split statistics of a segment's valid rows, nothing kept: how a run learns the
     train split's classes before any segment is encoded (quarantine goes to ``scratch_uri``)."""
     quarantine = storage.join(scratch_uri, task.segment, "quarantine")

@@ -87,3 +87,15 @@ def test_shard_names_must_match_the_tfds_template() -> None:
 def test_bad_schemas_are_refused(schema: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         tfds_meta.features_json(Schema.from_json(schema, "the test's schema"))
+
+
+def test_a_segment_s_statistics_partial_is_read_through_its_type() -> None:
+    """``read_statistics``: what judge and compaction merge; a segment without one is named."""
+    body = {"format_version": 2, "dataset": "flights", "segment": "s1", "splits": {},
+            "statistics_partial": {"train": {"rows": 3}, "eval": {"rows": 1}}}
+    partial = tfds_meta.read_statistics(SegmentMeta.from_json(body, "segment.json"))
+    assert (partial.split("train").rows, partial.split("test").rows) == (3, 0)
+    assert partial.to_json() == body["statistics_partial"]
+    bare = SegmentMeta.from_json({**body, "statistics_partial": None}, "segment.json")
+    with pytest.raises(ValueError, match="segment s1: key 'statistics_partial': expected an"):
+        tfds_meta.read_statistics(bare)

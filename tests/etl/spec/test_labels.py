@@ -110,7 +110,7 @@ def test_regression_label_moments_merge_like_the_whole() -> None:
     assert prepared["progression"].dtype == np.float64
     whole = transform.split_partial(prepared, spec)
     parts = [transform.split_partial(prepared.iloc[i::5], spec) for i in range(5)]
-    merged = statistics.merge_all(parts[::-1])
+    merged = statistics.StatisticsPartial.merge_all(parts[::-1])
     train = prepared[prepared[SPLIT_COL] == "train"]["progression"].to_numpy()
     for partial in (whole, merged):
         label = transform.finalize_partial(partial, spec)["label"]

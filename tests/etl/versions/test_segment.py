@@ -65,7 +65,7 @@ def test_typed_fields_and_defaults() -> None:
     assert meta.splits["train"].shards[0] == Shard.from_json(SHARD, "x")
     assert meta.partitions == (("20130101", "d1"),) and meta.level == 0
     assert meta.checks.row_partials[0].unexpected_count == 1
-    assert meta.num_examples == 3 and meta.train_rows == 3
+    assert meta.num_examples == 3
     assert meta.interval.end == "2013-01-02T00:00:00Z" and meta.sources.lookups is None
     old = SegmentMeta.from_json(FORMAT_1, "segment.json")  # absent keys: empty, not errors
     assert old.checks.rows == 0 and old.split("eval") == SplitInfo() and old.level == 0

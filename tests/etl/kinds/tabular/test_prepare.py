@@ -108,7 +108,7 @@ def test_statistics_use_train_only_and_mean_fills_stay_missing(raw: pd.DataFrame
     cut = len(raw) // 3
     partials = [transform.split_partial(transform.prepare_rows(raw.iloc[i:i + cut], spec),
                                         spec) for i in range(0, len(raw), cut)]
-    stats = transform.finalize_partial(statistics.merge_all(partials), spec)
+    stats = transform.finalize_partial(statistics.StatisticsPartial.merge_all(partials), spec)
     whole = transform.finalize_partial(transform.split_partial(
         transform.prepare_rows(raw, spec), spec), spec)
     assert stats["split_counts"] == whole["split_counts"]
