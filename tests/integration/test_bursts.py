@@ -1,4 +1,4 @@
-"""Many runs at once on a real scheduler: a 6-night backfill of ``etl_flights`` while its
+"""Many runs at once on a real scheduler: a 14-night backfill of ``etl_flights`` while its
 trainings run, and two manual runs triggered while a training is busy; afterwards every
 published version is trained or superseded by a trained newer one, scored or superseded by a
 scored one, the newest is trained and scored, no Asset event is linked to no run (each
@@ -11,12 +11,10 @@ dag-processor and triggerer as real processes (``tests.integration.airflow_stack
 flights DAGs unpaused. Training takes longer than an ETL run here (TensorFlow's start and a
 fit against a one-day build), so publishes land while a training holds the ``gpu`` pool. The
 backfill is the command docs/AIRFLOW.md gives, and this test also checks what a backfill
-publishes: one version per interval from its own run, LATEST on the newest. Six nights are
-enough for all of it (three rounds of two builds on the ``dask`` pool; the later publishes and
-the burst land while the first training runs) and keep ``make test`` inside CI's limit (14
-nights took 1,072 s, 6 nights 650 s and 923 s, on 2 cores beside other tests); the training
-budget is one small MLP (every version has over the 1,000 rows under which training would
-k-fold). The spec's arrival wait is 0: the one nightly run the scheduler creates for today's
+publishes: one version per interval from its own run, LATEST on the newest. Fourteen nights,
+what issue 51 asks of this test (a 6-night run took 650 s to 923 s here against 1,072 s, but
+the issue's backfill is at least 14); the training budget is one small MLP (every version has
+over the 1,000 rows under which training would k-fold). The spec's arrival wait is 0: the one nightly run the scheduler creates for today's
 interval fails at once (no raw data for it) instead of waiting beside the test. Skips without
 PostgreSQL, but not under CI=true.
 """
@@ -41,19 +39,19 @@ psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 RETRY_ON = (OSError, psycopg2.Error)
-LANDED = ("2013-01-01", "2013-01-09")  # days 1..8: the backfill's, and the manual windows' last
+LANDED = ("2013-01-01", "2013-01-17")  # days 1..16: the backfill's, and the manual windows' last
 BACKFILL = ["backfill", "create", "--dag-id", "etl_flights", "--from-date", "2013-01-02",
-            "--to-date", "2013-01-07", "--reprocess-behavior", "failed"]  # 6 nights
+            "--to-date", "2013-01-15", "--reprocess-behavior", "failed"]  # 14 nights
 NIGHTS = (date.fromisoformat(BACKFILL[BACKFILL.index("--to-date") + 1])
           - date.fromisoformat(BACKFILL[BACKFILL.index("--from-date") + 1])).days + 1
-MANUAL = [{"interval_end": "2013-01-09T00:00:00+00:00", "window_days": 7},
-          {"interval_end": "2013-01-09T00:00:00+00:00", "window_days": 3}]
+MANUAL = [{"interval_end": "2013-01-17T00:00:00+00:00", "window_days": 7},
+          {"interval_end": "2013-01-17T00:00:00+00:00", "window_days": 3}]
 VERSIONS = NIGHTS + len(MANUAL)  # one per backfill interval and per manual window
-NEWEST = "20130109T000000Z_20130106T000000Z"  # the second manual window, by version_key
+NEWEST = "20130117T000000Z_20130114T000000Z"  # the second manual window, by version_key
 SPEC = ("\narrival: {wait: 0}\n"
         "training: {family: mlp, epochs: 2, batch_size: 256, min_margin: 0.0}\n")
 DAGS = ("etl_flights", "train_flights", "score_flights")
-WAIT_S = 1500  # each wait: the longer took 335 s and 480 s, the test 650 s and 923 s, loaded
+WAIT_S = 1800  # each wait; the whole test took 1,072 s on 2 loaded cores with 14 nights
 
 
 def _runs(dsn: str, dag_id: str) -> dict[str, tuple[str, str]]:
