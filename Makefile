@@ -12,12 +12,13 @@ STAMP := $(VENV)/.installed-$(LOCK_HASH)
 export PIPELINE_STORAGE_ROOT ?= file://$(CURDIR)/.data
 export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 
-.PHONY: install demo standalone test test-fast compose-test bench bench-quick lint browser clean help
+.PHONY: install demo standalone test test-bench test-fast compose-test bench bench-quick lint browser clean help
 
 help:
 	@echo "make demo   - install, land flights data, run the ETL DAG and the training DAG locally"
 	@echo "make standalone - airflow standalone (UI on :8080) with the DAGs, plugin and pools"
 	@echo "make test   - install and run the whole test suite"
+	@echo "make test-bench - the bench harness's end-to-end checks (tiny runs of the scoring, tuning and drawn parts)"
 	@echo "make compose-test - build docker-compose.yml's stack and run it end to end (Docker set up if absent)"
 	@echo "make bench  - ETL vs floor and peers, fixed overhead, input vs parse ceiling, segment costs, the gauntlet of public tables vs their references, the drawn gauntlet of 2 x 100 seeded (table, label) pairs (bench/results.json)"
 	@echo "make bench-quick - check the bench harness in minutes: one week, 1x (bench/results-quick.json)"
@@ -54,7 +55,12 @@ browser:
 # TEST_WORKERS: pytest-xdist processes (default 2, what CI has); a file's tests run in one of them.
 TEST_WORKERS ?= 2
 test: install browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not bench" $(PYTEST_ARGS)
+
+# The bench harness's own end-to-end checks (a part run on a tiny input): minutes of training
+# whose figures are make bench's, so make test leaves them out.
+test-bench: install
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m bench $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)

@@ -116,6 +116,7 @@ def test_the_report_prints_each_seeds_summary_and_checks_its_targets() -> None:
     assert gauntlet_report.drawn_rows({}) == []
 
 
+@pytest.mark.bench
 @pytest.mark.e2e
 def test_one_drawn_pair_runs_as_a_new_user_runs_it(tmp_path: Path) -> None:
     pair = corpus.Pair(1, 3, "MASS/Melanoma", "sex", "binary", "csv", 205, 8, 7)

@@ -52,6 +52,7 @@ FAST = {"wine": None, "penguins": None, "weather_hourly": ("2013-01-01", "2013-0
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(900)  # about a minute and a half a table (make test starts it early)
 @pytest.mark.parametrize("name", sorted(FAST))
 def test_a_new_user_gets_a_model_without_a_traceback(name: str, tmp_path: Path) -> None:
     table = TABLES[name]

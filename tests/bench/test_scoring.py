@@ -37,6 +37,7 @@ def test_the_ceiling_counts_every_row_of_one_timed_pass() -> None:
     assert 19 / 0.1 < top["rows_per_s"] < 19 / 0.03
 
 
+@pytest.mark.bench
 @pytest.mark.e2e
 @pytest.mark.timeout(1800)
 def test_the_part_scores_each_scale_beside_its_ceiling(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ from bench import tuning
 from training.record import read_model_record
 
 
+@pytest.mark.bench
 @pytest.mark.e2e
+@pytest.mark.timeout(2400)  # minutes: two trainings and a search (make test starts it early)
 def test_a_tuned_table_is_compared_with_its_untuned_run_on_the_same_reference(
         tmp_path: Path) -> None:
     got = tuning.run_all(tmp_path, ["iris"], trials=2, minutes=5)["tables"]["iris"]
